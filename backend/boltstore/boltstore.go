@@ -1,0 +1,245 @@
+// Package boltstore is lake's embedded backend: one bbolt file on one
+// machine, keys in order, each commit fsynced before it is acknowledged.
+//
+// User keys live in one bucket and lake's control records in another, so a
+// prefix read is a cursor seek that touches only matching keys (plus one to
+// find the end) and never sees a control record. Writes are serialized by
+// bbolt's single writer, which makes every conditional operation atomic.
+//
+// A bbolt file can be open in one process at a time. Open waits at most
+// Options.LockTimeout for the file lock and then fails with ErrLocked, so a
+// CLI run against the file of a running node fails fast instead of hanging.
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lakemeta/lake/metastore"
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Name is the backend name carried by this backend's cursors.
+const Name = "bolt"
+
+// NB: bucket names are part of the file format; they must not change.
+var (
+	dataBucket    = []byte("data")
+	controlBucket = []byte("control")
+)
+
+// ErrLocked is returned by Open when another process holds the file.
+var ErrLocked = errors.New("lake: bolt file is locked by another process")
+
+// ErrMissing is returned by Open when the file does not exist and
+// Options.Create is not set.
+var ErrMissing = errors.New("lake: bolt file does not exist")
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Create creates the file (and its buckets) if it does not exist.
+	Create bool
+	// LockTimeout bounds the wait for another process's file lock; zero
+	// means one second. It is never unbounded: a hang is worse than an error.
+	LockTimeout time.Duration
+	// ReadOnly opens the file for reading only (a shared lock).
+	ReadOnly bool
+}
+
+// Driver is the bbolt implementation of metastore.Driver.
+type Driver struct {
+	db   *bolt.DB
+	path string
+}
+
+var _ metastore.Driver = (*Driver)(nil)
+
+// Open opens the bbolt file at path. opts may be nil.
+func Open(path string, opts *Options) (*Driver, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: empty bolt file path", metastore.ErrInvalidArgument)
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !opts.Create:
+		return nil, fmt.Errorf("%w: %s (run `lake init` to create it)", ErrMissing, path)
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory, not a bolt file", metastore.ErrInvalidArgument, path)
+	}
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (a running `lake serve` node holds it? point --store at the node: --store http://HOST:PORT)", ErrLocked, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lake: open bolt file %s: %w", path, err)
+	}
+	d := &Driver{db: db, path: path}
+	if !opts.ReadOnly {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{dataBucket, controlBucket} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	} else {
+		err = db.View(func(tx *bolt.Tx) error {
+			if tx.Bucket(dataBucket) == nil {
+				return fmt.Errorf("%w: %s has no lake data bucket (run `lake init`)", metastore.ErrInvalidArgument, path)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("lake: initialize bolt file %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// Name returns "bolt".
+func (d *Driver) Name() string { return Name }
+
+// Path returns the file path.
+func (d *Driver) Path() string { return d.path }
+
+// Get returns the value of key.
+func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var v []byte
+	err := d.db.View(func(tx *bolt.Tx) error {
+		got := tx.Bucket(dataBucket).Get([]byte(key))
+		if got == nil {
+			return metastore.NotFound(key)
+		}
+		// bbolt's memory is valid only inside the transaction.
+		v = bytes.Clone(got)
+		return nil
+	})
+	return v, err
+}
+
+// Put writes value under key.
+func (d *Driver) Put(ctx context.Context, key string, value []byte) error {
+	return d.update(ctx, func(b *bolt.Bucket) error {
+		return b.Put([]byte(key), value)
+	})
+}
+
+// CAS writes value under key if its current state satisfies expect.
+func (d *Driver) CAS(ctx context.Context, key string, expect metastore.Expect, value []byte) error {
+	return d.update(ctx, func(b *bolt.Bucket) error {
+		if err := check(b, key, expect); err != nil {
+			return err
+		}
+		return b.Put([]byte(key), value)
+	})
+}
+
+// GuardedMutate applies target if guard and target.Expect both hold.
+func (d *Driver) GuardedMutate(ctx context.Context, guard metastore.Guard, target metastore.Mutation) error {
+	return d.update(ctx, func(b *bolt.Bucket) error {
+		if err := check(b, guard.Key, metastore.ExpectValue(guard.Value)); err != nil {
+			return metastore.Conflict(guard.Key, "guard does not hold its expected value")
+		}
+		if err := check(b, target.Key, target.Expect); err != nil {
+			return err
+		}
+		if target.Delete {
+			return b.Delete([]byte(target.Key))
+		}
+		return b.Put([]byte(target.Key), target.Value)
+	})
+}
+
+// Delete removes key if it holds exactly expected.
+func (d *Driver) Delete(ctx context.Context, key string, expected []byte) error {
+	return d.update(ctx, func(b *bolt.Bucket) error {
+		if err := check(b, key, metastore.ExpectValue(expected)); err != nil {
+			return err
+		}
+		return b.Delete([]byte(key))
+	})
+}
+
+// List returns up to limit items under prefix after position pos, in key
+// order. The position is the last key returned; the next page seeks past it.
+func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]metastore.Item, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	p := []byte(prefix)
+	if pos != nil && !bytes.HasPrefix(pos, p) {
+		return nil, nil, fmt.Errorf("%w: position lies outside prefix %q", metastore.ErrInvalidCursor, prefix)
+	}
+	var items []metastore.Item
+	var next []byte
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(dataBucket).Cursor()
+		var k, v []byte
+		if pos == nil {
+			k, v = c.Seek(p)
+		} else {
+			k, v = c.Seek(pos)
+			if bytes.Equal(k, pos) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if len(items) == limit {
+				// One more matching key exists: the listing goes on.
+				next = []byte(items[len(items)-1].Key)
+				return nil
+			}
+			items = append(items, metastore.Item{Key: string(k), Value: bytes.Clone(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, next, nil
+}
+
+// Close closes the file.
+func (d *Driver) Close() error { return d.db.Close() }
+
+func (d *Driver) update(ctx context.Context, fn func(b *bolt.Bucket) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.db.IsReadOnly() {
+		return fmt.Errorf("%w: bolt file %s is open read-only", metastore.ErrRefused, d.path)
+	}
+	return d.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(dataBucket)) })
+}
+
+func check(b *bolt.Bucket, key string, expect metastore.Expect) error {
+	cur := b.Get([]byte(key))
+	if !expect.Matches(cur != nil, cur) {
+		switch {
+		case expect.Absent():
+			return metastore.Conflict(key, "expected absent, key exists")
+		case cur == nil:
+			return metastore.Conflict(key, "expected a value, key is absent")
+		default:
+			return metastore.Conflict(key, "current value differs from expected")
+		}
+	}
+	return nil
+}
