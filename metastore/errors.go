@@ -13,7 +13,7 @@ var (
 
 	// ErrConflict is returned by CAS, GuardedMutate and Delete when a current
 	// value differs from the expected one (including present-vs-absent).
-	ErrConflict = errors.New("lake: conflict: current value differs from expected")
+	ErrConflict = errors.New("lake: conflict")
 
 	// ErrInvalidKey is returned for an empty key, a key that is not valid
 	// UTF-8, contains NUL, or is longer than MaxKeyBytes.

@@ -46,7 +46,7 @@ func Decode(s string) (Cursor, error) {
 	bad := func(why string) (Cursor, error) {
 		return Cursor{}, errors.New(why)
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return bad("not a cursor issued by lake (bad encoding)")
 	}

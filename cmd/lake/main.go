@@ -1,0 +1,84 @@
+// Command lake is the command-line tool of lake's metadata plane: it reads
+// and writes a metadata store named by a store URL. Run `lake --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Exit codes, documented in the README; scripts depend on them.
+// NB: must not change.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitConflict = 4
+	exitPaused   = 5
+	exitRefused  = 6
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, errorLine(err))
+	}
+	os.Exit(exitCode(err))
+}
+
+// usageError marks an error in how the command was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error to the documented exit code.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue),
+		errors.Is(err, metastore.ErrInvalidKey),
+		errors.Is(err, metastore.ErrInvalidValue),
+		errors.Is(err, metastore.ErrReservedKey),
+		errors.Is(err, metastore.ErrInvalidArgument),
+		errors.Is(err, metastore.ErrInvalidCursor):
+		return exitUsage
+	case errors.Is(err, metastore.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, metastore.ErrConflict):
+		return exitConflict
+	case errors.Is(err, metastore.ErrWritesPaused):
+		return exitPaused
+	case errors.Is(err, metastore.ErrRefused):
+		return exitRefused
+	default:
+		return exitError
+	}
+}
+
+// errorLine renders err as the one line printed on stderr.
+func errorLine(err error) string {
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = "interrupted"
+	}
+	if len(msg) < 6 || msg[:6] != "lake: " {
+		msg = "lake: " + msg
+	}
+	return msg
+}
