@@ -4,6 +4,17 @@
 // # Schemes
 //
 //	bolt://PATH          the embedded bbolt file at PATH (bolt://./lake.db, bolt:///var/lib/lake.db)
+//	dynamodb://TABLE     Amazon DynamoDB, legacy table TABLE and companion TABLE_prefix_v2
+//
+// A DynamoDB URL takes the table from LAKE_DYNAMODB_TABLE when TABLE is
+// empty ("dynamodb://"), and these query parameters:
+//
+//	layout=v1|v2         the layout to serve (default v1, the legacy table)
+//	endpoint=URL         the DynamoDB endpoint (default: AWS_ENDPOINT_URL_DYNAMODB, or AWS's)
+//	region=NAME          the AWS region (default: AWS_REGION or the profile's)
+//
+// Credentials, profiles and the rest come from the standard AWS
+// configuration (environment, shared files).
 //
 // An unknown scheme, or a URL without one, is refused with an error that
 // lists the supported schemes.
@@ -12,9 +23,13 @@ package storeurl
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -48,12 +63,113 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 			return nil, err
 		}
 		return metastore.New(d), nil
+	case "dynamodb":
+		api, dopts, err := dynamoTarget(ctx, rest)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Create {
+			if err := dynamostore.Create(ctx, api, dopts); err != nil {
+				return nil, err
+			}
+		}
+		d, err := dynamostore.Open(ctx, api, dopts)
+		if err != nil {
+			return nil, err
+		}
+		return metastore.New(d), nil
 	default:
 		return nil, fmt.Errorf("%w: store URL scheme %q is not supported; supported: %s", metastore.ErrInvalidArgument, scheme, supported)
 	}
 }
 
-const supported = "bolt://PATH"
+const supported = "bolt://PATH, dynamodb://TABLE"
+
+// DynamoTarget is a parsed dynamodb:// URL.
+type DynamoTarget struct {
+	Table    string
+	Layout   dynamostore.Layout
+	Endpoint string
+	Region   string
+}
+
+// ParseDynamo parses the part of a dynamodb:// URL after the scheme.
+// Unknown parameters are refused, not ignored.
+func ParseDynamo(rest string) (DynamoTarget, error) {
+	bad := func(format string, args ...any) (DynamoTarget, error) {
+		return DynamoTarget{}, fmt.Errorf("%w: dynamodb URL: "+format, append([]any{metastore.ErrInvalidArgument}, args...)...)
+	}
+	table, query, _ := strings.Cut(rest, "?")
+	if strings.Contains(table, "/") {
+		return bad("%q: a table name has no %q", table, "/")
+	}
+	if table == "" {
+		table = os.Getenv("LAKE_DYNAMODB_TABLE")
+	}
+	if table == "" {
+		return bad("no table: write dynamodb://TABLE or set LAKE_DYNAMODB_TABLE")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return bad("bad query %q: %v", query, err)
+	}
+	t := DynamoTarget{Table: table, Layout: dynamostore.LayoutV1}
+	for k, v := range q {
+		if len(v) != 1 {
+			return bad("parameter %q given %d times", k, len(v))
+		}
+		switch k {
+		case "layout":
+			t.Layout = dynamostore.Layout(v[0])
+			if t.Layout != dynamostore.LayoutV1 && t.Layout != dynamostore.LayoutV2 {
+				return bad("layout %q: want v1 or v2", v[0])
+			}
+		case "endpoint":
+			u, err := url.Parse(v[0])
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return bad("endpoint %q is not an http(s) URL", v[0])
+			}
+			t.Endpoint = v[0]
+		case "region":
+			if v[0] == "" {
+				return bad("empty region")
+			}
+			t.Region = v[0]
+		default:
+			return bad("unknown parameter %q (known: layout, endpoint, region)", k)
+		}
+	}
+	return t, nil
+}
+
+// DynamoAPI returns a DynamoDB client and store options for a dynamodb://
+// URL, for tools (benchmarks, migration) that manage tables themselves.
+func DynamoAPI(ctx context.Context, raw string) (dynamostore.API, dynamostore.Options, error) {
+	rest, ok := strings.CutPrefix(raw, "dynamodb://")
+	if !ok {
+		return nil, dynamostore.Options{}, fmt.Errorf("%w: %q is not a dynamodb:// store URL", metastore.ErrInvalidArgument, raw)
+	}
+	return dynamoTarget(ctx, rest)
+}
+
+func dynamoTarget(ctx context.Context, rest string) (dynamostore.API, dynamostore.Options, error) {
+	t, err := ParseDynamo(rest)
+	if err != nil {
+		return nil, dynamostore.Options{}, err
+	}
+	var loaders []func(*config.LoadOptions) error
+	if t.Region != "" {
+		loaders = append(loaders, config.WithRegion(t.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
+	if err != nil {
+		return nil, dynamostore.Options{}, fmt.Errorf("lake: AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, dynamostore.Options{}, fmt.Errorf("%w: no AWS region: set AWS_REGION or add ?region= to the store URL", metastore.ErrInvalidArgument)
+	}
+	return dynamostore.NewClient(cfg, t.Endpoint), dynamostore.Options{Table: t.Table, Layout: t.Layout}, nil
+}
 
 // boltPath returns the file path of a bolt URL's remainder. Query strings
 // and fragments are not part of a bolt URL and are refused rather than

@@ -1,11 +1,16 @@
 package storeurl_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/storeurl"
 )
@@ -41,5 +46,77 @@ func TestOpen(t *testing.T) {
 			}
 			s.Close()
 		})
+	}
+}
+
+func TestParseDynamo(t *testing.T) {
+	t.Setenv("LAKE_DYNAMODB_TABLE", "fromenv")
+	tests := []struct {
+		rest    string
+		want    storeurl.DynamoTarget
+		wantErr bool
+	}{
+		{"lake", storeurl.DynamoTarget{Table: "lake", Layout: "v1"}, false},
+		{"", storeurl.DynamoTarget{Table: "fromenv", Layout: "v1"}, false},
+		{"lake?layout=v2&region=eu-west-1&endpoint=http://127.0.0.1:8000", storeurl.DynamoTarget{Table: "lake", Layout: "v2", Region: "eu-west-1", Endpoint: "http://127.0.0.1:8000"}, false},
+		{"lake?layout=v3", storeurl.DynamoTarget{}, true},
+		{"lake?layout=v1&layout=v2", storeurl.DynamoTarget{}, true},
+		{"lake?endpoint=ftp://x", storeurl.DynamoTarget{}, true},
+		{"lake?endpoint=notaurl", storeurl.DynamoTarget{}, true},
+		{"lake?colour=blue", storeurl.DynamoTarget{}, true},
+		{"lake?region=", storeurl.DynamoTarget{}, true},
+		{"lake/x", storeurl.DynamoTarget{}, true},
+		{"lake?%zz", storeurl.DynamoTarget{}, true},
+	}
+	for _, tc := range tests {
+		got, err := storeurl.ParseDynamo(tc.rest)
+		if tc.wantErr {
+			if !errors.Is(err, metastore.ErrInvalidArgument) {
+				t.Errorf("ParseDynamo(%q) = %+v, %v; want ErrInvalidArgument", tc.rest, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseDynamo(%q) = %+v, %v; want %+v", tc.rest, got, err, tc.want)
+		}
+	}
+	t.Setenv("LAKE_DYNAMODB_TABLE", "")
+	if _, err := storeurl.ParseDynamo(""); !errors.Is(err, metastore.ErrInvalidArgument) {
+		t.Errorf("no table anywhere: %v", err)
+	}
+}
+
+// TestOpenDynamo opens, creates and reopens both layouts through URLs, on
+// DynamoDB Local.
+func TestOpenDynamo(t *testing.T) {
+	ddblocal.Endpoint(t)
+	table := ddblocal.TableName(t)
+	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	t.Cleanup(func() {
+		for _, name := range []string{table, table + dynamostore.V2Suffix} {
+			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		}
+	})
+	for _, layout := range []string{"v1", "v2"} {
+		u := "dynamodb://" + table + "?layout=" + layout
+		if _, err := storeurl.Open(t.Context(), u, nil); !errors.Is(err, dynamostore.ErrNoTable) {
+			t.Fatalf("open before init: %v", err)
+		}
+		s, err := storeurl.Open(t.Context(), u, &storeurl.Options{Create: true})
+		if err != nil {
+			t.Fatalf("init %s: %v", u, err)
+		}
+		if err := s.Put(t.Context(), "tbl/a", []byte(layout)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s, err = storeurl.Open(t.Context(), u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Get(t.Context(), "tbl/a"); err != nil || string(v) != layout {
+			t.Fatalf("%s: Get = %q, %v", u, v, err)
+		}
+		s.Close()
 	}
 }

@@ -170,7 +170,10 @@ func (d *Driver) createTable(ctx context.Context, table string, schema []types.K
 	if err != nil && !errors.As(err, &inUse) {
 		return d.classify(err, table)
 	}
-	out, err := dynamodb.NewTableExistsWaiter(d.api).WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 5*time.Minute)
+	waiter := dynamodb.NewTableExistsWaiter(d.api, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 500*time.Millisecond, 10*time.Second
+	})
+	out, err := waiter.WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 5*time.Minute)
 	if err != nil {
 		return fmt.Errorf("lake: waiting for table %q to become ACTIVE: %w", table, err)
 	}

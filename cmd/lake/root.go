@@ -25,7 +25,9 @@ func newRootCommand() *cobra.Command {
 leases) in a key-value store with strongly consistent reads, conditional writes and
 paged prefix listing. The store is named by a URL:
 
-  bolt://PATH   an embedded bbolt file (default bolt://./lake.db)
+  bolt://PATH       an embedded bbolt file (default bolt://./lake.db)
+  dynamodb://TABLE  Amazon DynamoDB (?layout=v1|v2, ?endpoint=URL, ?region=NAME;
+                    TABLE from LAKE_DYNAMODB_TABLE when empty)
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 5 writes paused (retry later), 6 refused (the current state forbids it).`,
@@ -45,6 +47,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 		newCASCommand(&g),
 		newRmCommand(&g),
 		newLsCommand(&g),
+		newBenchCommand(&g),
 	)
 	// Unknown subcommands and bad argument counts are usage errors too.
 	root.Args = func(_ *cobra.Command, args []string) error {

@@ -1,0 +1,51 @@
+package bench_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/bench"
+	"github.com/lakemeta/lake/internal/ddblocal"
+)
+
+// TestPrefixRead runs the measuring command's engine at a small size and
+// checks the shape of its figures: v2 evaluates only what it returns at
+// every R, v1 evaluates the whole table.
+func TestPrefixRead(t *testing.T) {
+	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	var progress bytes.Buffer
+	rows, err := bench.RunPrefixRead(t.Context(), api, bench.PrefixReadConfig{
+		Table: ddblocal.TableName(t), Catalog: 12, Retained: []int{0, 300}, PageSize: 5,
+	}, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2*2*2 {
+		t.Fatalf("%d rows, want 8", len(rows))
+	}
+	for _, r := range rows {
+		if r.Returned != 12 {
+			t.Fatalf("row %+v returned %d", r, r.Returned)
+		}
+		switch r.Layout {
+		case dynamostore.LayoutV2:
+			if r.Ratio() != 1 {
+				t.Errorf("v2 at R=%d page %d: evaluated/returned %.2f", r.Retained, r.PageSize, r.Ratio())
+			}
+			if max := int64(8 + 12/r.PageSize + 1); r.Requests > max+8 {
+				t.Errorf("v2 at R=%d page %d: %d requests", r.Retained, r.PageSize, r.Requests)
+			}
+		case dynamostore.LayoutV1:
+			if r.Evaluated != int64(r.TableItems) {
+				t.Errorf("v1 at R=%d evaluated %d of %d items", r.Retained, r.Evaluated, r.TableItems)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := bench.PrintRows(&out, rows); err != nil || !strings.Contains(out.String(), "evaluated/returned") {
+		t.Fatalf("table: %v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/bench"
+	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/storeurl"
+	"github.com/spf13/cobra"
+)
+
+func newBenchCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure what the layouts cost (prints figures, changes no user data)",
+		Args:  exactArgs(0),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newBenchPrefixReadCommand(g))
+	return cmd
+}
+
+type benchPrefixReadOptions struct {
+	catalog  int
+	retained string
+	pageSize int
+	keep     bool
+}
+
+func newBenchPrefixReadCommand(g *globalOptions) *cobra.Command {
+	var o benchPrefixReadOptions
+	cmd := &cobra.Command{
+		Use:   "prefix-read",
+		Short: "Measure a tbl/ catalog refresh on layouts v1 and v2 as retained records grow",
+		Long: `Create the v1 table TABLE and the v2 table TABLE_prefix_v2 named by --store
+(dynamodb://TABLE; both must not exist), load the same data into both: --catalog
+keys under tbl/ and, in steps, R retained records (half append-operation/, a
+quarter lance-manifest/, the rest lease/ and tombstone/), and at each R do a full
+tbl/ refresh in pages of 1000 and of --page-size on each layout. Prints one row
+per refresh: requests, items evaluated (ScannedCount), items returned, their
+ratio, read capacity units and wall time. The tables are deleted at the end
+unless --keep.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sizes, err := parseSizes(o.retained)
+			if err != nil {
+				return err
+			}
+			if !strings.HasPrefix(g.store, "dynamodb://") {
+				return usagef("bench prefix-read needs --store dynamodb://TABLE")
+			}
+			api, opts, err := storeurl.DynamoAPI(cmd.Context(), g.store)
+			if err != nil {
+				return err
+			}
+			for _, name := range []string{opts.Table, opts.Table + dynamostore.V2Suffix} {
+				if err := mustNotExist(cmd.Context(), api, name); err != nil {
+					return err
+				}
+			}
+			rows, err := bench.RunPrefixRead(cmd.Context(), api, bench.PrefixReadConfig{
+				Table: opts.Table, Catalog: o.catalog, Retained: sizes, PageSize: o.pageSize, Keep: o.keep,
+			}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return bench.PrintRows(cmd.OutOrStdout(), rows)
+		},
+	}
+	cmd.Flags().IntVar(&o.catalog, "catalog", 200, "catalog keys under tbl/")
+	cmd.Flags().StringVar(&o.retained, "retained", "0,10000,100000", "comma-separated, increasing numbers R of retained records")
+	cmd.Flags().IntVar(&o.pageSize, "page-size", 100, "page size of the paged refresh")
+	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the tables after the run")
+	return cmd
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, usagef("--retained: %q is not a non-negative number", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, usagef("--retained must increase: %s", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// mustNotExist refuses to run the benchmark over an existing table: the
+// benchmark deletes its tables at the end.
+func mustNotExist(ctx context.Context, api dynamostore.API, table string) error {
+	_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	var nf *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		return nil
+	case err != nil:
+		return fmt.Errorf("lake: describe table %q: %w", table, err)
+	}
+	return fmt.Errorf("%w: table %q exists; the benchmark creates and deletes its own tables, name new ones in --store", metastore.ErrRefused, table)
+}
