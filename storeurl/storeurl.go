@@ -9,7 +9,7 @@
 // A DynamoDB URL takes the table from LAKE_DYNAMODB_TABLE when TABLE is
 // empty ("dynamodb://"), and these query parameters:
 //
-//	layout=v1|v2         the layout to serve (default v1, the legacy table)
+//	layout=auto|v1|v2    auto (default) follows the migration state; v1 or v2 force a layout
 //	endpoint=URL         the DynamoDB endpoint (default: AWS_ENDPOINT_URL_DYNAMODB, or AWS's)
 //	region=NAME          the AWS region (default: AWS_REGION or the profile's)
 //
@@ -113,7 +113,7 @@ func ParseDynamo(rest string) (DynamoTarget, error) {
 	if err != nil {
 		return bad("bad query %q: %v", query, err)
 	}
-	t := DynamoTarget{Table: table, Layout: dynamostore.LayoutV1}
+	t := DynamoTarget{Table: table, Layout: dynamostore.LayoutAuto}
 	for k, v := range q {
 		if len(v) != 1 {
 			return bad("parameter %q given %d times", k, len(v))
@@ -121,8 +121,8 @@ func ParseDynamo(rest string) (DynamoTarget, error) {
 		switch k {
 		case "layout":
 			t.Layout = dynamostore.Layout(v[0])
-			if t.Layout != dynamostore.LayoutV1 && t.Layout != dynamostore.LayoutV2 {
-				return bad("layout %q: want v1 or v2", v[0])
+			if t.Layout != dynamostore.LayoutAuto && t.Layout != dynamostore.LayoutV1 && t.Layout != dynamostore.LayoutV2 {
+				return bad("layout %q: want auto, v1 or v2", v[0])
 			}
 		case "endpoint":
 			u, err := url.Parse(v[0])

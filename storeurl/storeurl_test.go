@@ -56,8 +56,9 @@ func TestParseDynamo(t *testing.T) {
 		want    storeurl.DynamoTarget
 		wantErr bool
 	}{
-		{"lake", storeurl.DynamoTarget{Table: "lake", Layout: "v1"}, false},
-		{"", storeurl.DynamoTarget{Table: "fromenv", Layout: "v1"}, false},
+		{"lake", storeurl.DynamoTarget{Table: "lake", Layout: "auto"}, false},
+		{"", storeurl.DynamoTarget{Table: "fromenv", Layout: "auto"}, false},
+		{"lake?layout=v1", storeurl.DynamoTarget{Table: "lake", Layout: "v1"}, false},
 		{"lake?layout=v2&region=eu-west-1&endpoint=http://127.0.0.1:8000", storeurl.DynamoTarget{Table: "lake", Layout: "v2", Region: "eu-west-1", Endpoint: "http://127.0.0.1:8000"}, false},
 		{"lake?layout=v3", storeurl.DynamoTarget{}, true},
 		{"lake?layout=v1&layout=v2", storeurl.DynamoTarget{}, true},
@@ -90,14 +91,14 @@ func TestParseDynamo(t *testing.T) {
 // DynamoDB Local.
 func TestOpenDynamo(t *testing.T) {
 	ddblocal.Endpoint(t)
-	table := ddblocal.TableName(t)
 	api := dynamostore.NewClient(ddblocal.Config(t), "")
-	t.Cleanup(func() {
-		for _, name := range []string{table, table + dynamostore.V2Suffix} {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
-	for _, layout := range []string{"v1", "v2"} {
+	for _, layout := range []string{"v1", "v2", "auto"} {
+		table := ddblocal.TableName(t)
+		t.Cleanup(func() {
+			for _, name := range []string{table, table + dynamostore.V2Suffix} {
+				api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+			}
+		})
 		u := "dynamodb://" + table + "?layout=" + layout
 		if _, err := storeurl.Open(t.Context(), u, nil); !errors.Is(err, dynamostore.ErrNoTable) {
 			t.Fatalf("open before init: %v", err)

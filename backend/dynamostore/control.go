@@ -78,8 +78,19 @@ func (d *Driver) checkParams(ctx context.Context) error {
 // different families never overwrite each other. Each process does it once
 // per family.
 func (d *Driver) registerFamily(ctx context.Context, family string) error {
-	if d.layout != LayoutV2 || family == metastore.RootFamily {
+	if family == metastore.RootFamily || d.layout == LayoutV1 {
 		return nil
+	}
+	if d.layout == LayoutAuto {
+		// Before dual the v2 table may not exist; the backfill registers
+		// the families it copies.
+		snap, err := d.state(ctx, false)
+		if err != nil {
+			return err
+		}
+		if snap.m.State == StateV1 {
+			return nil
+		}
 	}
 	if _, ok := d.registered.Load(family); ok {
 		return nil
@@ -117,7 +128,9 @@ func (d *Driver) registeredFamilies(ctx context.Context) ([]string, error) {
 	return slices.Clone(ss.Value), nil
 }
 
-// Create makes the tables opts.Layout needs, on demand (PAY_PER_REQUEST), and
+// Create makes the table opts.Layout needs, on demand (PAY_PER_REQUEST): the
+// v1 table for LayoutV1 and LayoutAuto (a migration starts from it and
+// creates v2 when it enters dual), the v2 table for LayoutV2; and
 // waits until they are ACTIVE; for v2 it also freezes the layout parameters
 // into the table. It is idempotent: existing tables are checked, not
 // changed, and parameters that differ from the table's give ErrLayoutMismatch.
@@ -125,8 +138,8 @@ func Create(ctx context.Context, api API, opts Options) error {
 	if err := opts.fill(); err != nil {
 		return err
 	}
-	d := &Driver{api: api, retryer: opts.Retryer, layout: opts.Layout, v1: opts.Table, v2: opts.Table + V2Suffix, params: *opts.Params}
-	if opts.Layout == LayoutV1 {
+	d := newDriver(api, opts)
+	if opts.Layout != LayoutV2 {
 		return d.createTable(ctx, d.v1, []types.KeySchemaElement{{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash}})
 	}
 	err := d.createTable(ctx, d.v2, []types.KeySchemaElement{

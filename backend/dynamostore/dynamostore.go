@@ -53,27 +53,33 @@
 package dynamostore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
 )
 
-// Layout names a physical layout.
+// Layout names a physical layout, or LayoutAuto.
 type Layout string
 
 // The layouts.
 const (
+	// LayoutAuto follows the durable migration state: v1 until the marker
+	// is published, dual writes in between, v2 after. The default.
+	LayoutAuto Layout = "auto"
+	// LayoutV1 forces the legacy table. Writes are refused once a
+	// migration has left state v1.
 	LayoutV1 Layout = "v1"
+	// LayoutV2 forces the v2 table. Writes are refused while a migration
+	// is between dual and v1's retirement.
 	LayoutV2 Layout = "v2"
 )
 
@@ -86,7 +92,8 @@ const (
 	attrPK       = "pk"
 	attrBucket   = "bucket"
 	attrValue    = "v"
-	attrWrite    = "w"
+	attrWrite    = "w" // the token of the write that wrote the item: lake's stamp
+	attrTime     = "t" // when lake wrote the item, unix milliseconds
 	attrFamilies = "fams"
 )
 
@@ -103,19 +110,27 @@ const (
 // maxItemBytes is DynamoDB's item size limit.
 const maxItemBytes = 400 * 1024
 
+// DefaultRefresh is how often a store re-reads the migration state: a
+// store notices a state change at most this long after it was published.
+const DefaultRefresh = time.Second
+
 // Options configure Open.
 type Options struct {
 	// Table is the v1 table name; the v2 table is Table + V2Suffix.
 	Table string
-	// Layout selects the layout; empty means LayoutV1.
+	// Layout selects the layout; empty means LayoutAuto.
 	Layout Layout
 	// Retryer decides which failures are retried and how long to wait; nil
-	// means NewRetryer(RetryOptions{}). The API client itself should not retry (its
-	// retries would hide the attempts from the idempotency bookkeeping).
+	// means NewRetryer(RetryOptions{}). The API client itself should not
+	// retry (its retries would hide the attempts from the idempotency
+	// bookkeeping); NewClient makes such a client.
 	Retryer aws.Retryer
 	// Params are the v2 layout parameters this process computes buckets
 	// with; nil means keyspace.DefaultParams(). They must equal the table's.
 	Params *keyspace.Params
+	// Refresh is how often the migration state is re-read; zero means
+	// DefaultRefresh.
+	Refresh time.Duration
 }
 
 // Driver is the DynamoDB implementation of metastore.Driver.
@@ -126,7 +141,11 @@ type Driver struct {
 	v1      string // v1 table name
 	v2      string // v2 table name
 	params  keyspace.Params
+	refresh time.Duration
 	meter   meter
+
+	mu   sync.Mutex
+	snap stateSnapshot
 
 	registered sync.Map // family -> struct{}: families known to be in the registry
 }
@@ -142,10 +161,10 @@ func (o *Options) fill() error {
 	}
 	switch o.Layout {
 	case "":
-		o.Layout = LayoutV1
-	case LayoutV1, LayoutV2:
+		o.Layout = LayoutAuto
+	case LayoutAuto, LayoutV1, LayoutV2:
 	default:
-		return fmt.Errorf("%w: unknown layout %q (want v1 or v2)", metastore.ErrInvalidArgument, o.Layout)
+		return fmt.Errorf("%w: unknown layout %q (want auto, v1 or v2)", metastore.ErrInvalidArgument, o.Layout)
 	}
 	if o.Retryer == nil {
 		o.Retryer = NewRetryer(RetryOptions{})
@@ -153,6 +172,9 @@ func (o *Options) fill() error {
 	if o.Params == nil {
 		p := keyspace.DefaultParams()
 		o.Params = &p
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
 	}
 	return o.Params.Validate()
 }
@@ -169,6 +191,11 @@ func validTableName(name string) error {
 	return nil
 }
 
+func newDriver(api API, opts Options) *Driver {
+	return &Driver{api: api, retryer: opts.Retryer, layout: opts.Layout, v1: opts.Table, v2: opts.Table + V2Suffix,
+		params: *opts.Params, refresh: opts.Refresh}
+}
+
 // Open opens the store over existing tables; Create makes them. A missing
 // table is an error matching ErrNoTable; v2 layout parameters that differ
 // from opts.Params give ErrLayoutMismatch.
@@ -176,13 +203,17 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	d := &Driver{api: api, retryer: opts.Retryer, layout: opts.Layout, v1: opts.Table, v2: opts.Table + V2Suffix, params: *opts.Params}
-	switch d.layout {
-	case LayoutV1:
-		if err := d.describe(ctx, d.v1); err != nil {
-			return nil, err
-		}
-	case LayoutV2:
+	d := newDriver(api, opts)
+	snap, err := d.state(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	needV1 := d.layout == LayoutV1 || d.layout == LayoutAuto && snap.m.State != StateV2Only
+	needV2 := d.layout == LayoutV2 || d.layout == LayoutAuto && snap.m.State != StateV1
+	if needV1 && !snap.hasV1 {
+		return nil, fmt.Errorf("%w: %q (run `lake init` with this store URL to create it)", ErrNoTable, d.v1)
+	}
+	if needV2 {
 		if err := d.checkParams(ctx); err != nil {
 			return nil, err
 		}
@@ -190,19 +221,14 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	return d, nil
 }
 
-// Name returns "dynamodb-v1" or "dynamodb-v2".
+// Name returns "dynamodb-auto", "dynamodb-v1" or "dynamodb-v2".
 func (d *Driver) Name() string { return "dynamodb-" + string(d.layout) }
 
-// Layout returns the layout the driver serves.
+// Layout returns the layout the driver was opened with.
 func (d *Driver) Layout() Layout { return d.layout }
 
-// Table returns the name of the table the layout reads and writes.
-func (d *Driver) Table() string {
-	if d.layout == LayoutV2 {
-		return d.v2
-	}
-	return d.v1
-}
+// Table returns the v1 table name (the v2 table is Table() + V2Suffix).
+func (d *Driver) Table() string { return d.v1 }
 
 // Stats returns the cost so far; see Stats.
 func (d *Driver) Stats() Stats { return d.meter.snapshot() }
@@ -210,32 +236,35 @@ func (d *Driver) Stats() Stats { return d.meter.snapshot() }
 // Close releases nothing: the API client is the caller's.
 func (d *Driver) Close() error { return nil }
 
-// itemKey returns the primary key of a logical key in the layout's table.
-func (d *Driver) itemKey(key string) map[string]types.AttributeValue {
-	if d.layout == LayoutV2 {
-		return map[string]types.AttributeValue{
-			attrBucket: &types.AttributeValueMemberS{Value: d.params.BucketOf(key)},
-			attrPK:     &types.AttributeValueMemberS{Value: key},
-		}
-	}
-	return map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: key}}
-}
-
-func (d *Driver) item(key string, value []byte, token string) map[string]types.AttributeValue {
-	it := d.itemKey(key)
-	it[attrValue] = &types.AttributeValueMemberB{Value: value}
-	it[attrWrite] = &types.AttributeValueMemberS{Value: token}
-	return it
-}
-
-// Get returns the value of key with a strongly consistent GetItem.
+// Get returns the value of key with a strongly consistent GetItem on the
+// read authority.
 func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
+	snap, err := d.state(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	t := tV1
+	if d.readLayout(snap.m) == LayoutV2 {
+		t = tV2
+	}
+	v, found, err := d.getRaw(ctx, t, key)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, metastore.NotFound(key)
+	}
+	return v, nil
+}
+
+// getRaw is a strongly consistent GetItem of a user key in table t.
+func (d *Driver) getRaw(ctx context.Context, t tbl, key string) ([]byte, bool, error) {
 	var out *dynamodb.GetItemOutput
 	err := d.retry(ctx, func(int) error {
 		var err error
 		out, err = d.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:              aws.String(d.Table()),
-			Key:                    d.itemKey(key),
+			TableName:              aws.String(d.tableName(t)),
+			Key:                    d.keyIn(t, key),
 			ConsistentRead:         aws.Bool(true),
 			ProjectionExpression:   aws.String(attrValue),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -243,7 +272,7 @@ func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
 		return err
 	})
 	if err != nil {
-		return nil, d.classify(err, d.Table(), key)
+		return nil, false, d.classify(err, d.tableName(t), key)
 	}
 	var found int32
 	if out.Item != nil {
@@ -251,198 +280,47 @@ func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	d.meter.request("GetItem", found, found, ccOf(out.ConsumedCapacity)...)
 	if out.Item == nil {
-		return nil, metastore.NotFound(key)
+		return nil, false, nil
 	}
 	v, ok := out.Item[attrValue].(*types.AttributeValueMemberB)
 	if !ok {
-		return nil, fmt.Errorf("lake: item %q in %s has no binary value attribute %q", key, d.Table(), attrValue)
+		return nil, false, fmt.Errorf("lake: item %q in %s has no binary value attribute %q", key, d.tableName(t), attrValue)
 	}
-	return v.Value, nil
+	return v.Value, true, nil
 }
 
 // Put writes value under key.
 func (d *Driver) Put(ctx context.Context, key string, value []byte) error {
-	return d.write(ctx, []writeOp{{key: key, put: value}})
+	if err := d.registerFamily(ctx, metastore.Family(key)); err != nil {
+		return err
+	}
+	return d.mutate(ctx, mutation{key: key, value: value})
 }
 
 // CAS writes value under key if its current state satisfies expect.
 func (d *Driver) CAS(ctx context.Context, key string, expect metastore.Expect, value []byte) error {
-	return d.write(ctx, []writeOp{{key: key, expect: &expect, put: value}})
+	if err := d.registerFamily(ctx, metastore.Family(key)); err != nil {
+		return err
+	}
+	return d.mutate(ctx, mutation{key: key, expect: &expect, value: value})
 }
 
 // Delete removes key if it holds exactly expected.
 func (d *Driver) Delete(ctx context.Context, key string, expected []byte) error {
 	e := metastore.ExpectValue(expected)
-	return d.write(ctx, []writeOp{{key: key, expect: &e, del: true}})
+	return d.mutate(ctx, mutation{key: key, expect: &e, del: true})
 }
 
 // GuardedMutate applies target if the guard and target.Expect hold, in one
-// transaction: a ConditionCheck on the guard and the target's write.
+// transaction: a ConditionCheck on the guard and the target's write(s).
 func (d *Driver) GuardedMutate(ctx context.Context, guard metastore.Guard, target metastore.Mutation) error {
-	g := metastore.ExpectValue(guard.Value)
-	e := target.Expect
-	t := writeOp{key: target.Key, expect: &e}
-	if target.Delete {
-		t.del = true
-	} else {
-		t.put = target.Value
-	}
-	return d.write(ctx, []writeOp{{key: guard.Key, expect: &g, check: true}, t})
-}
-
-// writeOp is one item of a write transaction.
-type writeOp struct {
-	key    string
-	expect *metastore.Expect // nil: unconditional
-	put    []byte            // the new value, unless del or check
-	del    bool
-	check  bool // a ConditionCheck only
-}
-
-// condition builds the DynamoDB condition for expect.
-func condition(expect metastore.Expect) expression.ConditionBuilder {
-	if expect.Absent() {
-		return expression.AttributeNotExists(expression.Name(attrPK))
-	}
-	return expression.Name(attrValue).Equal(expression.Value(&types.AttributeValueMemberB{Value: expect.Value()}))
-}
-
-// write applies ops in one TransactWriteItems under one idempotency token,
-// retrying as the retryer allows. See the package doc for why every write is
-// a transaction.
-func (d *Driver) write(ctx context.Context, ops []writeOp) error {
-	token := newToken()
-	items := make([]types.TransactWriteItem, 0, len(ops))
-	keys := make([]string, 0, len(ops))
-	for _, op := range ops {
-		if !op.check && !op.del {
-			if err := d.registerFamily(ctx, metastore.Family(op.key)); err != nil {
-				return err
-			}
-		}
-		it, err := d.transactItem(op, token)
-		if err != nil {
+	if !target.Delete {
+		if err := d.registerFamily(ctx, metastore.Family(target.Key)); err != nil {
 			return err
 		}
-		items = append(items, it)
-		keys = append(keys, op.key)
 	}
-	in := &dynamodb.TransactWriteItemsInput{
-		TransactItems:          items,
-		ClientRequestToken:     aws.String(token),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}
-	ambiguous := false
-	err := d.retry(ctx, func(n int) error {
-		out, err := d.api.TransactWriteItems(ctx, in)
-		if err == nil {
-			d.meter.request("TransactWriteItems", 0, 0, out.ConsumedCapacity...)
-			return nil
-		}
-		d.meter.request("TransactWriteItems", 0, 0)
-		if !surelyNotApplied(err) {
-			ambiguous = true
-		}
-		return err
-	})
-	if err != nil && ambiguous {
-		if applied, known := ownWriteApplied(err, ops, token); known {
-			if applied {
-				return nil
-			}
-		} else {
-			return fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response: %v", metastore.ErrUnavailable, ops[len(ops)-1].key, err)
-		}
-	}
-	return d.classify(err, d.Table(), keys...)
-}
-
-// ownWriteApplied looks at a failed retry of a write whose earlier attempt
-// may have applied. It returns (true, true) if the old items DynamoDB returned
-// with the cancellation show this write's token on every written item (the
-// earlier attempt applied, and nobody wrote since), (false, true) if they show
-// another writer's value, and (false, false) if it cannot tell (a delete
-// leaves no item to carry the token).
-func ownWriteApplied(err error, ops []writeOp, token string) (applied, known bool) {
-	tce, ok := asCanceled(err)
-	if !ok || len(tce.CancellationReasons) != len(ops) {
-		return false, true
-	}
-	for i, r := range tce.CancellationReasons {
-		if aws.ToString(r.Code) != "ConditionalCheckFailed" || ops[i].check {
-			continue
-		}
-		if ops[i].del {
-			if r.Item == nil {
-				return false, false
-			}
-			return false, true
-		}
-		w, _ := r.Item[attrWrite].(*types.AttributeValueMemberS)
-		v, _ := r.Item[attrValue].(*types.AttributeValueMemberB)
-		if w == nil || w.Value != token || v == nil || !bytes.Equal(v.Value, ops[i].put) {
-			return false, true
-		}
-		return true, true
-	}
-	return false, true
-}
-
-func (d *Driver) transactItem(op writeOp, token string) (types.TransactWriteItem, error) {
-	table := aws.String(d.Table())
-	var expr *expression.Expression
-	if op.expect != nil {
-		e, err := expression.NewBuilder().WithCondition(condition(*op.expect)).Build()
-		if err != nil {
-			return types.TransactWriteItem{}, fmt.Errorf("lake: build condition: %w", err)
-		}
-		expr = &e
-	}
-	var names map[string]string
-	var values map[string]types.AttributeValue
-	var cond *string
-	if expr != nil {
-		names, values, cond = expr.Names(), expr.Values(), expr.Condition()
-	}
-	old := types.ReturnValuesOnConditionCheckFailureAllOld
-	switch {
-	case op.check:
-		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName: table, Key: d.itemKey(op.key), ConditionExpression: cond,
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		}}, nil
-	case op.del:
-		return types.TransactWriteItem{Delete: &types.Delete{
-			TableName: table, Key: d.itemKey(op.key), ConditionExpression: cond,
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ReturnValuesOnConditionCheckFailure: old,
-		}}, nil
-	default:
-		item := d.item(op.key, op.put, token)
-		if size := itemSize(item); size > maxItemBytes {
-			return types.TransactWriteItem{}, fmt.Errorf("%w: item %q would be %d bytes, DynamoDB's limit is %d", metastore.ErrInvalidValue, op.key, size, maxItemBytes)
-		}
-		return types.TransactWriteItem{Put: &types.Put{
-			TableName: table, Item: item, ConditionExpression: cond,
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ReturnValuesOnConditionCheckFailure: old,
-		}}, nil
-	}
-}
-
-// itemSize is DynamoDB's item size: attribute names plus values.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name)
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			n += len(v.Value)
-		case *types.AttributeValueMemberB:
-			n += len(v.Value)
-		}
-	}
-	return n
+	e := target.Expect
+	return d.mutate(ctx, mutation{key: target.Key, expect: &e, value: target.Value, del: target.Delete, guard: &guard})
 }
 
 // newToken returns a fresh ClientRequestToken (at most 36 characters).

@@ -16,39 +16,76 @@ import (
 	"github.com/lakemeta/lake/metastore"
 )
 
-// Position formats, the first byte of a cursor position.
+// Position formats, the first byte of a cursor position; the migration
+// epoch follows as a uvarint.
 // NB: must not change meaning; a new format gets a new byte.
 const (
-	posV1 = 1 // posV1 | last evaluated pk
-	posV2 = 2 // posV2 | uvarint len(family) | family | uvarint shard | last pk ("" = shard start)
+	posV1 = 1 // posV1 | uvarint epoch | last evaluated pk
+	posV2 = 2 // posV2 | uvarint epoch | uvarint len(family) | family | uvarint shard | last pk ("" = shard start)
 )
 
-// List returns one page of prefix in the layout's order.
+// List returns one page of prefix in the read authority's order. A cursor
+// issued in another epoch, or by the other layout, is refused with
+// ErrCursorExpired: the listing must restart.
 func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]metastore.Item, []byte, error) {
-	if d.layout == LayoutV2 {
-		return d.listV2(ctx, prefix, limit, pos)
+	snap, err := d.state(ctx, false)
+	if err != nil {
+		return nil, nil, err
 	}
-	return d.listV1(ctx, prefix, limit, pos)
+	layout, epoch := d.readLayout(snap.m), uint64(snap.m.Epoch)
+	format := byte(posV1)
+	if layout == LayoutV2 {
+		format = posV2
+	}
+	var rest []byte
+	if pos != nil {
+		if pos[0] != posV1 && pos[0] != posV2 {
+			return nil, nil, fmt.Errorf("%w: unknown position format", metastore.ErrInvalidCursor)
+		}
+		e, k := binary.Uvarint(pos[1:])
+		if k <= 0 {
+			return nil, nil, fmt.Errorf("%w: malformed position", metastore.ErrInvalidCursor)
+		}
+		if pos[0] != format || e != epoch {
+			return nil, nil, fmt.Errorf("%w: issued in migration epoch %d on layout %d, the store is now in epoch %d", metastore.ErrCursorExpired, e, pos[0], epoch)
+		}
+		rest = pos[1+k:]
+	}
+	var items []metastore.Item
+	var next []byte
+	if layout == LayoutV2 {
+		items, next, err = d.listV2(ctx, prefix, limit, pos != nil, rest)
+	} else {
+		items, next, err = d.listV1(ctx, prefix, limit, pos != nil, rest)
+	}
+	if err != nil || next == nil {
+		return items, nil, err
+	}
+	head := binary.AppendUvarint([]byte{format}, epoch)
+	return items, append(head, next...), nil
 }
 
 // ScanPositions reports whether cursor positions are scan positions: true
 // on v1, whose position is the last evaluated key of a Scan and may be any
 // key of the table, matching or not.
-func (d *Driver) ScanPositions() bool { return d.layout == LayoutV1 }
+func (d *Driver) ScanPositions() bool {
+	snap, err := d.state(context.Background(), false)
+	return err == nil && d.readLayout(snap.m) == LayoutV1
+}
 
 // listV1 is one Scan: Limit counts evaluated items, before the filter.
-func (d *Driver) listV1(ctx context.Context, prefix string, limit int, pos []byte) ([]metastore.Item, []byte, error) {
+func (d *Driver) listV1(ctx context.Context, prefix string, limit int, resume bool, pos []byte) ([]metastore.Item, []byte, error) {
 	in := &dynamodb.ScanInput{
 		TableName:              aws.String(d.v1),
 		Limit:                  aws.Int32(int32(limit)),
 		ConsistentRead:         aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
-	if pos != nil {
-		if pos[0] != posV1 || len(pos) < 2 {
-			return nil, nil, fmt.Errorf("%w: not a v1 scan position", metastore.ErrInvalidCursor)
+	if resume {
+		if len(pos) == 0 {
+			return nil, nil, fmt.Errorf("%w: empty v1 scan position", metastore.ErrInvalidCursor)
 		}
-		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: string(pos[1:])}}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: string(pos)}}
 	}
 	filter := expression.Not(expression.BeginsWith(expression.Name(attrPK), metastore.ControlPrefix))
 	if prefix != "" {
@@ -76,7 +113,7 @@ func (d *Driver) listV1(ctx context.Context, prefix string, limit int, pos []byt
 	}
 	var next []byte
 	if lek, ok := out.LastEvaluatedKey[attrPK].(*types.AttributeValueMemberS); ok {
-		next = append([]byte{posV1}, lek.Value...)
+		next = []byte(lek.Value)
 	}
 	return items, next, nil
 }
@@ -88,8 +125,7 @@ type v2pos struct {
 }
 
 func (p v2pos) encode() []byte {
-	b := []byte{posV2}
-	b = binary.AppendUvarint(b, uint64(len(p.family)))
+	b := binary.AppendUvarint(nil, uint64(len(p.family)))
 	b = append(b, p.family...)
 	b = binary.AppendUvarint(b, uint64(p.shard))
 	return append(b, p.last...)
@@ -97,10 +133,6 @@ func (p v2pos) encode() []byte {
 
 func decodeV2pos(b []byte) (v2pos, error) {
 	bad := fmt.Errorf("%w: not a v2 query position", metastore.ErrInvalidCursor)
-	if len(b) < 1 || b[0] != posV2 {
-		return v2pos{}, bad
-	}
-	b = b[1:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
 		return v2pos{}, bad
@@ -116,7 +148,7 @@ func decodeV2pos(b []byte) (v2pos, error) {
 
 // listV2 queries the candidate families' shards in order, each request with
 // a Limit of what remains of the page.
-func (d *Driver) listV2(ctx context.Context, prefix string, limit int, pos []byte) ([]metastore.Item, []byte, error) {
+func (d *Driver) listV2(ctx context.Context, prefix string, limit int, resume bool, pos []byte) ([]metastore.Item, []byte, error) {
 	families, err := d.candidateFamilies(ctx, prefix)
 	if err != nil {
 		return nil, nil, err
@@ -125,7 +157,7 @@ func (d *Driver) listV2(ctx context.Context, prefix string, limit int, pos []byt
 	if len(families) > 0 {
 		at.family = families[0]
 	}
-	if pos != nil {
+	if resume {
 		if at, err = decodeV2pos(pos); err != nil {
 			return nil, nil, err
 		}

@@ -21,6 +21,13 @@ const batchSize = 25
 // "load"), so use it only on data nobody else writes at the same time. Keys
 // and values are validated as the Store would.
 func (d *Driver) Load(ctx context.Context, items []metastore.Item) error {
+	t := tV1
+	switch d.layout {
+	case LayoutV2:
+		t = tV2
+	case LayoutAuto:
+		return fmt.Errorf("%w: Load needs a forced layout (v1 or v2)", metastore.ErrInvalidArgument)
+	}
 	families := map[string]bool{}
 	for _, it := range items {
 		if err := metastore.ValidateKey(it.Key); err != nil {
@@ -39,9 +46,13 @@ func (d *Driver) Load(ctx context.Context, items []metastore.Item) error {
 	for start := 0; start < len(items); start += batchSize {
 		var reqs []types.WriteRequest
 		for _, it := range items[start:min(start+batchSize, len(items))] {
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: d.item(it.Key, it.Value, "load")}})
+			item := d.keyIn(t, it.Key)
+			item[attrValue] = &types.AttributeValueMemberB{Value: it.Value}
+			item[attrWrite] = &types.AttributeValueMemberS{Value: "load"}
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 		}
-		pending := map[string][]types.WriteRequest{d.Table(): reqs}
+		table := d.tableName(t)
+		pending := map[string][]types.WriteRequest{table: reqs}
 		// Unprocessed items are retried (with the retryer's backoff) until
 		// none remain or the attempts run out.
 		err := d.retry(ctx, func(int) error {
@@ -56,10 +67,10 @@ func (d *Driver) Load(ctx context.Context, items []metastore.Item) error {
 				return nil
 			}
 			pending = out.UnprocessedItems
-			return &types.ProvisionedThroughputExceededException{Message: aws.String(fmt.Sprintf("%d items unprocessed", len(pending[d.Table()])))}
+			return &types.ProvisionedThroughputExceededException{Message: aws.String(fmt.Sprintf("%d items unprocessed", len(pending[table])))}
 		})
 		if err != nil {
-			return d.classify(err, d.Table())
+			return d.classify(err, table)
 		}
 	}
 	return nil
