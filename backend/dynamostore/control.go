@@ -95,6 +95,14 @@ func (d *Driver) registerFamily(ctx context.Context, family string) error {
 	if _, ok := d.registered.Load(family); ok {
 		return nil
 	}
+	if _, ok := d.registered.Load(family); ok {
+		return nil
+	}
+	return d.addFamily(ctx, family)
+}
+
+// addFamily adds family to the registry (idempotent).
+func (d *Driver) addFamily(ctx context.Context, family string) error {
 	upd, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name(attrFamilies),
 		expression.Value(&types.AttributeValueMemberSS{Value: []string{family}}))).Build()
 	if err != nil {

@@ -197,6 +197,11 @@ func (a *API) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItem
 	return inject(a, "TransactGetItems", "", func() (*dynamodb.TransactGetItemsOutput, error) { return a.next.TransactGetItems(ctx, in, o...) })
 }
 
+// BatchGetItem implements the store's API.
+func (a *API) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return inject(a, "BatchGetItem", "", func() (*dynamodb.BatchGetItemOutput, error) { return a.next.BatchGetItem(ctx, in, o...) })
+}
+
 // BatchWriteItem implements the store's API.
 func (a *API) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
 	return inject(a, "BatchWriteItem", "", func() (*dynamodb.BatchWriteItemOutput, error) { return a.next.BatchWriteItem(ctx, in, o...) })

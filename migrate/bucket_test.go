@@ -1,0 +1,5 @@
+package migrate_test
+
+import "github.com/lakemeta/lake/keyspace"
+
+func keyspaceBucket(key string) string { return keyspace.DefaultParams().BucketOf(key) }

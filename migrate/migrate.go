@@ -1,0 +1,148 @@
+// Package migrate moves a live lake table from the legacy v1 layout to the
+// prefix-isolated v2 layout with zero downtime and no lost or regressed
+// record (seed 000, "Authority and migration state machine").
+//
+// # States
+//
+//	v1 ──dual──▶ dual ──backfill──▶ backfill ──finalize──▶ v2-authoritative ──retire-v1──▶ v2-only
+//	 ▲             │                   │
+//	 └──rollback───┴───────────────────┘
+//
+// Each state is a durable record with an epoch that only grows; every
+// transition is one transaction guarded on the exact bytes of the record it
+// replaces, so two migrators can never both apply a step. Stores opened with
+// layout auto route by the record (see package dynamostore).
+//
+// # Steps
+//
+// Every step is a value with a name, a check that says whether the current
+// state allows it (and why not), and an apply; status, refusals and
+// resumption all come from that one shape.
+//
+//   - dual: creates the v2 table; from now on every mutation updates v1 and v2
+//     in one transaction that also checks the write barrier is absent.
+//   - backfill: starts once every live commit-capable peer observes dual and
+//     one refresh interval has passed; copies v1 into v2 page by page, each
+//     page converged before the durable cursor moves; resumes from the cursor.
+//   - verify: bidirectional, read-only, safe during live writes; a passing
+//     verify after a complete backfill is recorded.
+//   - finalize: refused while a live commit-capable peer is v1-only, the
+//     backfill is incomplete or no verify passed; installs the barrier
+//     (writes pause), re-verifies what changed since the verify, and
+//     publishes the marker in one transaction that checks every barrier item
+//     is still held.
+//   - abort-finalize, rollback, retire-v1: see their doc comments.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Migrator runs the migration of one table.
+type Migrator struct {
+	d    *dynamostore.Driver
+	opts Options
+}
+
+// Options configure a Migrator. The zero value is usable.
+type Options struct {
+	// PageSize bounds the items of one backfill or verify page; default 100.
+	PageSize int
+	// Refresh is the stores' state refresh interval: the backfill waits this
+	// long after dual before it starts; default dynamostore.DefaultRefresh.
+	Refresh time.Duration
+	// Retention is how long v1 is kept after finalization before retire-v1
+	// is allowed; default 7 days (one append-operation retention horizon).
+	Retention time.Duration
+	// Progress receives progress lines; nil discards them.
+	Progress io.Writer
+	// Crash, when set, is called at named points of every step; a non-nil
+	// return stops the step there, as a crash would. Tests use it.
+	Crash func(point string) error
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// New returns a Migrator over d, which must be opened with layout auto.
+func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
+	if d.Layout() != dynamostore.LayoutAuto {
+		return nil, fmt.Errorf("%w: the migrator needs a store opened with layout auto, not %s", metastore.ErrInvalidArgument, d.Layout())
+	}
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 100
+	}
+	if o.PageSize > metastore.MaxListLimit {
+		return nil, fmt.Errorf("%w: page size %d is over %d", metastore.ErrInvalidArgument, o.PageSize, metastore.MaxListLimit)
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = dynamostore.DefaultRefresh
+	}
+	if o.Retention <= 0 {
+		o.Retention = 7 * 24 * time.Hour
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Migrator{d: d, opts: o}, nil
+}
+
+// ErrCrashed is returned when Options.Crash stopped a step.
+var ErrCrashed = errors.New("lake: injected crash")
+
+func (m *Migrator) crash(point string) error {
+	if m.opts.Crash == nil {
+		return nil
+	}
+	if err := m.opts.Crash(point); err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrCrashed, point, err)
+	}
+	return nil
+}
+
+func (m *Migrator) now() time.Time { return m.opts.Now().UTC() }
+
+// refused returns an error matching metastore.ErrRefused.
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{metastore.ErrRefused}, args...)...)
+}
+
+// next returns the record of the next state: epoch+1, since now, progress
+// of the old state carried over unless reset.
+func (m *Migrator) next(cur dynamostore.Migration, state dynamostore.State) dynamostore.Migration {
+	n := cur
+	n.State, n.Epoch, n.Since = state, cur.Epoch+1, m.now()
+	return n
+}
+
+// Peers returns the live nodes of the registry and how many are v1-only.
+func (m *Migrator) Peers(ctx context.Context) (live []dynamostore.NodeInfo, v1only int, err error) {
+	nodes, err := m.d.Nodes(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := m.now()
+	for _, n := range nodes {
+		if !n.Live(now) {
+			continue
+		}
+		live = append(live, n)
+		if n.V1Only() {
+			v1only++
+		}
+	}
+	return live, v1only, nil
+}

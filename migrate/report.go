@@ -1,0 +1,122 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lakemeta/lake/backend/dynamostore"
+)
+
+// maxReported bounds the differences a report keeps.
+const maxReported = 20
+
+// Report is the result of a verification.
+type Report struct {
+	Checked     int64                    `json:"checked"`
+	MissingInV2 int64                    `json:"missing_in_v2"`
+	ExtraInV2   int64                    `json:"extra_in_v2"`
+	Different   int64                    `json:"different"`
+	Unstamped   int64                    `json:"unstamped"`
+	First       []dynamostore.Difference `json:"first,omitempty"`
+	Duration    time.Duration            `json:"duration_ns"`
+	Recorded    bool                     `json:"recorded"`
+}
+
+// Clean reports whether nothing differs.
+func (r Report) Clean() bool { return r.MissingInV2+r.ExtraInV2+r.Different == 0 }
+
+// Summary is one line.
+func (r Report) Summary() string {
+	return fmt.Sprintf("checked %d: %d missing in v2, %d extra in v2, %d different (%d unstamped, written by a non-lake writer)",
+		r.Checked, r.MissingInV2, r.ExtraInV2, r.Different, r.Unstamped)
+}
+
+func (r *Report) add(d dynamostore.Difference) {
+	switch d.Kind {
+	case dynamostore.MissingInV2:
+		r.MissingInV2++
+	case dynamostore.ExtraInV2:
+		r.ExtraInV2++
+	default:
+		r.Different++
+	}
+	if d.Unstamped {
+		r.Unstamped++
+	}
+	if len(r.First) < maxReported {
+		r.First = append(r.First, d)
+	}
+}
+
+// verify runs both passes; with since, only what changed since.
+func (m *Migrator) verify(ctx context.Context, since *time.Time) (Report, error) {
+	start := time.Now()
+	var rep Report
+	for _, pass := range []func(context.Context, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.d.VerifyV1Page, m.d.VerifyV2Page} {
+		cur := ""
+		for {
+			page, err := pass(ctx, cur, m.opts.PageSize, since)
+			if err != nil {
+				return rep, err
+			}
+			rep.Checked += page.Checked
+			for _, d := range page.Differences {
+				rep.add(d)
+			}
+			if cur = page.Next; cur == "" {
+				break
+			}
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// progress prints backfill progress: a redrawn line on a terminal, plain
+// log lines (at most one every few seconds) otherwise.
+type progress struct {
+	w        io.Writer
+	tty      bool
+	start    time.Time
+	base     int64
+	last     time.Time
+	lastLine string
+}
+
+func newProgress(w io.Writer, p dynamostore.BackfillProgress) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &progress{w: w, tty: tty, start: time.Now(), base: p.Scanned}
+}
+
+func (p *progress) line(b dynamostore.BackfillProgress) string {
+	rate := float64(b.Scanned-p.base) / max(time.Since(p.start).Seconds(), 1e-9)
+	return fmt.Sprintf("backfill: scanned %d, created %d, validated %d, repaired %d, %.0f items/s", b.Scanned, b.Created, b.Validated, b.Repaired, rate)
+}
+
+func (p *progress) update(b dynamostore.BackfillProgress) {
+	p.lastLine = p.line(b)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", p.lastLine)
+		return
+	}
+	if time.Since(p.last) >= 2*time.Second {
+		fmt.Fprintln(p.w, p.lastLine)
+		p.last = time.Now()
+	}
+}
+
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+	fmt.Fprintln(p.w, strings.Replace(p.lastLine, "backfill:", "backfill complete:", 1))
+}

@@ -1,0 +1,403 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Step is one migration step: a name, a check of whether the current state
+// allows it (nil, or a reason), and an apply.
+type Step struct {
+	Name  string
+	Check func(s dynamostore.MigrationSnapshot) error
+	apply func(ctx context.Context, s dynamostore.MigrationSnapshot) error
+}
+
+// Steps returns every step, in rollout order.
+func (m *Migrator) Steps() []Step {
+	return []Step{
+		{"dual", checkDual, m.applyDual},
+		{"backfill", checkBackfill, m.applyBackfill},
+		{"verify", checkVerify, m.applyVerify},
+		{"finalize", checkFinalize, m.applyFinalize},
+		{"abort-finalize", checkAbort, m.applyAbort},
+		{"rollback", checkRollback, m.applyRollback},
+		{"retire-v1", checkRetire, m.applyRetire},
+	}
+}
+
+// Run runs the named step: it reads the state, refuses with the check's
+// reason (an error matching metastore.ErrRefused) or applies the step.
+func (m *Migrator) Run(ctx context.Context, name string) error {
+	for _, st := range m.Steps() {
+		if st.Name != name {
+			continue
+		}
+		s, err := m.d.ReadMigration(ctx)
+		if err != nil {
+			return err
+		}
+		if err := st.Check(s); err != nil {
+			return err
+		}
+		return st.apply(ctx, s)
+	}
+	return fmt.Errorf("%w: unknown migration step %q", metastore.ErrInvalidArgument, name)
+}
+
+func checkDual(s dynamostore.MigrationSnapshot) error {
+	if s.State != dynamostore.StateV1 {
+		return refused("dual starts from state v1; the table is in state %s", s.State)
+	}
+	return nil
+}
+
+func (m *Migrator) applyDual(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	if err := m.d.CreateV2(ctx); err != nil {
+		return err
+	}
+	if err := m.crash("dual:after-create-v2"); err != nil {
+		return err
+	}
+	// CreateV2 may have created the table: read the snapshot again so the
+	// transition guards on what is there now.
+	s, err := m.d.ReadMigration(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkDual(s); err != nil {
+		return err
+	}
+	n := m.next(s.Migration, dynamostore.StateDual)
+	n.Barriers = dynamostore.DefaultBarriers
+	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
+	return m.d.Transition(ctx, s, n, dynamostore.BarriersKeep)
+}
+
+func checkBackfill(s dynamostore.MigrationSnapshot) error {
+	switch {
+	case s.State != dynamostore.StateDual && s.State != dynamostore.StateBackfill:
+		return refused("backfill runs in state dual or backfill; the table is in state %s", s.State)
+	case s.FinalizingSince != nil:
+		return refused("finalization is in progress; finish it (finalize) or abort it (abort-finalize)")
+	}
+	return nil
+}
+
+// applyBackfill enters state backfill (once the gate opens) and copies v1
+// into v2, page by page, from the durable cursor.
+func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	if s.State == dynamostore.StateDual {
+		if err := m.backfillGate(ctx, s); err != nil {
+			return err
+		}
+		n := m.next(s.Migration, dynamostore.StateBackfill)
+		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+			return err
+		}
+		var err error
+		if s, err = m.d.ReadMigration(ctx); err != nil {
+			return err
+		}
+	}
+	if s.Backfill.Done {
+		fmt.Fprintf(m.opts.Progress, "backfill already complete: scanned %d, created %d, validated %d, repaired %d\n",
+			s.Backfill.Scanned, s.Backfill.Created, s.Backfill.Validated, s.Backfill.Repaired)
+		return nil
+	}
+	bar := newProgress(m.opts.Progress, s.Backfill)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		page, err := m.d.BackfillPage(ctx, s.Backfill.Cursor, m.opts.PageSize)
+		if err != nil {
+			return err
+		}
+		if err := m.crash("backfill:page-converged"); err != nil {
+			return err
+		}
+		n := s.Migration
+		n.Backfill.Cursor = page.Next
+		n.Backfill.Done = page.Next == ""
+		n.Backfill.Scanned += page.Scanned
+		n.Backfill.Created += page.Created
+		n.Backfill.Validated += page.Validated
+		n.Backfill.Repaired += page.Repaired
+		n.Backfill.Updated = m.now()
+		// The cursor moves only now, after every item of the page
+		// converged; a crash before this line replays the page.
+		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+			return fmt.Errorf("lake: saving the backfill cursor: %w", err)
+		}
+		if err := m.crash("backfill:cursor-saved"); err != nil {
+			return err
+		}
+		if s, err = m.d.ReadMigration(ctx); err != nil {
+			return err
+		}
+		bar.update(s.Backfill)
+		if s.Backfill.Done {
+			bar.done()
+			return nil
+		}
+	}
+}
+
+// backfillGate: every live commit-capable peer observes dual (or later),
+// and one refresh interval has passed since the switch, so no store still
+// routes writes by a cached state v1.
+func (m *Migrator) backfillGate(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	live, _, err := m.Peers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range live {
+		if n.Role == "commit" && (n.V1Only() || n.Epoch < s.Epoch) {
+			return refused("peer %s still observes state %s (epoch %d); backfill starts when every live commit-capable peer observes dual (epoch %d)", n.ID, n.State, n.Epoch, s.Epoch)
+		}
+	}
+	if wait := s.Since.Add(m.opts.Refresh).Sub(m.now()); wait > 0 {
+		fmt.Fprintf(m.opts.Progress, "waiting %v for every store to observe dual (one refresh interval)\n", wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func checkVerify(s dynamostore.MigrationSnapshot) error {
+	switch s.State {
+	case dynamostore.StateDual, dynamostore.StateBackfill, dynamostore.StateV2Auth:
+		return nil
+	}
+	return refused("verify compares v1 and v2; the table is in state %s", s.State)
+}
+
+func (m *Migrator) applyVerify(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	_, err := m.Verify(ctx)
+	return err
+}
+
+// ErrDifferences is returned when a verification found differences.
+var ErrDifferences = fmt.Errorf("%w: v1 and v2 differ", metastore.ErrRefused)
+
+// Verify compares v1 and v2 in both directions (read-only, safe during live
+// writes) and returns the report. A clean verify after a complete backfill
+// is recorded in the migration record, which finalize requires.
+func (m *Migrator) Verify(ctx context.Context) (Report, error) {
+	s, err := m.d.ReadMigration(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := checkVerify(s); err != nil {
+		return Report{}, err
+	}
+	started := m.now()
+	rep, err := m.verify(ctx, nil)
+	if err != nil {
+		return rep, err
+	}
+	if !rep.Clean() {
+		return rep, fmt.Errorf("%w: %s", ErrDifferences, rep.Summary())
+	}
+	if s.State == dynamostore.StateBackfill && s.Backfill.Done && s.FinalizingSince == nil {
+		s2, err := m.d.ReadMigration(ctx)
+		if err != nil {
+			return rep, err
+		}
+		if s2.Epoch != s.Epoch {
+			return rep, refused("the migration moved to epoch %d during the verify; run it again", s2.Epoch)
+		}
+		n := s2.Migration
+		n.Verified = &dynamostore.Verification{At: m.now(), Started: started, Checked: rep.Checked}
+		if err := m.d.Transition(ctx, s2, n, dynamostore.BarriersKeep); err != nil {
+			return rep, err
+		}
+		rep.Recorded = true
+	}
+	return rep, nil
+}
+
+func checkFinalize(s dynamostore.MigrationSnapshot) error {
+	switch {
+	case s.State == dynamostore.StateV2Auth || s.State == dynamostore.StateV2Only:
+		return refused("the migration is already finalized (state %s)", s.State)
+	case s.State != dynamostore.StateBackfill:
+		return refused("finalize needs a complete backfill; the table is in state %s", s.State)
+	case !s.Backfill.Done:
+		return refused("the backfill is not complete (cursor %q); run `lake dynamo-migrate backfill`", s.Backfill.Cursor)
+	case s.Verified == nil && s.FinalizingSince == nil:
+		return refused("no verify has passed since the backfill completed; run `lake dynamo-migrate verify`")
+	}
+	return nil
+}
+
+// FinalizeReport is what a finalization did.
+type FinalizeReport struct {
+	// Pause is how long writes were paused: from the barrier's
+	// installation to the marker's publication.
+	Pause    time.Duration
+	Reverify Report
+}
+
+func (m *Migrator) applyFinalize(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	_, err := m.Finalize(ctx)
+	return err
+}
+
+// Finalize installs the barrier, re-verifies what changed since the last
+// verify, and publishes the marker. A finalization interrupted after the
+// barrier resumes from the re-verification.
+func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
+	var rep FinalizeReport
+	s, err := m.d.ReadMigration(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if err := checkFinalize(s); err != nil {
+		return rep, err
+	}
+	_, v1only, err := m.Peers(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if v1only > 0 {
+		return rep, refused("%d live commit-capable peer(s) are v1-only; roll out dual mode everywhere first (lake dynamo-migrate status lists them)", v1only)
+	}
+	start := m.now()
+	if s.FinalizingSince == nil {
+		n := s.Migration
+		n.FinalizingSince = &start
+		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersInstall); err != nil {
+			return rep, fmt.Errorf("lake: installing the write barrier: %w", err)
+		}
+		fmt.Fprintf(m.opts.Progress, "barrier installed: writes are paused\n")
+		if s, err = m.d.ReadMigration(ctx); err != nil {
+			return rep, err
+		}
+	} else {
+		start = *s.FinalizingSince
+		fmt.Fprintf(m.opts.Progress, "resuming the finalization begun at %s\n", start.Format(time.RFC3339))
+	}
+	if err := m.crash("finalize:barrier-installed"); err != nil {
+		return rep, err
+	}
+	since := start
+	if s.Verified != nil {
+		since = s.Verified.Started
+	}
+	rep.Reverify, err = m.verify(ctx, &since)
+	if err != nil {
+		return rep, err
+	}
+	if !rep.Reverify.Clean() {
+		return rep, fmt.Errorf("%w: re-verification under the barrier: %s; writes stay paused: repair and run finalize again, or abort-finalize", ErrDifferences, rep.Reverify.Summary())
+	}
+	if err := m.crash("finalize:reverified"); err != nil {
+		return rep, err
+	}
+	n := m.next(s.Migration, dynamostore.StateV2Auth)
+	at := m.now()
+	n.FinalizedAt, n.FinalizingSince = &at, nil
+	// One transaction: every barrier item still held, the v1 record
+	// exactly as read, the marker published into v2.
+	if err := m.d.Transition(ctx, s, n, dynamostore.BarriersHeld); err != nil {
+		return rep, fmt.Errorf("lake: publishing the marker: %w", err)
+	}
+	rep.Pause = m.now().Sub(start)
+	fmt.Fprintf(m.opts.Progress, "marker published: v2 is the authority (writes were paused %v)\n", rep.Pause.Round(time.Millisecond))
+	return rep, nil
+}
+
+func checkAbort(s dynamostore.MigrationSnapshot) error {
+	if s.FinalizingSince == nil || s.ReadsV2() {
+		return refused("no finalization is in progress (state %s)", s.State)
+	}
+	return nil
+}
+
+// applyAbort removes the barrier in a transaction that checks the marker
+// is absent; writes resume in dual mode.
+func (m *Migrator) applyAbort(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	n := s.Migration
+	n.FinalizingSince = nil
+	return m.d.Transition(ctx, s, n, dynamostore.BarriersRemove)
+}
+
+func checkRollback(s dynamostore.MigrationSnapshot) error {
+	switch s.State {
+	case dynamostore.StateDual, dynamostore.StateBackfill:
+		return nil
+	case dynamostore.StateV2Auth, dynamostore.StateV2Only:
+		return refused("the migration is finalized: v2 is the authority, so rolling back to v1 is not safe with a v1-only binary; keep running dual-capable binaries (they mirror v1)")
+	}
+	return refused("nothing to roll back (state %s)", s.State)
+}
+
+// applyRollback returns to v1 before finalization: epoch+1, the cursor and
+// any verification discarded, the barrier removed if a finalization held it.
+func (m *Migrator) applyRollback(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	n := m.next(s.Migration, dynamostore.StateV1)
+	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
+	barriers := dynamostore.BarriersKeep
+	if s.FinalizingSince != nil {
+		barriers = dynamostore.BarriersRemove
+	}
+	return m.d.Transition(ctx, s, n, barriers)
+}
+
+func checkRetire(s dynamostore.MigrationSnapshot) error {
+	if s.State != dynamostore.StateV2Auth {
+		return refused("retire-v1 follows finalization; the table is in state %s", s.State)
+	}
+	return nil
+}
+
+func (m *Migrator) applyRetire(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+	return m.RetireV1(ctx, false)
+}
+
+// RetireV1 stops v1 mirroring (state v2-only), refused until every live
+// peer is dual-capable and the retention horizon has passed since
+// finalization; with deleteTable it then deletes the v1 table.
+func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
+	s, err := m.d.ReadMigration(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkRetire(s); err != nil {
+		return err
+	}
+	if left := s.FinalizedAt.Add(m.opts.Retention).Sub(m.now()); left > 0 {
+		return refused("v1 is kept for the retention horizon (%v) after finalization; %v left", m.opts.Retention, left.Round(time.Second))
+	}
+	live, _, err := m.Peers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range live {
+		if n.Capability != "dual" {
+			return refused("peer %s is not v2-capable (capability %s)", n.ID, n.Capability)
+		}
+	}
+	if err := m.d.Transition(ctx, s, m.next(s.Migration, dynamostore.StateV2Only), dynamostore.BarriersKeep); err != nil {
+		return err
+	}
+	if deleteTable {
+		return m.d.DeleteV1Table(ctx)
+	}
+	return nil
+}
+
+// IsRefused reports whether err is a refusal of a step.
+func IsRefused(err error) bool { return errors.Is(err, metastore.ErrRefused) }
