@@ -20,11 +20,11 @@ type Status struct {
 	Verified  *dynamostore.Verification    `json:"verified,omitempty"`
 	Finalized *time.Time                   `json:"finalized_at,omitempty"`
 	// Finalizing is set while the barrier is held without a marker.
-	Finalizing *time.Time               `json:"finalizing_since,omitempty"`
-	Peers      []dynamostore.NodeInfo   `json:"live_peers"`
-	V1Only     int                      `json:"v1_only_peers"`
-	Allowed    []string                 `json:"allowed_steps"`
-	Hint       string                   `json:"hint,omitempty"`
+	Finalizing *time.Time             `json:"finalizing_since,omitempty"`
+	Peers      []dynamostore.NodeInfo `json:"live_peers"`
+	V1Only     int                    `json:"v1_only_peers"`
+	Allowed    []string               `json:"allowed_steps"`
+	Hint       string                 `json:"hint,omitempty"`
 }
 
 // Status reads the migration's state, progress and peers.

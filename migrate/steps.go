@@ -57,7 +57,7 @@ func checkDual(s dynamostore.MigrationSnapshot) error {
 	return nil
 }
 
-func (m *Migrator) applyDual(ctx context.Context, s dynamostore.MigrationSnapshot) error {
+func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapshot) error {
 	if err := m.d.CreateV2(ctx); err != nil {
 		return err
 	}

@@ -40,16 +40,6 @@ func (d *Driver) getControl(ctx context.Context, table, key string) (item map[st
 	return out.Item, out.Item != nil, nil
 }
 
-// describe checks that table exists.
-func (d *Driver) describe(ctx context.Context, table string) error {
-	err := d.retry(ctx, func(int) error {
-		d.meter.control()
-		_, err := d.api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-		return err
-	})
-	return d.classify(err, table)
-}
-
 // checkParams compares the v2 table's frozen layout parameters with ours.
 func (d *Driver) checkParams(ctx context.Context) error {
 	item, found, err := d.getControl(ctx, d.v2, layoutKey)

@@ -33,10 +33,10 @@ const DefaultBarriers = 16
 
 // Control record keys of the migration. NB: must not change.
 const (
-	migrationKey    = metastore.ControlPrefix + "migration"
-	barrierKeyFmt   = metastore.ControlPrefix + "barrier/%03d"
-	NodeKeyPrefix   = metastore.ControlPrefix + "node/"
-	maxBarriers     = 90
+	migrationKey  = metastore.ControlPrefix + "migration"
+	barrierKeyFmt = metastore.ControlPrefix + "barrier/%03d"
+	NodeKeyPrefix = metastore.ControlPrefix + "node/"
+	maxBarriers   = 90
 )
 
 // Migration is the durable migration record. The v1 table holds it until the
