@@ -49,3 +49,26 @@ func TestPrefixRead(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 }
+
+// TestMigration runs the migration benchmark's engine at a small size.
+func TestMigration(t *testing.T) {
+	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	res, err := bench.RunMigration(t.Context(), api, bench.MigrationConfig{
+		Table: ddblocal.TableName(t), Records: 120, PageSize: 50, Mutations: 20,
+	}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 120 records plus the counter the v1 CAS measurement wrote.
+	if b := res.BackfillCounts; b.Scanned != 121 || b.Created+b.Validated != 121 || len(res.Mutations) != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	if v1, dual := res.Mutations[0], res.Mutations[1]; v1.Requests != 1 || dual.Requests != 1 || dual.WriteUnits <= v1.WriteUnits {
+		t.Fatalf("a CAS is one request in each mode, and dual writes more: %+v", res.Mutations)
+	}
+	var out bytes.Buffer
+	if err := bench.PrintMigration(&out, res); err != nil || !strings.Contains(out.String(), "finalize pause") {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+}

@@ -605,3 +605,46 @@ func TestCursorExpiresAcrossEpochs(t *testing.T) {
 }
 
 func bucketOf(key string) string { return keyspaceBucket(key) }
+
+// TestHeartbeatLiveness: a heartbeating node is live and listed; stopped,
+// it leaves the registry; killed (never stopped), it stops counting as
+// live once its lease lapses.
+func TestHeartbeatLiveness(t *testing.T) {
+	e := newEnv(t)
+	m := e.migrator(nil)
+	_, d := e.store(refresh)
+	stop, err := d.StartHeartbeat(t.Context(), dynamostore.NodeInfo{ID: "n1", Role: "commit", Lease: 2 * time.Second}, 20*time.Millisecond, func(err error) { t.Log(err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, v1only, err := m.Peers(t.Context())
+	if err != nil || len(live) != 1 || v1only != 1 || live[0].State != dynamostore.StateV1 {
+		t.Fatalf("peers in state v1: %+v, v1-only %d, %v", live, v1only, err)
+	}
+	e.run(m, "dual")
+	time.Sleep(3 * refresh)
+	live, v1only, _ = m.Peers(t.Context())
+	if len(live) != 1 || v1only != 0 || live[0].State != dynamostore.StateDual {
+		t.Fatalf("peers in dual: %+v, v1-only %d", live, v1only)
+	}
+	if err := stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if live, _, _ := m.Peers(t.Context()); len(live) != 0 {
+		t.Fatalf("after stop: %+v", live)
+	}
+	// A killed node: one heartbeat with a short lease, never renewed.
+	if _, err := d.Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "killed", Role: "commit", Lease: 400 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if live, _, _ := m.Peers(t.Context()); len(live) != 1 {
+		t.Fatalf("fresh heartbeat not live: %+v", live)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if live, _, _ := m.Peers(t.Context()); len(live) != 0 {
+		t.Fatalf("lapsed lease still live: %+v", live)
+	}
+	if _, err := d.StartHeartbeat(t.Context(), dynamostore.NodeInfo{ID: "x", Lease: time.Millisecond}, time.Second, nil); !errors.Is(err, metastore.ErrInvalidArgument) {
+		t.Fatalf("lease shorter than two intervals: %v", err)
+	}
+}

@@ -230,6 +230,10 @@ func (d *Driver) Layout() Layout { return d.layout }
 // Table returns the v1 table name (the v2 table is Table() + V2Suffix).
 func (d *Driver) Table() string { return d.v1 }
 
+// Refresh returns the interval at which the store re-reads the migration
+// state.
+func (d *Driver) Refresh() time.Duration { return d.refresh }
+
 // Stats returns the cost so far; see Stats.
 func (d *Driver) Stats() Stats { return d.meter.snapshot() }
 

@@ -423,3 +423,45 @@ func (d *Driver) DeleteV1Table(ctx context.Context) error {
 	_, err := d.api.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(d.v1)})
 	return d.classify(err, d.v1)
 }
+
+// StartHeartbeat heartbeats n into the node registry now and then every
+// interval, until stop is called, which deregisters the node. A node that
+// is killed stops counting as live when its lease (default three
+// intervals) lapses; liveness is never left to TTL deletion. onErr, if set,
+// receives heartbeat failures (the next beat retries).
+func (d *Driver) StartHeartbeat(ctx context.Context, n NodeInfo, interval time.Duration, onErr func(error)) (stop func(context.Context) error, err error) {
+	if n.ID == "" || interval <= 0 {
+		return nil, fmt.Errorf("%w: a heartbeat needs a node id and a positive interval", metastore.ErrInvalidArgument)
+	}
+	if n.Lease <= 0 {
+		n.Lease = 3 * interval
+	}
+	if n.Lease < 2*interval {
+		return nil, fmt.Errorf("%w: lease %v must be at least twice the heartbeat interval %v", metastore.ErrInvalidArgument, n.Lease, interval)
+	}
+	if _, err := d.Heartbeat(ctx, n); err != nil {
+		return nil, err
+	}
+	hbCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-t.C:
+				if _, err := d.Heartbeat(hbCtx, n); err != nil && onErr != nil && hbCtx.Err() == nil {
+					onErr(err)
+				}
+			}
+		}
+	}()
+	return func(ctx context.Context) error {
+		cancel()
+		<-done
+		return d.Deregister(ctx, n.ID)
+	}, nil
+}

@@ -24,7 +24,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		Args:  exactArgs(0),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchPrefixReadCommand(g))
+	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g))
 	return cmd
 }
 
@@ -109,4 +109,51 @@ func mustNotExist(ctx context.Context, api dynamostore.API, table string) error 
 		return fmt.Errorf("lake: describe table %q: %w", table, err)
 	}
 	return fmt.Errorf("%w: table %q exists; the benchmark creates and deletes its own tables, name new ones in --store", metastore.ErrRefused, table)
+}
+
+type benchMigrationOptions struct {
+	records, pageSize, mutations int
+	keep                         bool
+}
+
+func newBenchMigrationCommand(g *globalOptions) *cobra.Command {
+	var o benchMigrationOptions
+	cmd := &cobra.Command{
+		Use:   "migration",
+		Short: "Measure the backfill against a raw copy, dual-mode write cost and the finalize pause",
+		Long: `Create the v1 table TABLE named by --store (dynamodb://TABLE; TABLE, TABLE_prefix_v2
+and TABLE_rawcopy must not exist), load --records records, and measure:
+a raw unconditional copy of the table (Scan + BatchWriteItem: the practical
+ceiling), the backfill of the same records in pages of --page-size, the cost of
+a CAS in state v1, in dual mode and after finalization (requests, capacity
+units, latency), and how long finalize pauses writes. The tables are deleted at
+the end unless --keep.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !strings.HasPrefix(g.store, "dynamodb://") {
+				return usagef("bench migration needs --store dynamodb://TABLE")
+			}
+			api, opts, err := storeurl.DynamoAPI(cmd.Context(), g.store)
+			if err != nil {
+				return err
+			}
+			for _, name := range []string{opts.Table, opts.Table + dynamostore.V2Suffix, opts.Table + "_rawcopy"} {
+				if err := mustNotExist(cmd.Context(), api, name); err != nil {
+					return err
+				}
+			}
+			res, err := bench.RunMigration(cmd.Context(), api, bench.MigrationConfig{
+				Table: opts.Table, Records: o.records, PageSize: o.pageSize, Mutations: o.mutations, Keep: o.keep,
+			}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return bench.PrintMigration(cmd.OutOrStdout(), res)
+		},
+	}
+	cmd.Flags().IntVar(&o.records, "records", 100000, "v1 records to migrate")
+	cmd.Flags().IntVar(&o.pageSize, "page-size", 1000, "backfill page size")
+	cmd.Flags().IntVar(&o.mutations, "mutations", 500, "CAS writes per mode for the write-cost figures")
+	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the tables after the run")
+	return cmd
 }

@@ -26,7 +26,7 @@ leases) in a key-value store with strongly consistent reads, conditional writes 
 paged prefix listing. The store is named by a URL:
 
   bolt://PATH       an embedded bbolt file (default bolt://./lake.db)
-  dynamodb://TABLE  Amazon DynamoDB (?layout=v1|v2, ?endpoint=URL, ?region=NAME;
+  dynamodb://TABLE  Amazon DynamoDB (?layout=auto|v1|v2, ?endpoint=URL, ?region=NAME;
                     TABLE from LAKE_DYNAMODB_TABLE when empty)
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
@@ -48,6 +48,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 		newRmCommand(&g),
 		newLsCommand(&g),
 		newBenchCommand(&g),
+		newMigrateCommand(&g),
 	)
 	// Unknown subcommands and bad argument counts are usage errors too.
 	root.Args = func(_ *cobra.Command, args []string) error {

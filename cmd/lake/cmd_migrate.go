@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/migrate"
+	"github.com/lakemeta/lake/storeurl"
+	"github.com/spf13/cobra"
+)
+
+type migrateOptions struct {
+	pageSize    int
+	json        bool
+	retention   time.Duration
+	deleteTable bool
+}
+
+// newMigrator opens the store of --store (a dynamodb:// URL with layout
+// auto) and a Migrator over it.
+func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*migrate.Migrator, func(), error) {
+	if !strings.HasPrefix(g.store, "dynamodb://") {
+		return nil, nil, usagef("dynamo-migrate needs --store dynamodb://TABLE (or LAKE_STORE), not %q", g.store)
+	}
+	s, err := storeurl.Open(cmd.Context(), g.store, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := s.Driver().(*dynamostore.Driver)
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Retention: o.retention, Progress: cmd.ErrOrStderr()})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return m, func() { s.Close() }, nil
+}
+
+func newMigrateCommand(g *globalOptions) *cobra.Command {
+	var o migrateOptions
+	step := func(name, short, long string) *cobra.Command {
+		return &cobra.Command{
+			Use: name, Short: short, Long: long, Args: exactArgs(0),
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				m, done, err := g.newMigrator(cmd, &o)
+				if err != nil {
+					return err
+				}
+				defer done()
+				if err := m.Run(cmd.Context(), name); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: done\n", name)
+				return nil
+			},
+		}
+	}
+	cmd := &cobra.Command{
+		Use:   "dynamo-migrate",
+		Short: "Migrate a live DynamoDB table from layout v1 to v2 with zero downtime",
+		Long: `Migrate the live table named by --store (dynamodb://TABLE) from the legacy layout v1
+to the prefix-isolated layout v2, through the durable states
+v1 → dual → backfill → v2-authoritative → v2-only. Each step refuses, with the
+reason and exit code 6, a transition the current state forbids.
+
+Without a subcommand, "lake dynamo-migrate --page-size N" runs (or resumes) the
+backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown dynamo-migrate step %q; run `lake dynamo-migrate --help`", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("page-size") {
+				return cmd.Help()
+			}
+			return runBackfill(cmd, g, &o)
+		},
+	}
+	cmd.PersistentFlags().IntVar(&o.pageSize, "page-size", 100, "items per backfill or verify page (1 to 10000)")
+	cmd.PersistentFlags().DurationVar(&o.retention, "retention", 7*24*time.Hour, "how long v1 is kept after finalization before retire-v1 is allowed")
+
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the state, epoch, backfill progress, live peers and the next steps",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, done, err := g.newMigrator(cmd, &o)
+			if err != nil {
+				return err
+			}
+			defer done()
+			st, err := m.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+			}
+			st.Print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	status.Flags().BoolVar(&o.json, "json", false, "print JSON")
+
+	backfill := &cobra.Command{
+		Use:   "backfill",
+		Short: "Copy v1 into v2 in bounded pages, resuming from the durable cursor",
+		Long: `Enter state backfill (once every live commit-capable peer observes dual and one
+refresh interval has passed) and copy v1 into v2 in pages of --page-size:
+each record is created in v2 if absent, validated if equal, or repaired
+(v2 := v1) if different. The durable cursor advances only after every item of
+a page converged; rerun to resume after a crash. Progress goes to stderr.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBackfill(cmd, g, &o) },
+	}
+
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Compare v1 and v2 both ways (read-only, safe during live writes)",
+		Long: `Compare every v1 record with its v2 copy and every v2 record with v1. A key is
+reported only after an atomic read of both copies confirms the difference.
+Prints a summary and the first offending keys (missing in v2, extra in v2,
+different; "unstamped" marks a v1 record a non-lake writer wrote). A clean
+verify after a complete backfill is recorded; finalize requires it. Exit code 6
+when differences are found.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, done, err := g.newMigrator(cmd, &o)
+			if err != nil {
+				return err
+			}
+			defer done()
+			rep, err := m.Verify(cmd.Context())
+			if o.json {
+				if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(rep); jerr != nil {
+					return jerr
+				}
+				return err
+			}
+			if err != nil && rep.Checked == 0 {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s in %v\n", rep.Summary(), rep.Duration.Round(time.Millisecond))
+			for _, d := range rep.First {
+				un := ""
+				if d.Unstamped {
+					un = " (unstamped)"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s %q%s\n", d.Kind, d.Key, un)
+			}
+			if rep.Recorded {
+				fmt.Fprintln(cmd.OutOrStdout(), "recorded: finalize may proceed")
+			}
+			return err
+		},
+	}
+	verify.Flags().BoolVar(&o.json, "json", false, "print JSON")
+
+	finalize := &cobra.Command{
+		Use:   "finalize",
+		Short: "Pause writes, re-verify what changed, publish the v2 marker",
+		Long: `Refused while a live commit-capable peer is v1-only, the backfill is incomplete or
+no verify has passed since. Installs every write-barrier item (mutations now
+get "writes paused", exit 5), re-verifies only what changed since the last
+verify, and publishes the monotonic marker in one transaction that checks every
+barrier item is still held; v2 is then the read authority. Prints how long
+writes were paused. If it is interrupted, status shows it; run finalize again
+to finish or abort-finalize to resume writes.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, done, err := g.newMigrator(cmd, &o)
+			if err != nil {
+				return err
+			}
+			defer done()
+			rep, err := m.Finalize(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys\n", rep.Pause.Round(time.Millisecond), rep.Reverify.Checked)
+			return nil
+		},
+	}
+
+	retire := &cobra.Command{
+		Use:   "retire-v1",
+		Short: "Stop mirroring v1 (state v2-only); --delete-table also deletes it",
+		Long: `Refused until every live peer is v2-capable and --retention has passed since
+finalization. Stops v1 mirroring (state v2-only). The v1 table is deleted only
+with --delete-table.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, done, err := g.newMigrator(cmd, &o)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := m.RetireV1(cmd.Context(), o.deleteTable); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "retire-v1: done")
+			return nil
+		},
+	}
+	retire.Flags().BoolVar(&o.deleteTable, "delete-table", false, "also delete the v1 table")
+
+	cmd.AddCommand(status,
+		step("dual", "Enter dual mode: create v2; every mutation then updates v1 and v2 atomically", `Create the v2 table (TABLE_prefix_v2) if needed and enter state dual: v1 stays
+the read authority and every mutation updates v1 and v2 in one transaction that
+also checks the write barrier is absent.`),
+		backfill, verify, finalize,
+		step("abort-finalize", "Remove the write barrier of an unfinished finalization", `Remove the write barrier in a transaction that checks the marker is absent;
+writes resume in dual mode.`),
+		step("rollback", "Return to state v1 (refused after finalization)", `Before finalization: return to state v1, bump the epoch, discard the backfill
+cursor and any verification. After finalization it is refused: v2 is the
+authority, and only a dual-capable binary may run.`),
+		retire,
+	)
+	return cmd
+}
+
+func runBackfill(cmd *cobra.Command, g *globalOptions, o *migrateOptions) error {
+	if o.pageSize < 1 || o.pageSize > metastore.MaxListLimit {
+		return usagef("--page-size must be 1 to %d, got %d", metastore.MaxListLimit, o.pageSize)
+	}
+	m, done, err := g.newMigrator(cmd, o)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := m.Run(cmd.Context(), "backfill"); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "backfill: complete")
+	return nil
+}
