@@ -1,0 +1,95 @@
+package faultproxy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/faultproxy"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// TestFaultsOnTheWire: with every fault injected into 30% of requests on
+// the wire, concurrent CAS increments through the SDK end at exactly the
+// number that reported success.
+func TestFaultsOnTheWire(t *testing.T) {
+	cfg := ddblocal.Config(t)
+	p, err := faultproxy.Start(ddblocal.Endpoint(t), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	direct := dynamostore.NewClient(cfg, "")
+	api := dynamostore.NewClient(cfg, p.URL)
+	opts := dynamostore.Options{Table: ddblocal.TableName(t), Layout: dynamostore.LayoutV2,
+		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 12, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond})}
+	if err := dynamostore.Create(context.Background(), direct, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		direct.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(opts.Table + dynamostore.V2Suffix)})
+	})
+	d, err := dynamostore.Open(t.Context(), api, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := metastore.New(d)
+	ctx := t.Context()
+	if err := s.Put(ctx, "tbl/c", []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	rates := map[faultproxy.Fault]float64{}
+	for _, f := range faultproxy.All {
+		rates[f] = 0.3 / float64(len(faultproxy.All))
+	}
+	p.SetRates(rates)
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 30 {
+				cur, err := s.Get(ctx, "tbl/c")
+				if err != nil {
+					errs <- err
+					return
+				}
+				var n int
+				fmt.Sscan(string(cur), &n)
+				err = s.CAS(ctx, "tbl/c", metastore.ExpectValue(cur), fmt.Appendf(nil, "%d", n+1))
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, metastore.ErrConflict):
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	p.SetRates(nil)
+	got, err := s.Get(ctx, "tbl/c")
+	if err != nil || string(got) != fmt.Sprint(wins.Load()) {
+		t.Fatalf("counter %q (%v), successful CAS %d", got, err, wins.Load())
+	}
+	injected, requests := p.Injected()
+	for _, f := range faultproxy.All {
+		if injected[f] == 0 {
+			t.Errorf("no %s injected", f)
+		}
+	}
+	t.Logf("%d requests, faults %v, %d increments", requests, injected, wins.Load())
+}
