@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lakemeta/lake/metastore"
 )
@@ -64,4 +65,27 @@ func TestExpect(t *testing.T) {
 	if !zero.Absent() {
 		t.Error("the zero Expect must mean absent")
 	}
+}
+
+// FuzzValidateKey: validation never panics, and every accepted key obeys
+// the rules the backends rely on.
+func FuzzValidateKey(f *testing.F) {
+	for _, s := range []string{"tbl/a", "", "__lake__/x", "a\x00b", "\xff", strings.Repeat("é", 600), "root"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		err := metastore.ValidateKey(key)
+		if err != nil {
+			if !errors.Is(err, metastore.ErrInvalidKey) && !errors.Is(err, metastore.ErrReservedKey) {
+				t.Fatalf("ValidateKey(%q) = %v: not a key error", key, err)
+			}
+			return
+		}
+		if key == "" || len(key) > metastore.MaxKeyBytes || strings.ContainsRune(key, 0) || !utf8.ValidString(key) || metastore.IsControlKey(key) {
+			t.Fatalf("ValidateKey accepted %q", key)
+		}
+		if fam := metastore.Family(key); !strings.HasPrefix(key, fam) && fam != metastore.RootFamily {
+			t.Fatalf("Family(%q) = %q", key, fam)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -120,4 +121,43 @@ func TestOpenDynamo(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// FuzzParseDynamo: parsing never panics, and what it accepts is a valid
+// target.
+func FuzzParseDynamo(f *testing.F) {
+	for _, s := range []string{"lake", "lake?layout=v2", "lake?endpoint=http://127.0.0.1:8000&region=x", "?", "a/b", "lake?%zz", "lake?layout=v1&layout=v2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rest string) {
+		got, err := storeurl.ParseDynamo(rest)
+		if err != nil {
+			if !errors.Is(err, metastore.ErrInvalidArgument) {
+				t.Fatalf("ParseDynamo(%q) = %v: not an invalid-argument error", rest, err)
+			}
+			return
+		}
+		if got.Table == "" || (got.Layout != "auto" && got.Layout != "v1" && got.Layout != "v2") {
+			t.Fatalf("ParseDynamo(%q) accepted %+v", rest, got)
+		}
+	})
+}
+
+// FuzzOpenURL: opening any string as a store URL never panics; a bolt URL
+// never creates a file without Create.
+func FuzzOpenURL(f *testing.F) {
+	for _, s := range []string{"bolt://x.db", "bolt://", "nope", "s3://a", "bolt://a?b", "dynamodb://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if strings.HasPrefix(raw, "dynamodb://") {
+			return // needs AWS configuration; covered by FuzzParseDynamo
+		}
+		t.Chdir(t.TempDir())
+		s, err := storeurl.Open(t.Context(), raw, nil)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q) succeeded on an empty directory without Create", raw)
+		}
+	})
 }
