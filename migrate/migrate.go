@@ -55,6 +55,9 @@ type Migrator struct {
 type Options struct {
 	// PageSize bounds the items of one backfill or verify page; default 100.
 	PageSize int
+	// Segments is the number of parallel scan segments of a verification
+	// (online and under the barrier); default 8.
+	Segments int
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
@@ -87,6 +90,12 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = dynamostore.DefaultRefresh
+	}
+	if o.Segments <= 0 {
+		o.Segments = 8
+	}
+	if o.Segments > 1000 {
+		return nil, fmt.Errorf("%w: %d scan segments is over 1000", metastore.ErrInvalidArgument, o.Segments)
 	}
 	if o.Retention <= 0 {
 		o.Retention = 7 * 24 * time.Hour

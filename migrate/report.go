@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
+	"golang.org/x/sync/errgroup"
 )
 
 // maxReported bounds the differences a report keeps.
@@ -52,24 +54,37 @@ func (r *Report) add(d dynamostore.Difference) {
 	}
 }
 
-// verify runs both passes; with since, only what changed since.
+// verify runs both passes, each as a parallel scan of Options.Segments
+// segments; with since, only what changed since.
 func (m *Migrator) verify(ctx context.Context, since *time.Time) (Report, error) {
 	start := time.Now()
 	var rep Report
-	for _, pass := range []func(context.Context, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.d.VerifyV1Page, m.d.VerifyV2Page} {
-		cur := ""
-		for {
-			page, err := pass(ctx, cur, m.opts.PageSize, since)
-			if err != nil {
-				return rep, err
-			}
-			rep.Checked += page.Checked
-			for _, d := range page.Differences {
-				rep.add(d)
-			}
-			if cur = page.Next; cur == "" {
-				break
-			}
+	var mu sync.Mutex
+	for _, pass := range []func(context.Context, dynamostore.Segment, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.d.VerifyV1Page, m.d.VerifyV2Page} {
+		g, gctx := errgroup.WithContext(ctx)
+		for i := range m.opts.Segments {
+			seg := dynamostore.Segment{Index: i, Total: m.opts.Segments}
+			g.Go(func() error {
+				cur := ""
+				for {
+					page, err := pass(gctx, seg, cur, m.opts.PageSize, since)
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					rep.Checked += page.Checked
+					for _, d := range page.Differences {
+						rep.add(d)
+					}
+					mu.Unlock()
+					if cur = page.Next; cur == "" {
+						return nil
+					}
+				}
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return rep, err
 		}
 	}
 	rep.Duration = time.Since(start)

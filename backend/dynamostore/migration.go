@@ -112,7 +112,7 @@ type BackfillPageResult struct {
 }
 
 // backfillWorkers bounds the items of a page converged at once.
-const backfillWorkers = 8
+const backfillWorkers = 16
 
 // BackfillPage scans one page of at most limit v1 items (strongly
 // consistent) after position from, and makes v2 converge to v1 for each of

@@ -40,6 +40,10 @@ type VerifyPageResult struct {
 	Next        string // empty when the pass is done
 }
 
+// Segment is one segment of a parallel Scan: Index of Total (Total ≤ 1
+// means the whole table).
+type Segment struct{ Index, Total int }
+
 // batchGetMax is BatchGetItem's limit of keys per request.
 const batchGetMax = 100
 
@@ -47,14 +51,14 @@ const batchGetMax = 100
 // an equal v2 copy. With since set, only items lake wrote at or after since,
 // and items without lake's stamp, are checked (the re-verification under
 // the barrier). Read-only; safe during live writes.
-func (d *Driver) VerifyV1Page(ctx context.Context, from string, limit int, since *time.Time) (VerifyPageResult, error) {
+func (d *Driver) VerifyV1Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
 	var filter *expression.ConditionBuilder
 	if since != nil {
 		f := expression.AttributeNotExists(expression.Name(attrWrite)).
 			Or(expression.Name(attrTime).GreaterThanEqual(expression.Value(&types.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)})))
 		filter = &f
 	}
-	items, next, err := d.scanPage(ctx, tV1, from, limit, filter)
+	items, next, err := d.scanPage(ctx, tV1, seg, from, limit, filter)
 	if err != nil {
 		return VerifyPageResult{}, err
 	}
@@ -91,12 +95,12 @@ func (d *Driver) VerifyV1Page(ctx context.Context, from string, limit int, since
 // VerifyV2Page checks one page of v2 against v1: every v2 item must exist
 // in v1 (values are compared by VerifyV1Page). With since set, only items
 // written at or after since are checked.
-func (d *Driver) VerifyV2Page(ctx context.Context, from string, limit int, since *time.Time) (VerifyPageResult, error) {
+func (d *Driver) VerifyV2Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
 	f := expression.Name(attrBucket).NotEqual(expression.Value(controlBucket))
 	if since != nil {
 		f = f.And(expression.Name(attrTime).GreaterThanEqual(expression.Value(&types.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)})))
 	}
-	items, next, err := d.scanPage(ctx, tV2, from, limit, &f)
+	items, next, err := d.scanPage(ctx, tV2, seg, from, limit, &f)
 	if err != nil {
 		return VerifyPageResult{}, err
 	}
@@ -165,10 +169,13 @@ func (d *Driver) confirm(ctx context.Context, key string) (Difference, bool, err
 }
 
 // scanPage is one strongly consistent Scan page of table t.
-func (d *Driver) scanPage(ctx context.Context, t tbl, from string, limit int, filter *expression.ConditionBuilder) ([]map[string]types.AttributeValue, string, error) {
+func (d *Driver) scanPage(ctx context.Context, t tbl, seg Segment, from string, limit int, filter *expression.ConditionBuilder) ([]map[string]types.AttributeValue, string, error) {
 	in := &dynamodb.ScanInput{
 		TableName: aws.String(d.tableName(t)), Limit: aws.Int32(int32(limit)), ConsistentRead: aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+	if seg.Total > 1 {
+		in.Segment, in.TotalSegments = aws.Int32(int32(seg.Index)), aws.Int32(int32(seg.Total))
 	}
 	if filter != nil {
 		e, err := expression.NewBuilder().WithFilter(*filter).Build()

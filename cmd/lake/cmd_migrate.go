@@ -15,6 +15,7 @@ import (
 
 type migrateOptions struct {
 	pageSize    int
+	segments    int
 	json        bool
 	retention   time.Duration
 	deleteTable bool
@@ -31,7 +32,7 @@ func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*mig
 		return nil, nil, err
 	}
 	d := s.Driver().(*dynamostore.Driver)
-	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Retention: o.retention, Progress: cmd.ErrOrStderr()})
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, Retention: o.retention, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -82,6 +83,7 @@ backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
 		},
 	}
 	cmd.PersistentFlags().IntVar(&o.pageSize, "page-size", 100, "items per backfill or verify page (1 to 10000)")
+	cmd.PersistentFlags().IntVar(&o.segments, "segments", 8, "parallel scan segments of a verification (online and under the barrier)")
 	cmd.PersistentFlags().DurationVar(&o.retention, "retention", 7*24*time.Hour, "how long v1 is kept after finalization before retire-v1 is allowed")
 
 	status := &cobra.Command{
