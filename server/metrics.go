@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -19,7 +20,7 @@ type metrics struct {
 	refreshPages prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
+func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lake_http_requests_total",
@@ -44,7 +45,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Help: "List pages read by catalog refreshes (the refreshes' whole backend work).",
 		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.refreshes, m.refreshTime, m.refreshPages,
+	cs := []prometheus.Collector{m.requests, m.duration, m.refreshes, m.refreshTime, m.refreshPages,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lake_catalog_age_seconds",
 			Help: "Age of the catalog copy being served; +Inf before the first successful refresh.",
@@ -80,8 +81,15 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Help:        "Always 1; labels identify the node and its backend.",
 			ConstLabels: prometheus.Labels{"node_id": s.nodeID, "backend": s.store.Driver().Name()},
 		}, func() float64 { return 1 }),
-	)
-	return m
+	}
+	for _, c := range cs {
+		// Register, not MustRegister: a registry that already holds lake
+		// metrics (two nodes on one registry) is an error, not a panic.
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("lake: registering metrics: %w", err)
+		}
+	}
+	return m, nil
 }
 
 func (m *metrics) observe(op, outcome string, took time.Duration) {

@@ -29,10 +29,11 @@ const (
 	DefaultCatalogInterval = 5 * time.Second
 	DefaultCatalogTimeout  = 30 * time.Second
 	DefaultRetryAfter      = time.Second
-	// DefaultPauseDrainTimeout bounds how long POST /v1/admin/pause waits
-	// for the mutations admitted before the pause.
-	DefaultPauseDrainTimeout = 10 * time.Second
 )
+
+// PauseDrainTimeout bounds how long POST /v1/admin/pause waits for the
+// mutations admitted before the pause to finish.
+const PauseDrainTimeout = 10 * time.Second
 
 // readinessProbeKey is the key the node reads until the store answers, to
 // become ready. It is an ordinary user key that lake never writes: a point
@@ -42,7 +43,7 @@ const readinessProbeKey = "lake-readiness-probe"
 // GuardedBodyLimit is the largest body POST /v1/guarded-mutate accepts:
 // three maximal values in base64 (guard, expected, new) and two maximal keys
 // with every byte JSON-escaped, plus room for the structure.
-var GuardedBodyLimit = int64(3*base64.StdEncoding.EncodedLen(metastore.MaxValueBytes) + 2*6*metastore.MaxKeyBytes + 4096)
+const GuardedBodyLimit = 3*4*((metastore.MaxValueBytes+2)/3) + 2*6*metastore.MaxKeyBytes + 4096
 
 // smallBodyLimit bounds the bodies of the admin endpoints.
 const smallBodyLimit = 64 << 10
@@ -77,7 +78,8 @@ type Options struct {
 	// nil means slog.Default().
 	Logger *slog.Logger
 	// Registry receives the node's metrics and is what /metrics serves;
-	// nil means a fresh registry with the Go and process collectors.
+	// nil means a fresh registry with the Go and process collectors. It
+	// must not hold another Server's metrics (New fails).
 	Registry *prometheus.Registry
 }
 
@@ -162,7 +164,11 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 		log:        o.Logger,
 		promH:      promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}),
 	}
-	s.metrics = newMetrics(o.Registry, s)
+	m, err := newMetrics(o.Registry, s)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
 	return s, nil
 }
 
@@ -675,7 +681,11 @@ func (s *Server) handleList(rq *request) {
 func wireItems(items []metastore.Item) []nodeapi.Item {
 	out := make([]nodeapi.Item, len(items))
 	for i, it := range items {
-		out[i] = nodeapi.Item{Key: it.Key, Value: it.Value}
+		v := it.Value
+		if v == nil {
+			v = []byte{} // "" in JSON, not null: an empty value is a value
+		}
+		out[i] = nodeapi.Item{Key: it.Key, Value: v}
 	}
 	return out
 }
@@ -718,7 +728,7 @@ func (s *Server) handlePause(rq *request) {
 		}
 	}
 	s.admission.Pause(req.Reason)
-	ctx, cancel := context.WithTimeout(rq.r.Context(), DefaultPauseDrainTimeout)
+	ctx, cancel := context.WithTimeout(rq.r.Context(), PauseDrainTimeout)
 	defer cancel()
 	drainErr := s.admission.WaitIdle(ctx)
 	paused, reason := s.admission.State()
@@ -820,12 +830,19 @@ func (s *Server) fail(rq *request, err error) {
 	if errors.As(err, &conflict) {
 		body.Key, body.Reason = conflict.Key, conflict.Reason
 	}
+	// A client that went away is not the node's problem: its request line
+	// at debug is enough.
+	gone := rq.r.Context().Err() != nil
 	switch body.Code {
 	case nodeapi.CodeWritesPaused, nodeapi.CodeUnavailable:
 		rq.w.Header().Set("Retry-After", s.retryAfter)
-		s.log.Warn("request refused", "op", rq.op, "code", body.Code, "err", err)
+		if !gone {
+			s.log.Warn("request refused", "op", rq.op, "code", body.Code, "err", err)
+		}
 	case nodeapi.CodeInternal:
-		s.log.Error("request failed", "op", rq.op, "path", rq.r.URL.EscapedPath(), "err", err)
+		if !gone {
+			s.log.Error("request failed", "op", rq.op, "path", rq.r.URL.EscapedPath(), "err", err)
+		}
 	}
 	rq.outcome = body.Code
 	s.json(rq, status, body)

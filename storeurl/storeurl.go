@@ -5,6 +5,7 @@
 //
 //	bolt://PATH          the embedded bbolt file at PATH (bolt://./lake.db, bolt:///var/lib/lake.db)
 //	dynamodb://TABLE     Amazon DynamoDB, legacy table TABLE and companion TABLE_prefix_v2
+//	http(s)://HOST:PORT  a lake serve node (token from LAKE_TOKEN or the file LAKE_TOKEN_FILE)
 //
 // A DynamoDB URL takes the table from LAKE_DYNAMODB_TABLE when TABLE is
 // empty ("dynamodb://"), and these query parameters:
@@ -30,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -63,6 +65,16 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 			return nil, err
 		}
 		return metastore.New(d), nil
+	case "http", "https":
+		token, err := remotestore.TokenFromEnv() // LAKE_TOKEN, or the file named by LAKE_TOKEN_FILE
+		if err != nil {
+			return nil, err
+		}
+		d, err := remotestore.OpenURL(raw, token)
+		if err != nil {
+			return nil, err
+		}
+		return metastore.New(d), nil
 	case "dynamodb":
 		api, dopts, err := dynamoTarget(ctx, rest)
 		if err != nil {
@@ -83,7 +95,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 	}
 }
 
-const supported = "bolt://PATH, dynamodb://TABLE"
+const supported = "bolt://PATH, dynamodb://TABLE, http(s)://HOST:PORT"
 
 // DynamoTarget is a parsed dynamodb:// URL.
 type DynamoTarget struct {

@@ -48,6 +48,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 		newRmCommand(&g),
 		newLsCommand(&g),
 		newBenchCommand(&g),
+		newServeCommand(&g),
 		newMigrateCommand(&g),
 	)
 	// Unknown subcommands and bad argument counts are usage errors too.

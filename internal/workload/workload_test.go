@@ -9,16 +9,12 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/internal/faultproxy"
 	"github.com/lakemeta/lake/internal/lincheck"
 	"github.com/lakemeta/lake/internal/workload"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/migrate"
 )
 
 // artifacts is where failing histories and their visualisations go.
@@ -45,76 +41,18 @@ func TestLinearizableAcrossMigration(t *testing.T) {
 
 // RunMigrationWorkload runs one checked workload across the migration.
 func RunMigrationWorkload(t *testing.T, seed uint64, clients, ops int, faultRate float64) lincheck.Result {
-	cfg := ddblocal.Config(t)
-	direct := dynamostore.NewClient(cfg, "")
-	table := ddblocal.TableName(t)
-	if err := dynamostore.Create(context.Background(), direct, dynamostore.Options{Table: table}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, name := range []string{table, table + dynamostore.V2Suffix} {
-			direct.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
+	rep, err := workload.RunMigration(context.Background(), workload.MigrationRun{
+		AWS: ddblocal.Config(t), Endpoint: ddblocal.Endpoint(t), Table: ddblocal.TableName(t),
+		Seed: seed, Clients: clients, Ops: ops, FaultRate: faultRate, OutDir: artifacts(t),
 	})
-	p, err := faultproxy.Start(ddblocal.Endpoint(t), seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	rates := map[faultproxy.Fault]float64{}
-	for _, f := range faultproxy.All {
-		rates[f] = faultRate / float64(len(faultproxy.All))
+	if rep.Final != dynamostore.StateV2Auth {
+		t.Fatalf("the migration did not finish: %s", rep.Final)
 	}
-	p.SetRates(rates)
-	api := dynamostore.NewClient(cfg, p.URL)
-	const refresh = 100 * time.Millisecond
-	retryer := dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})
-	opts := dynamostore.Options{Table: table, Refresh: refresh, Retryer: retryer}
-	open := func(ctx context.Context, _ int) (*metastore.Store, error) {
-		var d *dynamostore.Driver
-		var err error
-		for range 10 { // opening goes through the faulty wire too
-			if d, err = dynamostore.Open(ctx, api, opts); err == nil {
-				return metastore.New(d), nil
-			}
-		}
-		return nil, err
-	}
-	md, err := dynamostore.Open(context.Background(), api, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.New(md, &migrate.Options{Refresh: refresh, PageSize: 25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	step := func(name string) func(context.Context) error {
-		return func(ctx context.Context) error { return m.Run(ctx, name) }
-	}
-	phases := []workload.Phase{
-		{Name: "dual", Run: step("dual"), Restart: true},
-		{Name: "backfill", Run: step("backfill")},
-		{Name: "verify", Run: step("verify")},
-		{Name: "finalize", Run: step("finalize"), Restart: true},
-	}
-	rec := lincheck.NewRecorder()
-	wcfg := workload.Config{Clients: clients, OpsPerClient: ops, Groups: 4, KeysPerGroup: 3, Seed: seed}
-	st, err := workload.Run(context.Background(), wcfg, open, phases, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := m.Status(context.Background())
-	if err != nil || final.State != dynamostore.StateV2Auth {
-		t.Fatalf("the migration did not finish: %v %s", err, final.State)
-	}
-	res, err := lincheck.Check(rec.Operations(), 2*time.Minute, artifacts(t), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	injected, requests := p.Injected()
-	t.Logf("seed %d: %d ops (%d unknown, %d no-effect: %d paused, %d diverged; %d conflicts), %d restarts, %d phase retries; %d requests, faults %v; verdict %s",
-		seed, st.Ops, st.Unknown, st.NoEffect, st.Paused, st.Diverged, st.Conflicts, st.Restarts, st.PhaseErrors, requests, injected, res.Verdict)
-	return res
+	t.Logf("seed %d: %s", seed, rep.Summary())
+	return rep.Check
 }
 
 // brokenCAS is a deliberately broken store: CAS as a read, a pause and an
