@@ -61,6 +61,9 @@ type Options struct {
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
+	// GateWait is how long backfill waits for lagging peers to observe
+	// dual before it refuses; default 30 s.
+	GateWait time.Duration
 	// Retention is how long v1 is kept after finalization before retire-v1
 	// is allowed; default 7 days (one append-operation retention horizon).
 	Retention time.Duration
@@ -96,6 +99,9 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	}
 	if o.Segments > 1000 {
 		return nil, fmt.Errorf("%w: %d scan segments is over 1000", metastore.ErrInvalidArgument, o.Segments)
+	}
+	if o.GateWait <= 0 {
+		o.GateWait = 30 * time.Second
 	}
 	if o.Retention <= 0 {
 		o.Retention = 7 * 24 * time.Hour

@@ -445,7 +445,8 @@ func TestV1OnlyPeerBlocksBackfillAndFinalize(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * refresh)
-	if err := m.Run(t.Context(), "backfill"); !migrate.IsRefused(err) {
+	gated := e.migrator(&migrate.Options{GateWait: 3 * refresh, PageSize: 7})
+	if err := gated.Run(t.Context(), "backfill"); !migrate.IsRefused(err) {
 		t.Fatalf("backfill with a v1-only peer: %v", err)
 	}
 	st, err := m.Status(t.Context())

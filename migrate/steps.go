@@ -151,28 +151,56 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 
 // backfillGate: every live commit-capable peer observes dual (or later),
 // and one refresh interval has passed since the switch, so no store still
-// routes writes by a cached state v1.
+// routes writes by a cached state v1. Peers that lag are waited for, up to
+// Options.GateWait, before the step is refused.
 func (m *Migrator) backfillGate(ctx context.Context, s dynamostore.MigrationSnapshot) error {
-	live, _, err := m.Peers(ctx)
-	if err != nil {
-		return err
-	}
-	for _, n := range live {
-		if n.Role == "commit" && (n.V1Only() || n.Epoch < s.Epoch) {
-			return refused("peer %s still observes state %s (epoch %d); backfill starts when every live commit-capable peer observes dual (epoch %d)", n.ID, n.State, n.Epoch, s.Epoch)
+	deadline := m.now().Add(m.opts.GateWait)
+	for {
+		lagging, err := m.laggingPeer(ctx, s)
+		if err != nil {
+			return err
+		}
+		if lagging == "" {
+			break
+		}
+		if m.now().After(deadline) {
+			return refused("%s; backfill starts when every live commit-capable peer observes dual (epoch %d)", lagging, s.Epoch)
+		}
+		if err := sleep(ctx, m.opts.Refresh/2); err != nil {
+			return err
 		}
 	}
 	if wait := s.Since.Add(m.opts.Refresh).Sub(m.now()); wait > 0 {
 		fmt.Fprintf(m.opts.Progress, "waiting %v for every store to observe dual (one refresh interval)\n", wait.Round(time.Millisecond))
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
+		return sleep(ctx, wait)
 	}
 	return nil
+}
+
+// laggingPeer describes a live commit-capable peer that does not observe
+// the epoch of s yet, or returns "".
+func (m *Migrator) laggingPeer(ctx context.Context, s dynamostore.MigrationSnapshot) (string, error) {
+	live, _, err := m.Peers(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range live {
+		if n.Role == "commit" && (n.V1Only() || n.Epoch < s.Epoch) {
+			return fmt.Sprintf("peer %s observes state %s (epoch %d, layout %s)", n.ID, n.State, n.Epoch, n.Layout), nil
+		}
+	}
+	return "", nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func checkVerify(s dynamostore.MigrationSnapshot) error {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -81,6 +82,12 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Help:        "Always 1; labels identify the node and its backend.",
 			ConstLabels: prometheus.Labels{"node_id": s.nodeID, "backend": s.store.Driver().Name()},
 		}, func() float64 { return 1 }),
+	}
+	if s.migration != nil {
+		cs = append(cs, s.migration)
+	}
+	if d, ok := s.store.Driver().(*dynamostore.Driver); ok {
+		cs = append(cs, backendCollector{d})
 	}
 	for _, c := range cs {
 		// Register, not MustRegister: a registry that already holds lake

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/server"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type serveOptions struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	role            string
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -61,6 +63,14 @@ Node id: --node-id, else one kept in PATH.node-id beside a bolt file (created
 on first start), else derived from the host name and --listen. It labels the
 logs and the lake_node_info metric.
 
+Migration: with a dynamodb:// store the node joins the migration's node
+registry (--role, capability dual, the state and epoch it observes, a heartbeat
+every refresh interval, leaving it on shutdown; a killed node stops counting as
+live when its lease of three intervals lapses), pauses write admission while a
+finalization holds the write barrier (503 writes_paused) and resumes on its own
+once it observes the marker, and exports lake_migration_state,
+lake_migration_epoch, lake_v1_only_peers and the backend's cost counters.
+
 Readiness: /readyz answers 200 once the store has answered a read, 503 before.
 On SIGINT or SIGTERM the node stops accepting connections, lets in-flight
 requests finish (at most --shutdown-timeout), closes the store and exits 0; it
@@ -89,6 +99,7 @@ errors at warn and error.`,
 	f.DurationVar(&o.catalogInterval, "catalog-interval", server.DefaultCatalogInterval, "time between catalog refreshes")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug (one line per request), info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	f.StringVar(&o.role, "role", "commit", "role in the migration's node registry: commit (writes metadata) or reader")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish on SIGINT/SIGTERM")
 	return cmd
 }
@@ -97,6 +108,9 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	logger, err := o.logger()
 	if err != nil {
 		return err
+	}
+	if o.role != "commit" && o.role != "reader" {
+		return usagef("--role must be commit or reader, not %q", o.role)
 	}
 	if o.catalogInterval <= 0 || o.shutdownTimeout <= 0 {
 		return usagef("--catalog-interval and --shutdown-timeout must be positive")
@@ -138,7 +152,24 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	var watcher *server.MigrationWatcher
+	if d, ok := store.Driver().(*dynamostore.Driver); ok {
+		// On DynamoDB the node joins the migration's node registry and
+		// follows the migration: it pauses writes while a finalization
+		// holds the barrier and resumes on its own after the marker.
+		if watcher, err = server.WatchMigration(ctx, d, nodeID, o.role, d.Refresh(), logger); err != nil {
+			return err
+		}
+		defer func() {
+			lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := watcher.Close(lctx); err != nil {
+				logger.Warn("leaving the node registry failed; the entry lapses with its lease", "err", err)
+			}
+		}()
+	}
 	srv, err := server.New(store, &server.Options{
+		Migration:       watcher,
 		Token:           token,
 		NodeID:          nodeID,
 		CatalogPrefix:   o.catalogPrefix,
