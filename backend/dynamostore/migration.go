@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,7 +113,7 @@ type BackfillPageResult struct {
 }
 
 // backfillWorkers bounds the items of a page converged at once.
-const backfillWorkers = 16
+const backfillWorkers = 8
 
 // BackfillPage scans one page of at most limit v1 items (strongly
 // consistent) after position from, and makes v2 converge to v1 for each of
@@ -159,26 +160,45 @@ func (d *Driver) BackfillPage(ctx context.Context, from string, limit int) (Back
 	var firstErr error
 	sem := make(chan struct{}, backfillWorkers)
 	var wg sync.WaitGroup
-	for _, it := range user {
+	count := func(o outcome, n int64) {
+		switch o {
+		case outcomeCreated:
+			res.Created += n
+		case outcomeValidated:
+			res.Validated += n
+		case outcomeRepaired:
+			res.Repaired += n
+		}
+	}
+	for _, batch := range createBatches(user) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			outcome, err := d.converge(ctx, it.Key, it.Value)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
+			// The common case, v2 has none of the batch's keys, is one
+			// transaction for the whole batch; any failed condition sends
+			// every key of it through its own convergence.
+			err := d.createAll(ctx, batch)
+			if err == nil {
+				mu.Lock()
+				count(outcomeCreated, int64(len(batch)))
+				mu.Unlock()
 				return
 			}
-			switch outcome {
-			case outcomeCreated:
-				res.Created++
-			case outcomeValidated:
-				res.Validated++
-			case outcomeRepaired:
-				res.Repaired++
+			if !errors.Is(err, metastore.ErrConflict) && !errors.Is(err, ErrDiverged) {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+				return
+			}
+			for _, it := range batch {
+				outcome, err := d.converge(ctx, it.Key, it.Value)
+				mu.Lock()
+				if err != nil {
+					firstErr = cmp.Or(firstErr, err)
+				} else {
+					count(outcome, 1)
+				}
+				mu.Unlock()
 			}
 		})
 	}
@@ -190,6 +210,45 @@ func (d *Driver) BackfillPage(ctx context.Context, from string, limit int) (Back
 		res.Next = lek.Value
 	}
 	return res, nil
+}
+
+// Batch bounds: DynamoDB allows 100 items and 4 MB per transaction, and
+// each key takes two items (the v1 check and the v2 put).
+const (
+	maxBatchKeys  = 25
+	maxBatchBytes = 2 << 20
+)
+
+// createBatches groups items for createAll.
+func createBatches(items []metastore.Item) [][]metastore.Item {
+	var out [][]metastore.Item
+	var cur []metastore.Item
+	size := 0
+	for _, it := range items {
+		n := 2*len(it.Key) + len(it.Value) + 64
+		if len(cur) == maxBatchKeys || len(cur) > 0 && size+n > maxBatchBytes {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, it)
+		size += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// createAll creates v2 copies of items in one transaction, each
+// conditioned on v1 still holding the scanned value and v2 having none.
+func (d *Driver) createAll(ctx context.Context, items []metastore.Item) error {
+	tx := make([]txItem, 0, 2*len(items))
+	for _, it := range items {
+		tx = append(tx,
+			txItem{t: tV1, key: it.Key, kind: kCheck, role: roleTarget, cond: condEquals(it.Value)},
+			txItem{t: tV2, key: it.Key, kind: kPut, value: it.Value, cond: condAbsent(), role: roleCopy})
+	}
+	return d.transact(ctx, tx)
 }
 
 type outcome int
