@@ -2,12 +2,15 @@ package bench_test
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/bench"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // TestPrefixRead runs the measuring command's engine at a small size and
@@ -70,5 +73,30 @@ func TestMigration(t *testing.T) {
 	if err := bench.PrintMigration(&out, res); err != nil || !strings.Contains(out.String(), "finalize pause") {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	t.Log("\n" + out.String())
+}
+
+// TestNode runs the node benchmark's engine at a small size on bolt.
+func TestNode(t *testing.T) {
+	d, err := boltstore.Open(filepath.Join(t.TempDir(), "lake.db"), &boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := metastore.New(d)
+	defer s.Close()
+	rows, err := bench.RunNode(t.Context(), "bolt", s, bench.NodeConfig{Ops: 200, Clients: []int{1, 8}, Keys: 10, WriteRatio: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Errors != 0 || r.OpsPerSecond() <= 0 || r.P50 <= 0 {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	var out bytes.Buffer
+	bench.PrintNodeRows(&out, rows)
 	t.Log("\n" + out.String())
 }

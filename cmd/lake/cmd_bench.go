@@ -24,7 +24,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		Args:  exactArgs(0),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchLinearizabilityCommand(g))
+	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchNodeCommand(g), newBenchLinearizabilityCommand(g))
 	return cmd
 }
 
@@ -155,5 +155,55 @@ the end unless --keep.`,
 	cmd.Flags().IntVar(&o.pageSize, "page-size", 1000, "backfill page size")
 	cmd.Flags().IntVar(&o.mutations, "mutations", 500, "CAS writes per mode for the write-cost figures")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the tables after the run")
+	return cmd
+}
+
+type benchNodeOptions struct {
+	ops        int
+	clients    string
+	keys       int
+	writeRatio float64
+}
+
+func newBenchNodeCommand(g *globalOptions) *cobra.Command {
+	var o benchNodeOptions
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Measure requests per second and latency through a node against the store itself",
+		Long: `Create (if needed) the store named by --store, write --keys keys tbl/benchNNNNN
+into it, start a node serving it on a loopback port, and run the same
+operations (a strongly consistent Get, then with probability --write-ratio a CAS
+of the value it read) straight on the store and through the node, at each
+concurrency of --clients. Prints ops/s, p50 and p99 latency per operation, and
+the node's throughput as a fraction of the direct path's.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var clients []int
+			for _, f := range strings.Split(o.clients, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 || n > 1024 {
+					return usagef("--clients: %q is not a number from 1 to 1024", f)
+				}
+				clients = append(clients, n)
+			}
+			if o.ops < 1 || o.keys < 1 || o.writeRatio < 0 || o.writeRatio > 1 {
+				return usagef("need --ops ≥ 1, --keys ≥ 1 and 0 ≤ --write-ratio ≤ 1")
+			}
+			s, err := storeurl.Open(cmd.Context(), g.store, &storeurl.Options{Create: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rows, err := bench.RunNode(cmd.Context(), s.Driver().Name(), s, bench.NodeConfig{Ops: o.ops, Clients: clients, Keys: o.keys, WriteRatio: o.writeRatio})
+			if err != nil {
+				return err
+			}
+			return bench.PrintNodeRows(cmd.OutOrStdout(), rows)
+		},
+	}
+	cmd.Flags().IntVar(&o.ops, "ops", 2000, "operations per run, shared by its clients")
+	cmd.Flags().StringVar(&o.clients, "clients", "1,32", "comma-separated concurrency levels")
+	cmd.Flags().IntVar(&o.keys, "keys", 100, "keys the operations touch")
+	cmd.Flags().Float64Var(&o.writeRatio, "write-ratio", 0.2, "fraction of operations that also CAS")
 	return cmd
 }

@@ -79,7 +79,7 @@ store missing or locked), and 2 on invalid flags.
 
 Logs go to stderr: one line per request at --log-level debug, warnings and
 errors at warn and error.`,
-		Example: `  lake init && lake serve
+		Example: `  lake serve
   lake --store http://127.0.0.1:7070 put tbl/orders '{"location":"s3://lake/orders"}'
   curl -s http://127.0.0.1:7070/v1/kv/tbl/orders
   lake --store bolt:///var/lib/lake.db serve --listen 0.0.0.0:7070 --token-file /etc/lake/token \
@@ -142,7 +142,9 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 		logger.Warn("serving plain HTTP beyond loopback: the token travels in clear text; use --tls-cert and --tls-key")
 	}
 
-	store, err := storeurl.Open(ctx, g.store, nil)
+	// A node on the embedded default needs no setup: it creates its bolt
+	// file. DynamoDB tables are created only by `lake init`.
+	store, err := storeurl.Open(ctx, g.store, &storeurl.Options{Create: strings.HasPrefix(g.store, "bolt://")})
 	if err != nil {
 		return err
 	}

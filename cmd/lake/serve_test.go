@@ -390,7 +390,7 @@ func TestServeRefusals(t *testing.T) {
 		{"reserved catalog prefix", dir, []string{"serve", "--catalog-prefix", "__lake__/"}, exitUsage, "reserved"},
 		{"zero interval", dir, []string{"serve", "--catalog-interval", "0s"}, exitUsage, "positive"},
 		{"extra argument", dir, []string{"serve", "now"}, exitUsage, "argument"},
-		{"missing store", t.TempDir(), []string{"serve", "--listen", "127.0.0.1:" + port}, exitError, "lake init"},
+		{"store in a missing folder", t.TempDir(), []string{"--store", "bolt://no-such-dir/lake.db", "serve", "--listen", "127.0.0.1:" + port}, exitError, "no-such-dir"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := run(t, c.dir, "", c.args...)
