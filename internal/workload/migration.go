@@ -30,6 +30,10 @@ type MigrationRun struct {
 	// history and its visualisation when the check fails.
 	CheckTimeout time.Duration
 	OutDir       string
+	// Nodes, when positive, puts that many lake serve nodes between the
+	// clients and DynamoDB (client c uses node c mod Nodes); the phases that
+	// restart clients restart the nodes too.
+	Nodes int
 }
 
 // MigrationReport is what one run did and found.
@@ -69,7 +73,7 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 	const refresh = 100 * time.Millisecond
 	opts := dynamostore.Options{Table: r.Table, Refresh: refresh,
 		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})}
-	open := func(ctx context.Context, _ int) (*metastore.Store, error) {
+	openStore := func(ctx context.Context) (*metastore.Store, error) {
 		var err error
 		for range 10 { // opening crosses the faulty wire too
 			var d *dynamostore.Driver
@@ -78,6 +82,16 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 			}
 		}
 		return nil, err
+	}
+	open := func(ctx context.Context, _ int) (*metastore.Store, error) { return openStore(ctx) }
+	var fleet *nodes
+	if r.Nodes > 0 {
+		fleet = &nodes{open: openStore, refresh: refresh}
+		if err := fleet.start(ctx, r.Nodes); err != nil {
+			return rep, err
+		}
+		defer fleet.stop()
+		open = fleet.client
 	}
 	md, err := dynamostore.Open(ctx, api, opts)
 	if err != nil {
@@ -88,13 +102,25 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 		return rep, err
 	}
 	step := func(name string) func(context.Context) error {
-		return func(ctx context.Context) error { return m.Run(ctx, name) }
+		return func(ctx context.Context) error {
+			if err := m.Run(ctx, name); err != nil {
+				return err
+			}
+			if fleet != nil && (name == "dual" || name == "finalize") {
+				return fleet.startNext(ctx) // clients move to the new nodes after the phase
+			}
+			return nil
+		}
+	}
+	var retire func(context.Context) error
+	if fleet != nil {
+		retire = fleet.retire
 	}
 	phases := []Phase{
-		{Name: "dual", Run: step("dual"), Restart: true},
+		{Name: "dual", Run: step("dual"), Restart: true, After: retire},
 		{Name: "backfill", Run: step("backfill")},
 		{Name: "verify", Run: step("verify")},
-		{Name: "finalize", Run: step("finalize"), Restart: true},
+		{Name: "finalize", Run: step("finalize"), Restart: true, After: retire},
 	}
 	rec := lincheck.NewRecorder()
 	cfg := Config{Clients: r.Clients, OpsPerClient: r.Ops, Groups: 4, KeysPerGroup: 3, Seed: r.Seed}

@@ -41,6 +41,9 @@ type Phase struct {
 	Run  func(ctx context.Context) error
 	// Restart makes every client reopen its store after the phase.
 	Restart bool
+	// After, if set, runs once the clients have been told to reopen (for
+	// example to stop what they used before).
+	After func(ctx context.Context) error
 }
 
 // Stats counts what a run did.
@@ -88,6 +91,12 @@ func Run(ctx context.Context, cfg Config, open Opener, phases []Phase, rec *linc
 			if ph.Restart {
 				generation.Add(1)
 				atomic.AddInt64(&st.Restarts, 1)
+			}
+			if ph.After != nil {
+				if err := ph.After(ctx); err != nil {
+					errs <- fmt.Errorf("phase %s: %w", ph.Name, err)
+					return
+				}
 			}
 		}
 	})

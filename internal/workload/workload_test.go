@@ -112,3 +112,19 @@ func noClose(open workload.Opener) workload.Opener {
 type unclosable struct{ metastore.Driver }
 
 func (unclosable) Close() error { return nil }
+
+// TestLinearizableThroughNodes: the same checked workload with the clients
+// going through two lake serve nodes, restarted at dual and at finalize.
+func TestLinearizableThroughNodes(t *testing.T) {
+	rep, err := workload.RunMigration(context.Background(), workload.MigrationRun{
+		AWS: ddblocal.Config(t), Endpoint: ddblocal.Endpoint(t), Table: ddblocal.TableName(t),
+		Seed: 11, Clients: 8, Ops: 150, FaultRate: 0.06, OutDir: artifacts(t), Nodes: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("through nodes: %s", rep.Summary())
+	if rep.Final != dynamostore.StateV2Auth || rep.Check.Verdict != porcupine.Ok {
+		t.Fatalf("final state %s, verdict %s (%s, %s)", rep.Final, rep.Check.Verdict, rep.Check.Visualization, rep.Check.History)
+	}
+}
