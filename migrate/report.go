@@ -54,14 +54,14 @@ func (r *Report) add(d dynamostore.Difference) {
 	}
 }
 
-// verify runs both passes, each as a parallel scan of Options.Segments
-// segments; with since, only what changed since.
+// verify runs both passes at once, each as a parallel scan of
+// Options.Segments segments; with since, only what changed since.
 func (m *Migrator) verify(ctx context.Context, since *time.Time) (Report, error) {
 	start := time.Now()
 	var rep Report
 	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
 	for _, pass := range []func(context.Context, dynamostore.Segment, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.d.VerifyV1Page, m.d.VerifyV2Page} {
-		g, gctx := errgroup.WithContext(ctx)
 		for i := range m.opts.Segments {
 			seg := dynamostore.Segment{Index: i, Total: m.opts.Segments}
 			g.Go(func() error {
@@ -83,9 +83,9 @@ func (m *Migrator) verify(ctx context.Context, since *time.Time) (Report, error)
 				}
 			})
 		}
-		if err := g.Wait(); err != nil {
-			return rep, err
-		}
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
