@@ -37,7 +37,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 		Use:   "serve",
 		Short: "Run a metadata node: the store's whole contract over HTTP",
 		Long: `Run a long-lived metadata node that serves the store named by --store over HTTP
-(the API is described in docs/node.md). Other processes then use the store
+(the API is described in the README, "The metadata node"). Other processes then use the store
 through the node with --store http://HOST:PORT, which is how several processes
 share one bolt file: the node holds the file, and a CLI pointed at the file
 itself fails fast with "locked by another process".
