@@ -358,7 +358,7 @@ func (s *Server) route(rq *request) {
 			s.promH.ServeHTTP(rq.w, rq.r)
 		}
 	default:
-		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see the README, "HTTP API")"))
+		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see the README, section HTTP API)"))
 	}
 }
 
