@@ -16,25 +16,6 @@ import (
 	"github.com/lakemeta/lake/migrate"
 )
 
-// dropFirstResponse applies the first attempt of every logical write and
-// loses its response.
-func dropFirstResponse() faultapi.Plan {
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	return func(op, token string) faultapi.Fault {
-		if op != "TransactWriteItems" {
-			return faultapi.None
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if seen[token] {
-			return faultapi.None
-		}
-		seen[token] = true
-		return faultapi.DropResponse
-	}
-}
-
 // TestExactlyOnceInEveryState: in each migration state, the first attempt
 // of each of 1,000 CAS writes is applied and its response lost; each
 // reports success and applies exactly once. The migration's own
@@ -65,7 +46,7 @@ func TestExactlyOnceInEveryState(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	api.SetPlan(dropFirstResponse())
+	api.SetPlan(faultapi.DropFirstResponse())
 	// Four writers, each with its own counter, n/4 increments each.
 	const writers = 4
 	increments := func(state string) {

@@ -635,13 +635,13 @@ func TestHeartbeatLiveness(t *testing.T) {
 		t.Fatalf("after stop: %+v", live)
 	}
 	// A killed node: one heartbeat with a short lease, never renewed.
-	if _, err := d.Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "killed", Role: "commit", Lease: 400 * time.Millisecond}); err != nil {
+	if _, err := d.Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "killed", Role: "commit", Lease: 1500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if live, _, _ := m.Peers(t.Context()); len(live) != 1 {
 		t.Fatalf("fresh heartbeat not live: %+v", live)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1600 * time.Millisecond)
 	if live, _, _ := m.Peers(t.Context()); len(live) != 0 {
 		t.Fatalf("lapsed lease still live: %+v", live)
 	}

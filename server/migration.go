@@ -30,6 +30,9 @@ type MigrationWatcher struct {
 	err    error
 }
 
+// MinLease is the shortest registry lease a node takes.
+const MinLease = 3 * time.Second
+
 // WatchMigration starts watching for node id with role ("commit" or
 // "reader"), every interval (at most the store's state refresh interval
 // is useful).
@@ -41,7 +44,10 @@ func WatchMigration(ctx context.Context, d *dynamostore.Driver, id, role string,
 		log = slog.Default()
 	}
 	w := &MigrationWatcher{d: d, log: log, done: make(chan struct{})}
-	stop, err := d.StartHeartbeat(ctx, dynamostore.NodeInfo{ID: id, Role: role, Capability: "dual"}, interval,
+	// The lease outlasts a few missed beats on a loaded machine, and never
+	// less than MinLease: a node must not flap out of the registry.
+	lease := max(3*interval, MinLease)
+	stop, err := d.StartHeartbeat(ctx, dynamostore.NodeInfo{ID: id, Role: role, Capability: "dual", Lease: lease}, interval,
 		func(err error) { log.Warn("node registry heartbeat failed", "err", err) })
 	if err != nil {
 		return nil, fmt.Errorf("lake: joining the node registry: %w", err)
@@ -147,7 +153,7 @@ type backendCollector struct{ d *dynamostore.Driver }
 
 var (
 	descBackendReq  = prometheus.NewDesc("lake_backend_requests_total", "Backend requests for user data, by DynamoDB operation.", []string{"op"}, nil)
-	descBackendEval = prometheus.NewDesc("lake_backend_items_evaluated_total", "Items the backend evaluated (ScannedCount; one per point read).", nil, nil)
+	descBackendEval = prometheus.NewDesc("lake_backend_items_evaluated_total", "Items the backend evaluated (ScannedCount; one per point read), by DynamoDB operation.", []string{"op"}, nil)
 	descBackendRet  = prometheus.NewDesc("lake_backend_items_returned_total", "Items the backend returned.", nil, nil)
 	descBackendCap  = prometheus.NewDesc("lake_backend_capacity_units_total", "Capacity units the backend reported, by kind (read, write).", []string{"kind"}, nil)
 	descBackendCtl  = prometheus.NewDesc("lake_backend_control_requests_total", "Backend requests for lake's control records (state, registries).", nil, nil)
@@ -164,7 +170,9 @@ func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
 	for op, n := range s.Requests {
 		ch <- prometheus.MustNewConstMetric(descBackendReq, prometheus.CounterValue, float64(n), op)
 	}
-	ch <- prometheus.MustNewConstMetric(descBackendEval, prometheus.CounterValue, float64(s.ItemsEvaluated))
+	for op, n := range s.EvaluatedBy {
+		ch <- prometheus.MustNewConstMetric(descBackendEval, prometheus.CounterValue, float64(n), op)
+	}
 	ch <- prometheus.MustNewConstMetric(descBackendRet, prometheus.CounterValue, float64(s.ItemsReturned))
 	ch <- prometheus.MustNewConstMetric(descBackendCap, prometheus.CounterValue, s.ReadCapacity, "read")
 	ch <- prometheus.MustNewConstMetric(descBackendCap, prometheus.CounterValue, s.WriteCapacity, "write")

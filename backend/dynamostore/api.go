@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,7 +36,9 @@ var _ API = (*dynamodb.Client)(nil)
 // them. Requests for lake's control records (layout parameters, family
 // registry) are counted apart in ControlRequests and add nothing else.
 type Stats struct {
-	Requests        map[string]int64
+	Requests map[string]int64
+	// EvaluatedBy splits ItemsEvaluated by operation.
+	EvaluatedBy     map[string]int64
 	ItemsEvaluated  int64
 	ItemsReturned   int64
 	ReadCapacity    float64
@@ -56,6 +59,7 @@ func (s Stats) TotalRequests() int64 {
 func (s Stats) Sub(before Stats) Stats {
 	out := Stats{
 		Requests:        map[string]int64{},
+		EvaluatedBy:     map[string]int64{},
 		ItemsEvaluated:  s.ItemsEvaluated - before.ItemsEvaluated,
 		ItemsReturned:   s.ItemsReturned - before.ItemsReturned,
 		ReadCapacity:    s.ReadCapacity - before.ReadCapacity,
@@ -65,6 +69,11 @@ func (s Stats) Sub(before Stats) Stats {
 	for op, n := range s.Requests {
 		if d := n - before.Requests[op]; d != 0 {
 			out.Requests[op] = d
+		}
+	}
+	for op, n := range s.EvaluatedBy {
+		if d := n - before.EvaluatedBy[op]; d != 0 {
+			out.EvaluatedBy[op] = d
 		}
 	}
 	return out
@@ -80,9 +89,13 @@ func (m *meter) snapshot() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := m.s
-	out.Requests = make(map[string]int64, len(m.s.Requests))
-	for k, v := range m.s.Requests {
-		out.Requests[k] = v
+	out.Requests = maps.Clone(m.s.Requests)
+	out.EvaluatedBy = maps.Clone(m.s.EvaluatedBy)
+	if out.Requests == nil {
+		out.Requests = map[string]int64{}
+	}
+	if out.EvaluatedBy == nil {
+		out.EvaluatedBy = map[string]int64{}
 	}
 	return out
 }
@@ -91,9 +104,12 @@ func (m *meter) request(op string, evaluated, returned int32, cc ...types.Consum
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.s.Requests == nil {
-		m.s.Requests = map[string]int64{}
+		m.s.Requests, m.s.EvaluatedBy = map[string]int64{}, map[string]int64{}
 	}
 	m.s.Requests[op]++
+	if evaluated > 0 {
+		m.s.EvaluatedBy[op] += int64(evaluated)
+	}
 	m.s.ItemsEvaluated += int64(evaluated)
 	m.s.ItemsReturned += int64(returned)
 	for _, c := range cc {

@@ -25,25 +25,6 @@ func faultyStore(t *testing.T, layout dynamostore.Layout) (*metastore.Store, *fa
 	return s, api
 }
 
-// dropFirstResponse forwards the first attempt of every logical write and
-// loses its response: the write applied, the client does not know it.
-func dropFirstResponse() faultapi.Plan {
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	return func(op, token string) faultapi.Fault {
-		if op != "TransactWriteItems" {
-			return faultapi.None
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if seen[token] {
-			return faultapi.None
-		}
-		seen[token] = true
-		return faultapi.DropResponse
-	}
-}
-
 // TestExactlyOnceUnderLostResponses: the first attempt of each of 1,000 CAS
 // writes is applied and its response lost; each CAS must report success
 // (no false conflict from its own retry) and apply exactly once.
@@ -56,7 +37,7 @@ func TestExactlyOnceUnderLostResponses(t *testing.T) {
 			if err := s.Put(ctx, "tbl/counter", []byte("0")); err != nil {
 				t.Fatal(err)
 			}
-			api.SetPlan(dropFirstResponse())
+			api.SetPlan(faultapi.DropFirstResponse())
 			for i := range n {
 				err := s.CAS(ctx, "tbl/counter", metastore.ExpectValue(fmt.Appendf(nil, "%d", i)), fmt.Appendf(nil, "%d", i+1))
 				if err != nil {
@@ -82,7 +63,7 @@ func TestReadBackWhenTokenForgotten(t *testing.T) {
 	s, api := faultyStore(t, dynamostore.LayoutV2)
 	ctx := t.Context()
 	api.ForgetTokens(true)
-	api.SetPlan(dropFirstResponse())
+	api.SetPlan(faultapi.DropFirstResponse())
 	if err := s.CAS(ctx, "tbl/a", metastore.ExpectAbsent(), []byte("1")); err != nil {
 		t.Fatalf("create: %v", err)
 	}

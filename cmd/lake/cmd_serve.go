@@ -66,7 +66,7 @@ logs and the lake_node_info metric.
 Migration: with a dynamodb:// store the node joins the migration's node
 registry (--role, capability dual, the state and epoch it observes, a heartbeat
 every refresh interval, leaving it on shutdown; a killed node stops counting as
-live when its lease of three intervals lapses), pauses write admission while a
+live when its lease of three intervals, at least 3 s, lapses), pauses write admission while a
 finalization holds the write barrier (503 writes_paused) and resumes on its own
 once it observes the marker, and exports lake_migration_state,
 lake_migration_epoch, lake_v1_only_peers and the backend's cost counters.

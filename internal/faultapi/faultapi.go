@@ -223,3 +223,23 @@ func (a *API) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, o 
 }
 
 var _ dynamostore.API = (*API)(nil)
+
+// DropFirstResponse is a plan that forwards the first attempt of every
+// logical write (every TransactWriteItems token) and loses its response:
+// the write applied and the client does not know it. Retries pass.
+func DropFirstResponse() Plan {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(op, token string) Fault {
+		if op != "TransactWriteItems" {
+			return None
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[token] {
+			return None
+		}
+		seen[token] = true
+		return DropResponse
+	}
+}
