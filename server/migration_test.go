@@ -119,8 +119,13 @@ func TestNodesFollowFinalization(t *testing.T) {
 	}
 	time.Sleep(3 * refresh)
 	for _, u := range urls {
-		if r := put(u, "tbl/ta", "after"); r.StatusCode/100 != 2 {
-			t.Fatalf("%s: put after the marker: %d", u, r.StatusCode)
+		// Each node notices the marker within a few refresh intervals.
+		deadline := time.Now().Add(5 * time.Second)
+		for r := put(u, "tbl/ta", "after"); r.StatusCode/100 != 2; r = put(u, "tbl/ta", "after") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: put after the marker: %d", u, r.StatusCode)
+			}
+			time.Sleep(refresh)
 		}
 		resp, err := http.Get(u + "/metrics")
 		if err != nil {
