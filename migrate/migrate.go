@@ -61,6 +61,12 @@ type Options struct {
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
+	// FullReverify makes finalize re-verify by scanning both tables for
+	// what changed since the online verify (lake's writes, and every v1
+	// item without lake's stamp, which catches a legacy writer's PUT),
+	// instead of reading the change log of dual writes (the default, whose
+	// pause does not grow with the table).
+	FullReverify bool
 	// GateWait is how long backfill waits for lagging peers to observe
 	// dual before it refuses; default 30 s.
 	GateWait time.Duration

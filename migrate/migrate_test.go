@@ -649,3 +649,55 @@ func TestHeartbeatLiveness(t *testing.T) {
 		t.Fatalf("lease shorter than two intervals: %v", err)
 	}
 }
+
+// rawPutV2 writes a v2 copy behind lake's back.
+func (e *env) rawPutV2(key, value string) {
+	e.t.Helper()
+	_, err := e.api.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(e.table + dynamostore.V2Suffix), Item: map[string]types.AttributeValue{
+		"bucket": &types.AttributeValueMemberS{Value: bucketOf(key)},
+		"pk":     &types.AttributeValueMemberS{Value: key}, "v": &types.AttributeValueMemberB{Value: []byte(value)}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestFinalizeReverifiesTheChangeLog: under the barrier, finalize compares
+// exactly the keys dual writes touched since the verify (the change log),
+// and refuses, writes still paused, when one of them differs.
+func TestFinalizeReverifiesTheChangeLog(t *testing.T) {
+	e := newEnv(t)
+	s, d := e.store(refresh)
+	seed(t, s, 30)
+	base := e.migrator(nil)
+	e.run(base, "dual")
+	time.Sleep(2 * refresh)
+	e.run(base, "backfill", "verify")
+	for _, k := range []string{"tbl/t000", "tbl/t003", "tbl/new"} {
+		if err := s.Put(t.Context(), k, []byte("after-verify")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := base.Status(t.Context())
+	keys, err := d.ChangedKeys(t.Context(), dynamostore.DefaultBarriers, st.Verified.Started)
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("change log since the verify: %q, %v", keys, err)
+	}
+	crashing := e.migrator(&migrate.Options{PageSize: 7, Crash: func(p string) error {
+		if p == "finalize:barrier-installed" {
+			return errors.New("stop")
+		}
+		return nil
+	}})
+	if err := crashing.Run(t.Context(), "finalize"); !errors.Is(err, migrate.ErrCrashed) {
+		t.Fatalf("finalize: %v", err)
+	}
+	e.rawPutV2("tbl/t003", "corrupted under the barrier")
+	rep, err := base.Finalize(t.Context())
+	if !errors.Is(err, migrate.ErrDifferences) || rep.Reverify.Checked != 3 || rep.Reverify.Different != 1 {
+		t.Fatalf("finalize over a divergent changed key: %v, %+v", err, rep.Reverify)
+	}
+	if err := s.Put(t.Context(), "tbl/x", []byte("x")); !errors.Is(err, metastore.ErrWritesPaused) {
+		t.Fatalf("writes after a refused finalize: %v", err)
+	}
+	e.run(base, "abort-finalize")
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // Step is one migration step: a name, a check of whether the current state
@@ -274,8 +276,10 @@ func checkFinalize(s dynamostore.MigrationSnapshot) error {
 type FinalizeReport struct {
 	// Pause is how long writes were paused: from the barrier's
 	// installation to the marker's publication.
-	Pause    time.Duration
-	Reverify Report
+	Pause time.Duration
+	// Precheck is the online re-verification before the barrier; Reverify
+	// the one under it.
+	Precheck, Reverify Report
 }
 
 func (m *Migrator) applyFinalize(ctx context.Context, s dynamostore.MigrationSnapshot) error {
@@ -302,6 +306,24 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	if v1only > 0 {
 		return rep, refused("%d live commit-capable peer(s) are v1-only; roll out dual mode everywhere first (lake dynamo-migrate status lists them)", v1only)
 	}
+	if s.FinalizingSince == nil && s.Verified != nil {
+		// Before pausing anything: what changed since the recorded verify,
+		// including v1 items without lake's stamp (a legacy writer's), by
+		// filtered scans of both tables. Refuses without pausing writes.
+		since := s.Verified.Started.Add(-ClockSkew)
+		if rep.Precheck, err = m.verify(ctx, &since); err != nil {
+			return rep, err
+		}
+		if !rep.Precheck.Clean() {
+			return rep, fmt.Errorf("%w: changes since the last verify: %s; writes were not paused", ErrDifferences, rep.Precheck.Summary())
+		}
+		if s, err = m.d.ReadMigration(ctx); err != nil {
+			return rep, err
+		}
+		if err := checkFinalize(s); err != nil {
+			return rep, err
+		}
+	}
 	start := m.now()
 	if s.FinalizingSince == nil {
 		n := s.Migration
@@ -324,7 +346,14 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	if s.Verified != nil {
 		since = s.Verified.Started
 	}
-	rep.Reverify, err = m.verify(ctx, &since)
+	// Writers stamp the change log with their own clocks: reach back by
+	// the tolerated skew.
+	since = since.Add(-ClockSkew)
+	if m.opts.FullReverify {
+		rep.Reverify, err = m.verify(ctx, &since)
+	} else {
+		rep.Reverify, err = m.reverifyChanges(ctx, s.Barriers, since)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -344,6 +373,45 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	}
 	rep.Pause = m.now().Sub(start)
 	fmt.Fprintf(m.opts.Progress, "marker published: v2 is the authority (writes were paused %v)\n", rep.Pause.Round(time.Millisecond))
+	return rep, nil
+}
+
+// ClockSkew is how far writers' clocks may lag the migrator's for the
+// change log to be complete; finalize re-verifies changes from this long
+// before the online verify started.
+const ClockSkew = time.Minute
+
+// reverifyChanges compares both copies of every key the change log says
+// dual writes touched since since.
+func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.Time) (Report, error) {
+	start := time.Now()
+	var rep Report
+	keys, err := m.d.ChangedKeys(ctx, max(shards, 1), since)
+	if err != nil {
+		return rep, err
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.opts.Segments)
+	for _, k := range keys {
+		g.Go(func() error {
+			diff, differs, err := m.d.CompareKey(gctx, k)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			rep.Checked++
+			if differs {
+				rep.add(diff)
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
+	}
+	rep.Duration = time.Since(start)
 	return rep, nil
 }
 

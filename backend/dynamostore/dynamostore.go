@@ -95,6 +95,7 @@ const (
 	attrWrite    = "w" // the token of the write that wrote the item: lake's stamp
 	attrTime     = "t" // when lake wrote the item, unix milliseconds
 	attrFamilies = "fams"
+	attrExpires  = "expires" // TTL of change-log entries, unix seconds
 )
 
 // controlBucket is the v2 partition of lake's control records. It cannot

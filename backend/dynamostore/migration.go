@@ -43,7 +43,10 @@ func (d *Driver) ReadMigration(ctx context.Context) (MigrationSnapshot, error) {
 // CreateV2 creates the v2 table (if needed) with this process's layout
 // parameters, for a migration entering dual.
 func (d *Driver) CreateV2(ctx context.Context) error {
-	return Create(ctx, d.api, Options{Table: d.v1, Layout: LayoutV2, Retryer: d.retryer, Params: &d.params, Refresh: d.refresh})
+	if err := Create(ctx, d.api, Options{Table: d.v1, Layout: LayoutV2, Retryer: d.retryer, Params: &d.params, Refresh: d.refresh}); err != nil {
+		return err
+	}
+	return d.enableTTL(ctx)
 }
 
 // Barriers says what a transition does with the write barrier.

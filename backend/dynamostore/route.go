@@ -180,10 +180,16 @@ func (d *Driver) plan(md mode, st Migration, m mutation, expect *metastore.Expec
 		guard(tV2)
 		write(tV2, roleTarget, condExpect)
 	case modeDual:
-		items = append(items, txItem{t: tV2, key: BarrierKey(st.Barrier(m.key)), kind: kCheck, role: roleBarrier, cond: condAbsent()})
+		shard := st.Barrier(m.key)
+		items = append(items, txItem{t: tV2, key: BarrierKey(shard), kind: kCheck, role: roleBarrier, cond: condAbsent()})
 		guard(tV1)
 		write(tV1, roleTarget, condExpect)
 		write(tV2, roleCopy, condCopy)
+		// The change log lets finalize re-verify only the keys written
+		// since the online verify, instead of scanning both tables.
+		now := time.Now()
+		items = append(items, txItem{t: tV2, bucket: ChangeBucket(shard), key: changeKey(now, m.key), kind: kPut,
+			value: []byte{}, role: roleMirror, expires: now.Add(changeLogTTL).Unix()})
 	case modeV2Auth:
 		guard(tV2)
 		write(tV2, roleTarget, condExpect)

@@ -67,8 +67,13 @@ const (
 
 // txItem is one item of a TransactWriteItems.
 type txItem struct {
-	t     tbl
-	key   string
+	t tbl
+	// bucket, when set, is the v2 partition of a control item whose key is
+	// not a control key (a change-log entry); otherwise keyIn decides.
+	bucket string
+	key    string
+	// expires, when positive, is the item's TTL (unix seconds).
+	expires int64
 	kind  kind
 	value []byte
 	cond  *expression.ConditionBuilder
@@ -223,6 +228,17 @@ func ownWriteApplied(err error, items []txItem, token string) (applied, known bo
 	return false, true
 }
 
+// keyOf is the primary key of a transaction item.
+func (d *Driver) keyOf(it txItem) map[string]types.AttributeValue {
+	if it.bucket != "" {
+		return map[string]types.AttributeValue{
+			attrBucket: &types.AttributeValueMemberS{Value: it.bucket},
+			attrPK:     &types.AttributeValueMemberS{Value: it.key},
+		}
+	}
+	return d.keyIn(it.t, it.key)
+}
+
 func (d *Driver) transactItem(it txItem, token, now string) (types.TransactWriteItem, error) {
 	table := aws.String(d.tableName(it.t))
 	var names map[string]string
@@ -242,18 +258,21 @@ func (d *Driver) transactItem(it txItem, token, now string) (types.TransactWrite
 			return types.TransactWriteItem{}, errors.New("lake: a condition check needs a condition")
 		}
 		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName: table, Key: d.keyIn(it.t, it.key), ConditionExpression: cond,
+			TableName: table, Key: d.keyOf(it), ConditionExpression: cond,
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		}}, nil
 	case kDelete:
 		return types.TransactWriteItem{Delete: &types.Delete{
-			TableName: table, Key: d.keyIn(it.t, it.key), ConditionExpression: cond,
+			TableName: table, Key: d.keyOf(it), ConditionExpression: cond,
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 			ReturnValuesOnConditionCheckFailure: old,
 		}}, nil
 	default:
-		item := d.keyIn(it.t, it.key)
+		item := d.keyOf(it)
 		item[attrValue] = &types.AttributeValueMemberB{Value: it.value}
+		if it.expires > 0 {
+			item[attrExpires] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.expires, 10)}
+		}
 		item[attrWrite] = &types.AttributeValueMemberS{Value: token}
 		item[attrTime] = &types.AttributeValueMemberN{Value: now}
 		if size := itemSize(item); size > maxItemBytes {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -96,7 +97,9 @@ func (d *Driver) VerifyV1Page(ctx context.Context, seg Segment, from string, lim
 // in v1 (values are compared by VerifyV1Page). With since set, only items
 // written at or after since are checked.
 func (d *Driver) VerifyV2Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
-	f := expression.Name(attrBucket).NotEqual(expression.Value(controlBucket))
+	// Every control partition (records, change log) starts with the
+	// control prefix; user buckets never do.
+	f := expression.Not(expression.BeginsWith(expression.Name(attrBucket), metastore.ControlPrefix))
 	if since != nil {
 		f = f.And(expression.Name(attrTime).GreaterThanEqual(expression.Value(&types.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)})))
 	}
@@ -185,7 +188,17 @@ func (d *Driver) scanPage(ctx context.Context, t tbl, seg Segment, from string, 
 		in.FilterExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.Filter(), e.Names(), e.Values()
 	}
 	if from != "" {
-		in.ExclusiveStartKey = d.keyIn(t, from)
+		// A v2 position carries its partition: a change-log entry's pk
+		// does not say which bucket it is in.
+		bucket, pk, ok := strings.Cut(from, "\x00")
+		if t != tV2 || !ok {
+			in.ExclusiveStartKey = d.keyIn(t, from)
+		} else {
+			in.ExclusiveStartKey = map[string]types.AttributeValue{
+				attrBucket: &types.AttributeValueMemberS{Value: bucket},
+				attrPK:     &types.AttributeValueMemberS{Value: pk},
+			}
+		}
 	}
 	var out *dynamodb.ScanOutput
 	err := d.retry(ctx, func(int) error {
@@ -200,6 +213,9 @@ func (d *Driver) scanPage(ctx context.Context, t tbl, seg Segment, from string, 
 	next := ""
 	if out.LastEvaluatedKey != nil {
 		next = pkOf(out.LastEvaluatedKey)
+		if b, ok := out.LastEvaluatedKey[attrBucket].(*types.AttributeValueMemberS); ok && t == tV2 {
+			next = b.Value + "\x00" + next
+		}
 	}
 	return out.Items, next, nil
 }

@@ -14,11 +14,12 @@ import (
 )
 
 type migrateOptions struct {
-	pageSize    int
-	segments    int
-	json        bool
-	retention   time.Duration
-	deleteTable bool
+	fullReverify bool
+	pageSize     int
+	segments     int
+	json         bool
+	retention    time.Duration
+	deleteTable  bool
 }
 
 // newMigrator opens the store of --store (a dynamodb:// URL with layout
@@ -32,7 +33,7 @@ func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*mig
 		return nil, nil, err
 	}
 	d := s.Driver().(*dynamostore.Driver)
-	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, Retention: o.retention, Progress: cmd.ErrOrStderr()})
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Retention: o.retention, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -167,9 +168,13 @@ when differences are found.`,
 		Use:   "finalize",
 		Short: "Pause writes, re-verify what changed, publish the v2 marker",
 		Long: `Refused while a live commit-capable peer is v1-only, the backfill is incomplete or
-no verify has passed since. Installs every write-barrier item (mutations now
-get "writes paused", exit 5), re-verifies only what changed since the last
-verify, and publishes the monotonic marker in one transaction that checks every
+no verify has passed since. First, with writes still flowing, it checks what
+changed since the last verify by filtered scans of both tables (lake's writes,
+and every v1 item without lake's stamp, which a legacy writer leaves) and
+refuses on a difference. Then it installs every write-barrier item (mutations
+now get "writes paused", exit 5), re-verifies the keys the change log says dual
+writes touched since the verify (with --full-reverify: the filtered scans
+again), and publishes the monotonic marker in one transaction that checks every
 barrier item is still held; v2 is then the read authority. Prints how long
 writes were paused. If it is interrupted, status shows it; run finalize again
 to finish or abort-finalize to resume writes.`,
@@ -184,10 +189,13 @@ to finish or abort-finalize to resume writes.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys\n", rep.Pause.Round(time.Millisecond), rep.Reverify.Checked)
+			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it)\n",
+				rep.Pause.Round(time.Millisecond), rep.Reverify.Checked, rep.Precheck.Checked)
 			return nil
 		},
 	}
+
+	finalize.Flags().BoolVar(&o.fullReverify, "full-reverify", false, "under the barrier, re-verify by scanning both tables (also catches a legacy write in the last seconds; the pause grows with the table)")
 
 	retire := &cobra.Command{
 		Use:   "retire-v1",

@@ -217,6 +217,11 @@ func (a *API) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput
 	return a.next.DescribeTable(ctx, in, o...)
 }
 
+// UpdateTimeToLive passes through without faults.
+func (a *API) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	return a.next.UpdateTimeToLive(ctx, in, o...)
+}
+
 // DeleteTable passes through without faults.
 func (a *API) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error) {
 	return a.next.DeleteTable(ctx, in, o...)

@@ -1,0 +1,102 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// The change log records, in v2, every key a dual-mode mutation wrote: one
+// small entry per write, in the same transaction, in the partition of the
+// key's barrier shard (so writes spread as the barrier's checks do), sorted
+// by time first (so "what changed since T" is a key condition, not a
+// filter). Finalize reads it to re-verify only what changed since the
+// online verify. Entries expire through DynamoDB's TTL after changeLogTTL.
+//
+// NB: the bucket and key formats are read by other binaries; must not change.
+const (
+	changeBucketFmt = metastore.ControlPrefix + "#chg#%03d"
+	changeLogTTL    = 7 * 24 * time.Hour
+)
+
+// ChangeBucket is the v2 partition of barrier shard i's change log.
+func ChangeBucket(i int) string { return fmt.Sprintf(changeBucketFmt, i) }
+
+// changeKey sorts by write time (zero-padded unix milliseconds), then key.
+func changeKey(t time.Time, key string) string {
+	return fmt.Sprintf("%013d#%s", t.UnixMilli(), key)
+}
+
+// ChangedKeys returns the keys dual-mode mutations wrote at or after since
+// (by the writers' clocks), from every shard's change log, each once;
+// strongly consistent.
+func (d *Driver) ChangedKeys(ctx context.Context, shards int, since time.Time) ([]string, error) {
+	seen := map[string]bool{}
+	var keys []string
+	from := fmt.Sprintf("%013d", max(since.UnixMilli(), 0))
+	for i := range shards {
+		kc := expression.Key(attrBucket).Equal(expression.Value(ChangeBucket(i))).And(expression.Key(attrPK).GreaterThanEqual(expression.Value(from)))
+		e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(expression.Name(attrPK))).Build()
+		if err != nil {
+			return nil, err
+		}
+		in := &dynamodb.QueryInput{TableName: aws.String(d.v2), KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true)}
+		for {
+			var out *dynamodb.QueryOutput
+			err := d.retry(ctx, func(int) error {
+				d.meter.control()
+				out, err = d.api.Query(ctx, in)
+				return err
+			})
+			if err != nil {
+				return nil, d.classify(err, d.v2)
+			}
+			for _, it := range out.Items {
+				_, key, ok := strings.Cut(pkOf(it), "#")
+				if ok && !seen[key] {
+					seen[key] = true
+					keys = append(keys, key)
+				}
+			}
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return keys, nil
+}
+
+// CompareKey reads both copies of key at one instant and returns the
+// difference, if any.
+func (d *Driver) CompareKey(ctx context.Context, key string) (Difference, bool, error) {
+	return d.confirm(ctx, key)
+}
+
+// enableTTL turns on DynamoDB's TTL for the change log's attribute;
+// idempotent.
+func (d *Driver) enableTTL(ctx context.Context) error {
+	_, err := d.api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(d.v2),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(attrExpires), Enabled: aws.Bool(true),
+		},
+	})
+	var ae interface{ ErrorMessage() string }
+	if err != nil && errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.ErrorMessage()), "already enabled") {
+		return nil
+	}
+	if err != nil {
+		return d.classify(err, d.v2)
+	}
+	return nil
+}
