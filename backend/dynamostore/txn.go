@@ -74,10 +74,10 @@ type txItem struct {
 	key    string
 	// expires, when positive, is the item's TTL (unix seconds).
 	expires int64
-	kind  kind
-	value []byte
-	cond  *expression.ConditionBuilder
-	role  role
+	kind    kind
+	value   []byte
+	cond    *expression.ConditionBuilder
+	role    role
 }
 
 // Conditions.
