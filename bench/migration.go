@@ -48,6 +48,8 @@ type MigrationResult struct {
 	RawCopy        time.Duration
 	Mutations      []MutationCost
 	FinalizePause  time.Duration
+	Precheck       time.Duration // finalize's online check before the barrier
+	Reverified     int64         // keys re-verified under the barrier
 	Verify         time.Duration
 	BackfillCounts dynamostore.BackfillProgress
 }
@@ -130,7 +132,7 @@ func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig,
 	if err != nil {
 		return res, err
 	}
-	res.FinalizePause = fin.Pause
+	res.FinalizePause, res.Precheck, res.Reverified = fin.Pause, fin.Precheck.Duration, fin.Reverify.Checked
 	time.Sleep(d.Refresh())
 	if cost, err = measureCAS(ctx, s, d, "v2-authoritative (v2 + v1 mirror)", cfg.Mutations); err != nil {
 		return res, err
@@ -213,7 +215,8 @@ func PrintMigration(w io.Writer, r MigrationResult) error {
 		r.Backfill.Round(time.Millisecond), rate(r.Backfill), r.Backfill.Seconds()/max(r.RawCopy.Seconds(), 1e-9),
 		r.BackfillCounts.Created, r.BackfillCounts.Validated, r.BackfillCounts.Repaired)
 	fmt.Fprintf(w, "verify (online):   %v\n", r.Verify.Round(time.Millisecond))
-	fmt.Fprintf(w, "finalize pause:    %v (barrier installed → marker published)\n", r.FinalizePause.Round(time.Millisecond))
+	fmt.Fprintf(w, "finalize precheck: %v (online, writes flowing: filtered scans of both tables)\n", r.Precheck.Round(time.Millisecond))
+	fmt.Fprintf(w, "finalize pause:    %v (barrier installed → marker published; %d changed keys re-verified)\n", r.FinalizePause.Round(time.Millisecond), r.Reverified)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CAS in mode\trequests/op\twrite units/op\tread units/op\tp50\tp99\tp50 vs v1")
 	for _, c := range r.Mutations {
