@@ -258,11 +258,10 @@ func TestFileHeldByAnotherProcess(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, c := range []string{"", "init", "get", "put", "cas", "rm", "ls"} {
-		args := []string{"--help"}
-		if c != "" {
-			args = []string{c, "--help"}
-		}
+	for _, c := range []string{"", "init", "get", "put", "cas", "rm", "ls", "serve", "bench", "bench prefix-read", "bench migration",
+		"bench node", "bench linearizability", "dynamo-migrate", "dynamo-migrate status", "dynamo-migrate dual", "dynamo-migrate backfill",
+		"dynamo-migrate verify", "dynamo-migrate finalize", "dynamo-migrate abort-finalize", "dynamo-migrate rollback", "dynamo-migrate retire-v1"} {
+		args := append(strings.Fields(c), "--help")
 		r := ok(t, run(t, t.TempDir(), "", args...))
 		if !strings.Contains(r.stdout, "Usage:") {
 			t.Fatalf("lake %s --help: %q", c, r.stdout)

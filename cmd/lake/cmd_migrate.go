@@ -46,18 +46,13 @@ func newMigrateCommand(g *globalOptions) *cobra.Command {
 	step := func(name, short, long string) *cobra.Command {
 		return &cobra.Command{
 			Use: name, Short: short, Long: long, Args: exactArgs(0),
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				m, done, err := g.newMigrator(cmd, &o)
-				if err != nil {
-					return err
-				}
-				defer done()
+			RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 				if err := m.Run(cmd.Context(), name); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: done\n", name)
 				return nil
-			},
+			}),
 		}
 	}
 	cmd := &cobra.Command{
@@ -91,12 +86,7 @@ backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
 		Use:   "status",
 		Short: "Show the state, epoch, backfill progress, live peers and the next steps",
 		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, done, err := g.newMigrator(cmd, &o)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			st, err := m.Status(cmd.Context())
 			if err != nil {
 				return err
@@ -106,7 +96,7 @@ backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
 			}
 			st.Print(cmd.OutOrStdout())
 			return nil
-		},
+		}),
 	}
 	status.Flags().BoolVar(&o.json, "json", false, "print JSON")
 
@@ -132,12 +122,7 @@ different; "unstamped" marks a v1 record a non-lake writer wrote). A clean
 verify after a complete backfill is recorded; finalize requires it. Exit code 6
 when differences are found.`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, done, err := g.newMigrator(cmd, &o)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Verify(cmd.Context())
 			if o.json {
 				if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(rep); jerr != nil {
@@ -160,7 +145,7 @@ when differences are found.`,
 				fmt.Fprintln(cmd.OutOrStdout(), "recorded: finalize may proceed")
 			}
 			return err
-		},
+		}),
 	}
 	verify.Flags().BoolVar(&o.json, "json", false, "print JSON")
 
@@ -179,12 +164,7 @@ barrier item is still held; v2 is then the read authority. Prints how long
 writes were paused. If it is interrupted, status shows it; run finalize again
 to finish or abort-finalize to resume writes.`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, done, err := g.newMigrator(cmd, &o)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Finalize(cmd.Context())
 			if err != nil {
 				return err
@@ -192,7 +172,7 @@ to finish or abort-finalize to resume writes.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it)\n",
 				rep.Pause.Round(time.Millisecond), rep.Reverify.Checked, rep.Precheck.Checked)
 			return nil
-		},
+		}),
 	}
 
 	finalize.Flags().BoolVar(&o.fullReverify, "full-reverify", false, "under the barrier, re-verify by scanning both tables (also catches a legacy write in the last seconds; the pause grows with the table)")
@@ -204,18 +184,13 @@ to finish or abort-finalize to resume writes.`,
 finalization. Stops v1 mirroring (state v2-only). The v1 table is deleted only
 with --delete-table.`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, done, err := g.newMigrator(cmd, &o)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			if err := m.RetireV1(cmd.Context(), o.deleteTable); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "retire-v1: done")
 			return nil
-		},
+		}),
 	}
 	retire.Flags().BoolVar(&o.deleteTable, "delete-table", false, "also delete the v1 table")
 
@@ -248,4 +223,17 @@ func runBackfill(cmd *cobra.Command, g *globalOptions, o *migrateOptions) error 
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), "backfill: complete")
 	return nil
+}
+
+// withMigrator makes a RunE that opens the Migrator of --store, runs fn
+// with it, and closes the store.
+func (g *globalOptions) withMigrator(o *migrateOptions, fn func(*cobra.Command, *migrate.Migrator) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		m, done, err := g.newMigrator(cmd, o)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return fn(cmd, m)
+	}
 }
