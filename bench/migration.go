@@ -57,7 +57,8 @@ type MigrationResult struct {
 // RunMigration loads cfg.Records records into a v1 table and measures: a
 // raw unconditional copy of the table (Scan + BatchWriteItem, the practical
 // ceiling), the backfill of the same records, the cost of a CAS in state v1
-// and in dual mode, and the write pause of finalize.
+// and in dual mode, and the write pause of finalize after cfg.Mutations
+// writes since the verify.
 func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig, progress io.Writer) (MigrationResult, error) {
 	res := MigrationResult{Records: cfg.Records}
 	if cfg.Records < 1 || cfg.Mutations < 1 || cfg.PageSize < 1 || cfg.PageSize > metastore.MaxListLimit {
@@ -128,6 +129,13 @@ func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig,
 		return res, err
 	}
 	res.Verify = time.Since(start)
+	// Writes between the verify and the barrier are what the pause
+	// re-verifies: make some.
+	for i := range cfg.Mutations {
+		if err := s.Put(ctx, fmt.Sprintf("tbl/changed-after-verify-%05d", i), []byte("x")); err != nil {
+			return res, err
+		}
+	}
 	fin, err := m.Finalize(ctx)
 	if err != nil {
 		return res, err

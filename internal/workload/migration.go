@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -30,6 +31,10 @@ type MigrationRun struct {
 	// history and its visualisation when the check fails.
 	CheckTimeout time.Duration
 	OutDir       string
+	// Attempts bounds each operation's attempts (the store's retries);
+	// default 10. Few attempts under many faults leave outcomes unknown,
+	// which the checker must then accept either way.
+	Attempts int
 	// Nodes, when positive, puts that many lake serve nodes between the
 	// clients and DynamoDB (client c uses node c mod Nodes); the phases that
 	// restart clients restart the nodes too.
@@ -72,7 +77,7 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 	api := dynamostore.NewClient(r.AWS, p.URL)
 	const refresh = 100 * time.Millisecond
 	opts := dynamostore.Options{Table: r.Table, Refresh: refresh,
-		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})}
+		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: cmp.Or(r.Attempts, 10), BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})}
 	openStore := func(ctx context.Context) (*metastore.Store, error) {
 		var err error
 		for range 10 { // opening crosses the faulty wire too

@@ -55,6 +55,27 @@ func RunMigrationWorkload(t *testing.T, seed uint64, clients, ops int, faultRate
 	return rep.Check
 }
 
+// TestLinearizableWithUnknownOutcomes: with two attempts per operation and
+// a 30% fault rate, many operations end with an unknown outcome (the
+// response was lost, or the retries ran out); the history must still be
+// linearizable, each unknown operation taking effect once or not at all.
+func TestLinearizableWithUnknownOutcomes(t *testing.T) {
+	rep, err := workload.RunMigration(context.Background(), workload.MigrationRun{
+		AWS: ddblocal.Config(t), Endpoint: ddblocal.Endpoint(t), Table: ddblocal.TableName(t),
+		Seed: 21, Clients: 6, Ops: 80, FaultRate: 0.3, Attempts: 2, OutDir: artifacts(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unknown outcomes: %s", rep.Summary())
+	if rep.Stats.Unknown == 0 {
+		t.Fatal("no operation had an unknown outcome: the run tests nothing new")
+	}
+	if rep.Check.Verdict != porcupine.Ok {
+		t.Fatalf("verdict %s (%s, %s)", rep.Check.Verdict, rep.Check.Visualization, rep.Check.History)
+	}
+}
+
 // brokenCAS is a deliberately broken store: CAS as a read, a pause and an
 // unconditional write, not atomic. The checker must catch it.
 type brokenCAS struct{ *boltstore.Driver }
