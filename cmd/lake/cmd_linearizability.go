@@ -18,6 +18,7 @@ type linOptions struct {
 	clients   int
 	ops       int
 	faultRate float64
+	attempts  int
 	out       string
 	timeout   time.Duration
 }
@@ -46,8 +47,8 @@ history is not linearizable.`,
 			if t.Endpoint == "" {
 				return usagef("bench linearizability puts a fault proxy in front of the endpoint: give ?endpoint=URL (DynamoDB Local)")
 			}
-			if o.clients < 1 || o.ops < 1 || o.faultRate < 0 || o.faultRate > 0.9 {
-				return usagef("need --clients ≥ 1, --ops ≥ 1 and 0 ≤ --fault-rate ≤ 0.9")
+			if o.clients < 1 || o.ops < 1 || o.faultRate < 0 || o.faultRate > 0.9 || o.attempts < 1 {
+				return usagef("need --clients ≥ 1, --ops ≥ 1, --attempts ≥ 1 and 0 ≤ --fault-rate ≤ 0.9")
 			}
 			var seeds []uint64
 			for _, f := range strings.Split(o.seeds, ",") {
@@ -69,7 +70,7 @@ history is not linearizable.`,
 			for _, seed := range seeds {
 				rep, err := workload.RunMigration(cmd.Context(), workload.MigrationRun{
 					AWS: cfg, Endpoint: t.Endpoint, Table: fmt.Sprintf("%s_s%d", t.Table, seed), Seed: seed,
-					Clients: o.clients, Ops: o.ops, FaultRate: o.faultRate, OutDir: o.out, CheckTimeout: o.timeout,
+					Clients: o.clients, Ops: o.ops, FaultRate: o.faultRate, Attempts: o.attempts, OutDir: o.out, CheckTimeout: o.timeout,
 				})
 				if err != nil {
 					return err
@@ -90,6 +91,7 @@ history is not linearizable.`,
 	cmd.Flags().IntVar(&o.clients, "clients", 8, "concurrent clients")
 	cmd.Flags().IntVar(&o.ops, "ops", 250, "operations per client")
 	cmd.Flags().Float64Var(&o.faultRate, "fault-rate", 0.06, "fraction of requests that get a fault, spread over every kind")
+	cmd.Flags().IntVar(&o.attempts, "attempts", 10, "attempts per client operation; few attempts under many faults leave outcomes unknown")
 	cmd.Flags().StringVar(&o.out, "out", "lake-lincheck", "folder for failing histories and their visualisations")
 	cmd.Flags().DurationVar(&o.timeout, "check-timeout", 5*time.Minute, "bound on the linearizability check of one history")
 	return cmd

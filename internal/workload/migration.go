@@ -98,7 +98,12 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 		defer fleet.stop()
 		open = fleet.client
 	}
-	md, err := dynamostore.Open(ctx, api, opts)
+	// The migrator retries as a production operator's would, whatever the
+	// clients' attempts: the point of few attempts is unknown client
+	// outcomes, not a migration that never gets through.
+	mopts := opts
+	mopts.Retryer = dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})
+	md, err := dynamostore.Open(ctx, api, mopts)
 	if err != nil {
 		return rep, err
 	}
