@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/storetest"
 )
 
 // fastRetries keeps fault tests quick; the classification is the real one.
@@ -116,46 +116,21 @@ func TestTransientFaults(t *testing.T) {
 				}
 				return faultapi.None
 			})
-			var wins atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for range 4 {
-				wg.Go(func() {
-					for range 40 {
-						cur, err := s.Get(ctx, "tbl/c")
-						if err != nil {
-							errs <- err
-							return
-						}
-						var v int
-						fmt.Sscan(string(cur), &v)
-						err = s.CAS(ctx, "tbl/c", metastore.ExpectValue(cur), fmt.Appendf(nil, "%d", v+1))
-						switch {
-						case err == nil:
-							wins.Add(1)
-						case !errors.Is(err, metastore.ErrConflict):
-							errs <- err
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
+			wins, err := storetest.Increments(ctx, s, "tbl/c", 4, 40)
+			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			api.SetPlan(nil)
 			got, err := s.Get(ctx, "tbl/c")
-			if err != nil || string(got) != fmt.Sprint(wins.Load()) {
-				t.Fatalf("counter = %q (%v), successful CAS = %d", got, err, wins.Load())
+			if err != nil || string(got) != fmt.Sprint(wins) {
+				t.Fatalf("counter = %q (%v), successful CAS = %d", got, err, wins)
 			}
 			for _, k := range kinds {
 				if api.Injected()[k] == 0 {
 					t.Errorf("no %v fault was injected", k)
 				}
 			}
-			t.Logf("injected %v; %d increments", api.Injected(), wins.Load())
+			t.Logf("injected %v; %d increments", api.Injected(), wins)
 		})
 	}
 }

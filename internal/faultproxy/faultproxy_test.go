@@ -2,10 +2,7 @@ package faultproxy_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultproxy"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/storetest"
 )
 
 // TestFaultsOnTheWire: with every fault injected into 30% of requests on
@@ -51,39 +49,14 @@ func TestFaultsOnTheWire(t *testing.T) {
 		rates[f] = 0.3 / float64(len(faultproxy.All))
 	}
 	p.SetRates(rates)
-	var wins atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Go(func() {
-			for range 30 {
-				cur, err := s.Get(ctx, "tbl/c")
-				if err != nil {
-					errs <- err
-					return
-				}
-				var n int
-				fmt.Sscan(string(cur), &n)
-				err = s.CAS(ctx, "tbl/c", metastore.ExpectValue(cur), fmt.Appendf(nil, "%d", n+1))
-				switch {
-				case err == nil:
-					wins.Add(1)
-				case !errors.Is(err, metastore.ErrConflict):
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	wins, err := storetest.Increments(ctx, s, "tbl/c", 4, 30)
+	if err != nil {
 		t.Fatal(err)
 	}
 	p.SetRates(nil)
 	got, err := s.Get(ctx, "tbl/c")
-	if err != nil || string(got) != fmt.Sprint(wins.Load()) {
-		t.Fatalf("counter %q (%v), successful CAS %d", got, err, wins.Load())
+	if err != nil || string(got) != fmt.Sprint(wins) {
+		t.Fatalf("counter %q (%v), successful CAS %d", got, err, wins)
 	}
 	injected, requests := p.Injected()
 	for _, f := range faultproxy.All {
@@ -91,5 +64,5 @@ func TestFaultsOnTheWire(t *testing.T) {
 			t.Errorf("no %s injected", f)
 		}
 	}
-	t.Logf("%d requests, faults %v, %d increments", requests, injected, wins.Load())
+	t.Logf("%d requests, faults %v, %d increments", requests, injected, wins)
 }

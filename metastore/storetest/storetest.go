@@ -553,41 +553,14 @@ func testCanceled(t *testing.T, s *metastore.Store) {
 // final value must equal the number of CAS calls that reported success, so
 // no success is lost and no failure was applied.
 func testConcurrentCAS(t *testing.T, s *metastore.Store) {
-	const workers, attempts = 32, 12
 	k := "tbl/counter"
 	mustPut(t, s, k, "0")
-	var wins atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Go(func() {
-			for range attempts {
-				cur, err := s.Get(ctx(t), k)
-				if err != nil {
-					errs <- err
-					return
-				}
-				var n int
-				fmt.Sscanf(string(cur), "%d", &n)
-				err = s.CAS(ctx(t), k, metastore.ExpectValue(cur), fmt.Appendf(nil, "%d", n+1))
-				switch {
-				case err == nil:
-					wins.Add(1)
-				case errors.Is(err, metastore.ErrConflict):
-				default:
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	wins, err := Increments(ctx(t), s, k, 32, 12)
+	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
 	}
-	wantValue(t, s, k, fmt.Sprint(wins.Load()))
-	if wins.Load() == 0 {
+	wantValue(t, s, k, fmt.Sprint(wins))
+	if wins == 0 {
 		t.Fatal("no CAS succeeded")
 	}
 }

@@ -1,0 +1,50 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Increments has workers goroutines each make attempts Get-then-CAS
+// increments of the decimal counter under key, and returns how many CAS
+// calls reported success. A conflict is a lost race, not an error; any other
+// error stops the run. A correct store ends with the counter equal to the
+// returned count: no success lost, no failure applied.
+func Increments(ctx context.Context, s *metastore.Store, key string, workers, attempts int) (int64, error) {
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range attempts {
+				cur, err := s.Get(ctx, key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				n, err := strconv.Atoi(string(cur))
+				if err != nil {
+					errs <- fmt.Errorf("counter %q holds %q", key, cur)
+					return
+				}
+				err = s.CAS(ctx, key, metastore.ExpectValue(cur), []byte(strconv.Itoa(n+1)))
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, metastore.ErrConflict):
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return wins.Load(), <-errs
+}
