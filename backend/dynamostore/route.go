@@ -33,8 +33,9 @@ func (d *Driver) state(ctx context.Context, force bool) (stateSnapshot, error) {
 	}
 	fresh, err := d.readState(ctx)
 	if errors.Is(err, errNoMigration) {
-		if d.layout == LayoutV2 && fresh.hasV2 {
-			// A standalone v2 table: no v1, no migration.
+		if d.layout != LayoutV1 && fresh.hasV2 {
+			// A standalone v2 table (made by `lake init` with layout v2):
+			// no v1, no migration.
 			fresh.m = Migration{State: StateV2Only}
 			fresh.fetched = time.Now()
 			err = nil
