@@ -76,7 +76,7 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 		return err
 	}
 	n := m.next(s.Migration, dynamostore.StateDual)
-	n.Barriers = dynamostore.DefaultBarriers
+	n.Barriers, n.DualSince = dynamostore.DefaultBarriers, n.Since
 	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
 	return m.d.Transition(ctx, s, n, dynamostore.BarriersKeep)
 }
@@ -444,7 +444,7 @@ func checkRollback(s dynamostore.MigrationSnapshot) error {
 // any verification discarded, the barrier removed if a finalization held it.
 func (m *Migrator) applyRollback(ctx context.Context, s dynamostore.MigrationSnapshot) error {
 	n := m.next(s.Migration, dynamostore.StateV1)
-	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
+	n.Backfill, n.Verified, n.FinalizingSince, n.DualSince = dynamostore.BackfillProgress{}, nil, nil, time.Time{}
 	barriers := dynamostore.BarriersKeep
 	if s.FinalizingSince != nil {
 		barriers = dynamostore.BarriersRemove

@@ -185,7 +185,7 @@ func (d *Driver) plan(md mode, st Migration, m mutation, expect *metastore.Expec
 		items = append(items, txItem{t: tV2, key: BarrierKey(shard), kind: kCheck, role: roleBarrier, cond: condAbsent()})
 		guard(tV1)
 		write(tV1, roleTarget, condExpect)
-		write(tV2, roleCopy, condCopy)
+		write(tV2, roleCopy, func(e metastore.Expect) *expression.ConditionBuilder { return condCopy(e, st.DualSince) })
 		// The change log lets finalize re-verify only the keys written
 		// since the online verify, instead of scanning both tables.
 		now := time.Now()

@@ -48,6 +48,9 @@ type Migration struct {
 	Epoch int64 `json:"epoch"`
 	// Since is when the current state was entered.
 	Since time.Time `json:"since"`
+	// DualSince is when the current dual period began (dual and backfill);
+	// v2 copies lake wrote before it are leftovers of a rolled-back period.
+	DualSince time.Time `json:"dual_since,omitzero"`
 	// Barriers is the number of barrier items, fixed when dual starts.
 	Barriers int `json:"barriers,omitempty"`
 	// Backfill is the backfill's durable progress.

@@ -105,13 +105,20 @@ func condExpect(e metastore.Expect) *expression.ConditionBuilder {
 }
 
 // condCopy is the condition on the non-authoritative copy in dual mode: it
-// may be missing (a key written before the upgrade), but if present it must
-// hold what the authority holds; anything else fails closed.
-func condCopy(e metastore.Expect) *expression.ConditionBuilder {
-	if e.Absent() {
-		return condAbsent()
+// may be missing (a key written before the upgrade), or a leftover lake
+// wrote before the current dual period began (staleBefore: a copy from a
+// dual period that was rolled back, which v1 has since moved past), but
+// otherwise it must hold what the authority holds; anything else fails
+// closed.
+func condCopy(e metastore.Expect, staleBefore time.Time) *expression.ConditionBuilder {
+	c := expression.AttributeNotExists(expression.Name(attrPK))
+	if !e.Absent() {
+		c = c.Or(expression.Name(attrValue).Equal(expression.Value(&types.AttributeValueMemberB{Value: e.Value()})))
 	}
-	c := expression.AttributeNotExists(expression.Name(attrPK)).Or(expression.Name(attrValue).Equal(expression.Value(&types.AttributeValueMemberB{Value: e.Value()})))
+	if !staleBefore.IsZero() {
+		ms := strconv.FormatInt(staleBefore.UnixMilli(), 10)
+		c = c.Or(expression.Name(attrTime).LessThan(expression.Value(&types.AttributeValueMemberN{Value: ms})))
+	}
 	return &c
 }
 
