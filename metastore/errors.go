@@ -64,6 +64,7 @@ type ConflictError struct {
 	Reason string
 }
 
+// Error renders the conflict as one line naming the key.
 func (e *ConflictError) Error() string {
 	if e.Reason == "" {
 		return fmt.Sprintf("%v: %q", ErrConflict, e.Key)

@@ -38,6 +38,7 @@ const (
 
 var names = [...]string{"none", "drop-request", "drop-response", "server-error", "throttle", "tx-conflict"}
 
+// String names the fault.
 func (f Fault) String() string {
 	if f >= 0 && int(f) < len(names) {
 		return names[f]
