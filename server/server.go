@@ -316,50 +316,37 @@ func (s *Server) route(rq *request) {
 		default:
 			s.methodNotAllowed(rq, "GET, HEAD, PUT, DELETE")
 		}
-	case path == nodeapi.GuardedPath:
-		rq.op = "guarded_mutate"
-		if s.allow(rq, http.MethodPost) {
-			s.handleGuarded(rq)
-		}
-	case path == nodeapi.ListPath:
-		rq.op = "list"
-		if s.allow(rq, http.MethodGet) {
-			s.handleList(rq)
-		}
-	case path == nodeapi.CatalogPath:
-		rq.op = "catalog"
-		if s.allow(rq, http.MethodGet) {
-			s.handleCatalog(rq)
-		}
-	case path == nodeapi.PausePath:
-		rq.op = "pause"
-		if s.allow(rq, http.MethodPost) {
-			s.handlePause(rq)
-		}
-	case path == nodeapi.ResumePath:
-		rq.op = "resume"
-		if s.allow(rq, http.MethodPost) {
-			s.handleResume(rq)
-		}
-	case path == nodeapi.HealthPath:
-		rq.op = "healthz"
-		if s.allow(rq, http.MethodGet) {
-			s.text(rq, http.StatusOK, "ok\n")
-		}
-	case path == nodeapi.ReadyPath:
-		rq.op = "readyz"
-		if s.allow(rq, http.MethodGet) {
-			s.handleReady(rq)
-		}
-	case path == nodeapi.MetricsPath:
-		rq.op = "metrics"
-		if s.allow(rq, http.MethodGet) {
-			rq.status, rq.outcome = http.StatusOK, "ok"
-			s.promH.ServeHTTP(rq.w, rq.r)
+	case endpoints[path].handle != nil:
+		ep := endpoints[path]
+		rq.op = ep.op
+		if s.allow(rq, ep.method) {
+			ep.handle(s, rq)
 		}
 	default:
 		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see the README, section HTTP API)"))
 	}
+}
+
+// endpoint is a fixed path of the API other than /v1/kv/.
+type endpoint struct {
+	op     string // the op label of metrics and logs
+	method string
+	handle func(*Server, *request)
+}
+
+// endpoints maps each fixed path to its endpoint.
+var endpoints = map[string]endpoint{
+	nodeapi.GuardedPath: {"guarded_mutate", http.MethodPost, (*Server).handleGuarded},
+	nodeapi.ListPath:    {"list", http.MethodGet, (*Server).handleList},
+	nodeapi.CatalogPath: {"catalog", http.MethodGet, (*Server).handleCatalog},
+	nodeapi.PausePath:   {"pause", http.MethodPost, (*Server).handlePause},
+	nodeapi.ResumePath:  {"resume", http.MethodPost, (*Server).handleResume},
+	nodeapi.HealthPath:  {"healthz", http.MethodGet, func(s *Server, rq *request) { s.text(rq, http.StatusOK, "ok\n") }},
+	nodeapi.ReadyPath:   {"readyz", http.MethodGet, (*Server).handleReady},
+	nodeapi.MetricsPath: {"metrics", http.MethodGet, func(s *Server, rq *request) {
+		rq.status, rq.outcome = http.StatusOK, "ok"
+		s.promH.ServeHTTP(rq.w, rq.r)
+	}},
 }
 
 // allow admits method (and HEAD for GET) or answers 405.

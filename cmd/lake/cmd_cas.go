@@ -35,12 +35,9 @@ code is 4. NEW "-" reads stdin; --value-file reads the new value from a file.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			return s.CAS(cmd.Context(), args[0], expect, v)
+			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
+				return s.CAS(cmd.Context(), args[0], expect, v)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.expect, "expect", "", "the exact current value")

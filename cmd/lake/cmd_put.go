@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/lakemeta/lake/metastore"
 	"github.com/spf13/cobra"
 )
 
@@ -26,12 +27,9 @@ at most 350 KiB; a larger one is refused, never truncated.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			return s.Put(cmd.Context(), args[0], v)
+			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
+				return s.Put(cmd.Context(), args[0], v)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.valueFile, "value-file", "", "read the value from this file")

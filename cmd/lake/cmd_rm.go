@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/lakemeta/lake/metastore"
 	"github.com/spf13/cobra"
 )
 
@@ -27,12 +28,9 @@ with code 4.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			return s.Delete(cmd.Context(), args[0], expected)
+			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
+				return s.Delete(cmd.Context(), args[0], expected)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.expect, "expect", "", "the exact current value")

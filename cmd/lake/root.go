@@ -87,6 +87,16 @@ func (g *globalOptions) openStore(ctx context.Context) (*metastore.Store, error)
 	return storeurl.Open(ctx, g.store, nil)
 }
 
+// withStore opens the store of --store, runs fn with it, and closes it.
+func (g *globalOptions) withStore(ctx context.Context, fn func(*metastore.Store) error) error {
+	s, err := g.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
+}
+
 // readValue resolves a value given as an argument ("-" reads stdin) or, when
 // file is set, read from that file. It never truncates: one byte over the
 // limit is read so that the store refuses it with a clear error.
