@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"text/tabwriter"
@@ -64,14 +62,12 @@ func RunNode(ctx context.Context, name string, store *metastore.Store, cfg NodeC
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, hs, err := server.ServeLoopback(srv)
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
 	defer hs.Close()
-	rd, err := remotestore.New("http://"+ln.Addr().String(), nil)
+	rd, err := remotestore.New(url, nil)
 	if err != nil {
 		return nil, err
 	}

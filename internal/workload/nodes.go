@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -64,13 +63,11 @@ func (f *nodes) startNode(ctx context.Context, id string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, hs, err := server.ServeLoopback(srv)
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	return &node{url: "http://" + ln.Addr().String(), hs: hs, store: s, watcher: w}, nil
+	return &node{url: url, hs: hs, store: s, watcher: w}, nil
 }
 
 // client opens a remote store on the node of client c.
