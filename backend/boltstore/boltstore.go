@@ -15,6 +15,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/lakemeta/lake/metastore"
 	bolt "go.etcd.io/bbolt"
@@ -33,6 +35,9 @@ var (
 type Driver struct {
 	db   *bolt.DB
 	path string
+	// poison holds the error of the first fault on a damaged page; once
+	// set, no call reaches bbolt again (guard.go).
+	poison atomic.Pointer[error]
 }
 
 var _ metastore.Driver = (*Driver)(nil)
@@ -49,7 +54,7 @@ func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view("get", func(tx *bolt.Tx) error {
 		got := tx.Bucket(dataBucket).Get([]byte(key))
 		if got == nil {
 			return metastore.NotFound(key)
@@ -116,7 +121,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	}
 	var items []metastore.Item
 	var next []byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view("list", func(tx *bolt.Tx) error {
 		c := tx.Bucket(dataBucket).Cursor()
 		var k, v []byte
 		if pos == nil {
@@ -143,8 +148,14 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	return items, next, nil
 }
 
-// Close closes the file.
-func (d *Driver) Close() error { return d.db.Close() }
+// Close closes the file. A poisoned driver gives up waiting for bbolt after
+// a second (see closeWithin).
+func (d *Driver) Close() error {
+	if d.Poisoned() != nil {
+		return closeWithin(d.db, time.Second)
+	}
+	return d.db.Close()
+}
 
 func (d *Driver) update(ctx context.Context, fn func(b *bolt.Bucket) error) error {
 	if err := ctx.Err(); err != nil {
@@ -153,7 +164,9 @@ func (d *Driver) update(ctx context.Context, fn func(b *bolt.Bucket) error) erro
 	if d.db.IsReadOnly() {
 		return fmt.Errorf("%w: bolt file %s is open read-only", metastore.ErrRefused, d.path)
 	}
-	return d.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(dataBucket)) })
+	return d.guard("write", func() error {
+		return d.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(dataBucket)) })
+	})
 }
 
 func check(b *bolt.Bucket, key string, expect metastore.Expect) error {
