@@ -1,8 +1,10 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -280,5 +282,33 @@ func TestFaultOnAFileTruncatedUnderneath(t *testing.T) {
 	}
 	if d.Poisoned() == nil {
 		t.Fatal("Poisoned() is nil after a fault")
+	}
+}
+
+// swapFirstKeys swaps the first two keys of leaf page id in place (their
+// last bytes), which keeps the page's bounds and breaks its order.
+func swapFirstKeys(t *testing.T, path string, id int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	if _, err := f.ReadAt(page, int64(id)*4096); err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) []byte {
+		e := 16 + i*16
+		pos := int(binary.LittleEndian.Uint32(page[e+4:]))
+		ksize := int(binary.LittleEndian.Uint32(page[e+8:]))
+		return page[e+pos : e+pos+ksize]
+	}
+	a, b := key(0), key(1)
+	tmp := bytes.Clone(a)
+	copy(a, b)
+	copy(b, tmp)
+	if _, err := f.WriteAt(page, int64(id)*4096); err != nil {
+		t.Fatal(err)
 	}
 }
