@@ -300,8 +300,8 @@ func swapFirstKeys(t *testing.T, path string, id int) {
 	}
 	key := func(i int) []byte {
 		e := 16 + i*16
-		pos := int(binary.LittleEndian.Uint32(page[e+4:]))
-		ksize := int(binary.LittleEndian.Uint32(page[e+8:]))
+		pos := int(binary.NativeEndian.Uint32(page[e+4:]))
+		ksize := int(binary.NativeEndian.Uint32(page[e+8:]))
 		return page[e+pos : e+pos+ksize]
 	}
 	a, b := key(0), key(1)

@@ -14,7 +14,7 @@ import (
 // flags u16, count u16, overflow u32) followed by the meta (magic u32,
 // version u32, page size u32, flags u32, root bucket {page u64, sequence
 // u64}, freelist page u64, high-water mark u64, txid u64, checksum u64), in
-// the machine's byte order (little-endian on every platform lake ships for).
+// the machine's byte order.
 // The checksum is FNV-64a over the meta bytes before it.
 // NB: this is bbolt's file format; it must not change.
 const (
@@ -121,25 +121,25 @@ func readMeta(r io.ReaderAt, pos int64, id uint64) (fileMeta, error) {
 		}
 		return fileMeta{}, err
 	}
-	le := binary.LittleEndian
+	ne := binary.NativeEndian
 	m := buf[pageHeaderSize:]
 	switch {
-	case le.Uint32(m[0:]) != boltMagic:
+	case ne.Uint32(m[0:]) != boltMagic:
 		return fileMeta{}, errNoMagic
-	case le.Uint32(m[4:]) != boltVersion:
-		return fileMeta{}, fmt.Errorf("bbolt format version %d, want %d", le.Uint32(m[4:]), boltVersion)
+	case ne.Uint32(m[4:]) != boltVersion:
+		return fileMeta{}, fmt.Errorf("bbolt format version %d, want %d", ne.Uint32(m[4:]), boltVersion)
 	}
 	h := fnv.New64a()
 	h.Write(m[:metaChecksumEnd])
-	if h.Sum64() != le.Uint64(m[metaChecksumEnd:]) {
+	if h.Sum64() != ne.Uint64(m[metaChecksumEnd:]) {
 		return fileMeta{}, errors.New("checksum mismatch")
 	}
 	fm := fileMeta{
-		pageSize: le.Uint32(m[8:]),
-		root:     le.Uint64(m[16:]),
-		freelist: le.Uint64(m[32:]),
-		hwm:      le.Uint64(m[40:]),
-		txid:     le.Uint64(m[48:]),
+		pageSize: ne.Uint32(m[8:]),
+		root:     ne.Uint64(m[16:]),
+		freelist: ne.Uint64(m[32:]),
+		hwm:      ne.Uint64(m[40:]),
+		txid:     ne.Uint64(m[48:]),
 	}
 	ps := fm.pageSize
 	switch {
@@ -147,7 +147,7 @@ func readMeta(r io.ReaderAt, pos int64, id uint64) (fileMeta, error) {
 		return fileMeta{}, fmt.Errorf("page size %d is not a power of two from %d to %d", ps, minPageSize, maxPageSize)
 	case id == 1 && int64(ps) != pos:
 		return fileMeta{}, fmt.Errorf("page size %d, but the page sits at offset %d", ps, pos)
-	case le.Uint64(buf[0:]) != id || le.Uint16(buf[8:])&metaPageFlag == 0:
+	case ne.Uint64(buf[0:]) != id || ne.Uint16(buf[8:])&metaPageFlag == 0:
 		return fileMeta{}, errors.New("its page header does not identify it as a meta page")
 	case fm.txid%2 != id:
 		return fileMeta{}, fmt.Errorf("transaction %d belongs on the other meta page", fm.txid)

@@ -65,14 +65,14 @@ func (w *walker) page(id uint64, from string, want uint16) []byte {
 		w.problem("page %d: %v", id, err)
 		return nil
 	}
-	le := binary.LittleEndian
-	overflow := uint64(le.Uint32(hdr[12:]))
+	ne := binary.NativeEndian
+	overflow := uint64(ne.Uint32(hdr[12:]))
 	switch {
-	case le.Uint64(hdr) != id:
-		w.problem("page %d (referenced from bucket %s) identifies itself as page %d", id, from, le.Uint64(hdr))
+	case ne.Uint64(hdr) != id:
+		w.problem("page %d (referenced from bucket %s) identifies itself as page %d", id, from, ne.Uint64(hdr))
 		return nil
-	case le.Uint16(hdr[8:])&want == 0:
-		w.problem("page %d (referenced from bucket %s) has flags %#x, not a %s page", id, from, le.Uint16(hdr[8:]), pageKind(want))
+	case ne.Uint16(hdr[8:])&want == 0:
+		w.problem("page %d (referenced from bucket %s) has flags %#x, not a %s page", id, from, ne.Uint16(hdr[8:]), pageKind(want))
 		return nil
 	case id+overflow >= w.hwm:
 		w.problem("page %d (referenced from bucket %s) runs %d pages past the high-water mark", id, from, id+overflow+1-w.hwm)
@@ -109,10 +109,10 @@ func (w *walker) freelist(id uint64) {
 	if p == nil {
 		return
 	}
-	le := binary.LittleEndian
-	start, count := uint64(pageHeaderSize), uint64(le.Uint16(p[10:]))
+	ne := binary.NativeEndian
+	start, count := uint64(pageHeaderSize), uint64(ne.Uint16(p[10:]))
 	if count == 0xFFFF {
-		count, start = le.Uint64(p[pageHeaderSize:]), pageHeaderSize+8
+		count, start = ne.Uint64(p[pageHeaderSize:]), pageHeaderSize+8
 	}
 	if count > (uint64(len(p))-start)/8 {
 		w.problem("freelist page %d lists %d pages, more than it can hold", id, count)
@@ -133,8 +133,8 @@ func (w *walker) tree(id uint64, bucket string) {
 // node checks one branch or leaf page p (page id; 0 for an inline page) and
 // descends into its children and sub-buckets.
 func (w *walker) node(p []byte, id uint64, bucket string) {
-	le := binary.LittleEndian
-	flags, count := le.Uint16(p[8:]), int(le.Uint16(p[10:]))
+	ne := binary.NativeEndian
+	flags, count := ne.Uint16(p[8:]), int(ne.Uint16(p[10:]))
 	where := fmt.Sprintf("page %d of bucket %s", id, bucket)
 	if id == 0 {
 		where = "the inline page of bucket " + bucket
@@ -146,16 +146,16 @@ func (w *walker) node(p []byte, id uint64, bucket string) {
 	for i := range count {
 		e := pageHeaderSize + i*elementSize
 		if flags&branchFlag != 0 {
-			pos, ksize := uint64(le.Uint32(p[e:])), uint64(le.Uint32(p[e+4:]))
+			pos, ksize := uint64(ne.Uint32(p[e:])), uint64(ne.Uint32(p[e+4:]))
 			if uint64(e)+pos+ksize > uint64(len(p)) {
 				w.problem("%s: branch element %d runs past the page", where, i)
 				return
 			}
-			w.tree(le.Uint64(p[e+8:]), bucket)
+			w.tree(ne.Uint64(p[e+8:]), bucket)
 			continue
 		}
-		eflags, pos := le.Uint32(p[e:]), uint64(le.Uint32(p[e+4:]))
-		ksize, vsize := uint64(le.Uint32(p[e+8:])), uint64(le.Uint32(p[e+12:]))
+		eflags, pos := ne.Uint32(p[e:]), uint64(ne.Uint32(p[e+4:]))
+		ksize, vsize := uint64(ne.Uint32(p[e+8:])), uint64(ne.Uint32(p[e+12:]))
 		if uint64(e)+pos+ksize+vsize > uint64(len(p)) {
 			w.problem("%s: leaf element %d runs past the page", where, i)
 			return
@@ -176,13 +176,13 @@ func (w *walker) node(p []byte, id uint64, bucket string) {
 		switch {
 		case vsize < bucketHeader:
 			w.problem("%s: bucket %s has a %d-byte header", where, name, vsize)
-		case le.Uint64(v) != 0:
-			w.tree(le.Uint64(v), name)
+		case ne.Uint64(v) != 0:
+			w.tree(ne.Uint64(v), name)
 		case vsize < bucketHeader+pageHeaderSize:
 			w.problem("%s: inline bucket %s is %d bytes", where, name, vsize)
 		default:
 			inline := v[bucketHeader:]
-			if le.Uint16(inline[8:])&leafFlag == 0 {
+			if ne.Uint16(inline[8:])&leafFlag == 0 {
 				w.problem("%s: inline bucket %s is not a leaf page", where, name)
 				continue
 			}
