@@ -6,9 +6,18 @@
 // find the end) and never sees a control record. Writes are serialized by
 // bbolt's single writer, which makes every conditional operation atomic.
 //
-// A bbolt file can be open in one process at a time. Open waits at most
+// A bbolt file is open for writing in one process at a time, or for reading
+// (Options.ReadOnly, a shared lock) in several. Open waits at most
 // Options.LockTimeout for the file lock and then fails with ErrLocked, so a
 // CLI run against the file of a running node fails fast instead of hanging.
+//
+// # Damage
+//
+// A damaged file is an error, never a crash or a write. Open checks the
+// meta pages and the file's length before bbolt maps it (meta.go); every
+// bbolt call runs with faults turned into panics and recovered, and the
+// first one poisons the driver (guard.go); Check runs bbolt's consistency
+// check behind a bounded walk of the pages (check.go, walk.go).
 package boltstore
 
 import (
