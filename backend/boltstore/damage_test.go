@@ -27,7 +27,7 @@ const fixtureKeys = 3000
 // bigStore writes a store of fixtureKeys keys with 1 KiB values (about
 // 4 MiB) in one transaction, so that nearly every page below the
 // high-water mark is in use, and returns its path.
-func bigStore(t *testing.T) string {
+func bigStore(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "lake.db")
 	d, err := boltstore.Open(path, &boltstore.Options{Create: true})
@@ -57,7 +57,7 @@ func bigStore(t *testing.T) string {
 
 // pagesOf returns the ids of the pages of the given bbolt types ("leaf",
 // "branch") in the file at path.
-func pagesOf(t *testing.T, path string, types ...string) []int {
+func pagesOf(t testing.TB, path string, types ...string) []int {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil) // tx.Page needs the freelist a writer loads
 	if err != nil {
@@ -107,7 +107,7 @@ func contains(list []string, s string) bool {
 }
 
 // overwritePage writes data over page id of a 4 KiB-page file.
-func overwritePage(t *testing.T, path string, id int, data []byte) {
+func overwritePage(t testing.TB, path string, id int, data []byte) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -119,7 +119,7 @@ func overwritePage(t *testing.T, path string, id int, data []byte) {
 	}
 }
 
-func fileSum(t *testing.T, path string) [32]byte {
+func fileSum(t testing.TB, path string) [32]byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
