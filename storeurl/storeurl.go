@@ -43,6 +43,13 @@ type Options struct {
 	// Create creates what the URL names if it does not exist yet (a bolt
 	// file, DynamoDB tables); without it a missing store is an error.
 	Create bool
+	// Init, with Create, also makes an existing file that is not a store (a
+	// zero-byte file, another program's bbolt file) a bolt store: `lake
+	// init` alone sets it.
+	Init bool
+	// ReadOnly opens a bolt file for reading only (a shared lock beside other
+	// readers; the file is never written). Other stores ignore it.
+	ReadOnly bool
 }
 
 // Open opens the store named by raw. opts may be nil.
@@ -60,7 +67,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 		if err != nil {
 			return nil, err
 		}
-		d, err := boltstore.Open(path, &boltstore.Options{Create: opts.Create})
+		d, err := boltstore.Open(path, &boltstore.Options{Create: opts.Create, Init: opts.Init, ReadOnly: opts.ReadOnly})
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,10 @@
 package storeurl_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,6 +49,39 @@ func TestOpen(t *testing.T) {
 			}
 			s.Close()
 		})
+	}
+}
+
+// TestOpenBoltReadOnlyAndInit: ReadOnly and Init reach the bolt store: a
+// read-only store refuses writes and leaves the file as it was; only Init
+// makes an empty file a store (issue 11).
+func TestOpenBoltReadOnlyAndInit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "z.db")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "bolt://" + file
+	for _, opts := range []*storeurl.Options{nil, {ReadOnly: true}, {Create: true}} {
+		if _, err := storeurl.Open(t.Context(), url, opts); !errors.Is(err, boltstore.ErrNotStore) {
+			t.Fatalf("Open(%+v) of an empty file: %v, want ErrNotStore", opts, err)
+		}
+	}
+	s, err := storeurl.Open(t.Context(), url, &storeurl.Options{Create: true, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, _ := os.ReadFile(file)
+	s, err = storeurl.Open(t.Context(), url, &storeurl.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(t.Context(), "tbl/a", nil); !errors.Is(err, metastore.ErrRefused) {
+		t.Fatalf("Put on a read-only store: %v", err)
+	}
+	if after, _ := os.ReadFile(file); !bytes.Equal(before, after) {
+		t.Fatal("a read-only open changed the file")
 	}
 }
 

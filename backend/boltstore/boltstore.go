@@ -6,22 +6,29 @@
 // find the end) and never sees a control record. Writes are serialized by
 // bbolt's single writer, which makes every conditional operation atomic.
 //
-// A bbolt file can be open in one process at a time. Open waits at most
+// A bbolt file is open for writing in one process at a time, or for reading
+// (Options.ReadOnly, a shared lock) in several. Open waits at most
 // Options.LockTimeout for the file lock and then fails with ErrLocked, so a
 // CLI run against the file of a running node fails fast instead of hanging.
+//
+// # Damage
+//
+// A damaged file is an error, never a crash or a write. Open checks the
+// meta pages and the file's length before bbolt maps it (meta.go); every
+// bbolt call runs with faults turned into panics and recovered, and the
+// first one poisons the driver (guard.go); Check runs bbolt's consistency
+// check behind a bounded walk of the pages (check.go, walk.go).
 package boltstore
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakemeta/lake/metastore"
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Name is the backend name carried by this backend's cursors.
@@ -33,82 +40,16 @@ var (
 	controlBucket = []byte("control")
 )
 
-// ErrLocked is returned by Open when another process holds the file.
-var ErrLocked = errors.New("lake: bolt file is locked by another process")
-
-// ErrMissing is returned by Open when the file does not exist and
-// Options.Create is not set.
-var ErrMissing = errors.New("lake: bolt file does not exist")
-
-// Options configure Open. The zero value is usable.
-type Options struct {
-	// Create creates the file (and its buckets) if it does not exist.
-	Create bool
-	// LockTimeout bounds the wait for another process's file lock; zero
-	// means one second. It is never unbounded: a hang is worse than an error.
-	LockTimeout time.Duration
-	// ReadOnly opens the file for reading only (a shared lock).
-	ReadOnly bool
-}
-
 // Driver is the bbolt implementation of metastore.Driver.
 type Driver struct {
 	db   *bolt.DB
 	path string
+	// poison holds the error of the first fault on a damaged page; once
+	// set, no call reaches bbolt again (guard.go).
+	poison atomic.Pointer[error]
 }
 
 var _ metastore.Driver = (*Driver)(nil)
-
-// Open opens the bbolt file at path. opts may be nil.
-func Open(path string, opts *Options) (*Driver, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
-	if path == "" {
-		return nil, fmt.Errorf("%w: empty bolt file path", metastore.ErrInvalidArgument)
-	}
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist) && !opts.Create:
-		return nil, fmt.Errorf("%w: %s (run `lake init` to create it)", ErrMissing, path)
-	case err == nil && st.IsDir():
-		return nil, fmt.Errorf("%w: %s is a directory, not a bolt file", metastore.ErrInvalidArgument, path)
-	}
-	timeout := opts.LockTimeout
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s (a running `lake serve` node holds it? point --store at the node: --store http://HOST:PORT)", ErrLocked, path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lake: open bolt file %s: %w", path, err)
-	}
-	d := &Driver{db: db, path: path}
-	if !opts.ReadOnly {
-		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{dataBucket, controlBucket} {
-				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	} else {
-		err = db.View(func(tx *bolt.Tx) error {
-			if tx.Bucket(dataBucket) == nil {
-				return fmt.Errorf("%w: %s has no lake data bucket (run `lake init`)", metastore.ErrInvalidArgument, path)
-			}
-			return nil
-		})
-	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("lake: initialize bolt file %s: %w", path, err)
-	}
-	return d, nil
-}
 
 // Name returns "bolt".
 func (d *Driver) Name() string { return Name }
@@ -122,7 +63,7 @@ func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view("get", func(tx *bolt.Tx) error {
 		got := tx.Bucket(dataBucket).Get([]byte(key))
 		if got == nil {
 			return metastore.NotFound(key)
@@ -189,7 +130,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	}
 	var items []metastore.Item
 	var next []byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view("list", func(tx *bolt.Tx) error {
 		c := tx.Bucket(dataBucket).Cursor()
 		var k, v []byte
 		if pos == nil {
@@ -216,8 +157,14 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	return items, next, nil
 }
 
-// Close closes the file.
-func (d *Driver) Close() error { return d.db.Close() }
+// Close closes the file. A poisoned driver gives up waiting for bbolt after
+// a second (see closeWithin).
+func (d *Driver) Close() error {
+	if d.Poisoned() != nil {
+		return closeWithin(d.db, time.Second)
+	}
+	return d.db.Close()
+}
 
 func (d *Driver) update(ctx context.Context, fn func(b *bolt.Bucket) error) error {
 	if err := ctx.Err(); err != nil {
@@ -226,7 +173,9 @@ func (d *Driver) update(ctx context.Context, fn func(b *bolt.Bucket) error) erro
 	if d.db.IsReadOnly() {
 		return fmt.Errorf("%w: bolt file %s is open read-only", metastore.ErrRefused, d.path)
 	}
-	return d.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(dataBucket)) })
+	return d.guard("write", func() error {
+		return d.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(dataBucket)) })
+	})
 }
 
 func check(b *bolt.Bucket, key string, expect metastore.Expect) error {

@@ -17,9 +17,10 @@ var lakeBin string
 
 func TestMain(m *testing.M) {
 	// In the child role the test binary holds a bolt file open, as a node
-	// would, until it is killed.
+	// would (or, with LAKE_TEST_HOLD_READONLY set, as a reader), until it is
+	// killed.
 	if path := os.Getenv("LAKE_TEST_HOLD_FILE"); path != "" {
-		d, err := boltstore.Open(path, nil)
+		d, err := boltstore.Open(path, &boltstore.Options{ReadOnly: os.Getenv("LAKE_TEST_HOLD_READONLY") != ""})
 		if err != nil {
 			os.Exit(7)
 		}
@@ -258,7 +259,7 @@ func TestFileHeldByAnotherProcess(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, c := range []string{"", "init", "get", "put", "cas", "rm", "ls", "serve", "bench", "bench prefix-read", "bench migration",
+	for _, c := range []string{"", "init", "check", "get", "put", "cas", "rm", "ls", "serve", "bench", "bench prefix-read", "bench migration",
 		"bench node", "bench linearizability", "dynamo-migrate", "dynamo-migrate status", "dynamo-migrate dual", "dynamo-migrate backfill",
 		"dynamo-migrate verify", "dynamo-migrate finalize", "dynamo-migrate abort-finalize", "dynamo-migrate rollback", "dynamo-migrate retire-v1"} {
 		args := append(strings.Fields(c), "--help")

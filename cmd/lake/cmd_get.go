@@ -12,7 +12,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 A missing key exits with code 3.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStore(cmd.Context())
+			s, err := g.openReader(cmd.Context())
 			if err != nil {
 				return err
 			}

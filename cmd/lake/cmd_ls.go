@@ -43,7 +43,7 @@ none is.`,
 			if cmd.Flags().Changed("limit") && (o.limit < 1 || o.limit > metastore.MaxListLimit) {
 				return usagef("--limit must be 1 to %d, got %d", metastore.MaxListLimit, o.limit)
 			}
-			s, err := g.openStore(cmd.Context())
+			s, err := g.openReader(cmd.Context())
 			if err != nil {
 				return err
 			}

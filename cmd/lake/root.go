@@ -42,6 +42,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newInitCommand(&g),
+		newCheckCommand(&g),
 		newGetCommand(&g),
 		newPutCommand(&g),
 		newCASCommand(&g),
@@ -85,6 +86,12 @@ func rangeArgs(lo, hi int) cobra.PositionalArgs {
 // openStore opens the store named by --store.
 func (g *globalOptions) openStore(ctx context.Context) (*metastore.Store, error) {
 	return storeurl.Open(ctx, g.store, nil)
+}
+
+// openReader opens the store named by --store for a command that only
+// reads: a bolt file is opened read-only and left byte for byte as it was.
+func (g *globalOptions) openReader(ctx context.Context) (*metastore.Store, error) {
+	return storeurl.Open(ctx, g.store, &storeurl.Options{ReadOnly: true})
 }
 
 // withStore opens the store of --store, runs fn with it, and closes it.

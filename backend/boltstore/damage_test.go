@@ -1,0 +1,314 @@
+package boltstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/metastore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Regression tests for https://github.com/lakemeta/lake/issues/11: a
+// damaged file is an error, never a crash or a write.
+
+const fixtureKeys = 3000
+
+// bigStore writes a store of fixtureKeys keys with 1 KiB values (about
+// 4 MiB) in one transaction, so that nearly every page below the
+// high-water mark is in use, and returns its path.
+func bigStore(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lake.db")
+	d, err := boltstore.Open(path, &boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("data"))
+		for i := range fixtureKeys {
+			if err := b.Put(fmt.Appendf(nil, "tbl/k%05d", i), []byte(strings.Repeat("v", 1024))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// pagesOf returns the ids of the pages of the given bbolt types ("leaf",
+// "branch") in the file at path.
+func pagesOf(t testing.TB, path string, types ...string) []int {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil) // tx.Page needs the freelist a writer loads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ids []int
+	err = db.View(func(tx *bolt.Tx) error {
+		for id := 2; id < int(tx.Size())/db.Info().PageSize; id++ {
+			info, err := tx.Page(id)
+			if err != nil {
+				return err
+			}
+			if info != nil && (len(types) == 0 || contains(types, info.Type)) {
+				ids = append(ids, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// highWaterBytes returns the length in use of the store at path: bbolt
+// grows a file ahead of its high-water mark.
+func highWaterBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var size int64
+	db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	return size
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// overwritePage writes data over page id of a 4 KiB-page file.
+func overwritePage(t testing.TB, path string, id int, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, int64(id)*4096); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileSum(t testing.TB, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// damage is one way of breaking a store, applied to the file at path.
+type damage struct {
+	name  string
+	apply func(t *testing.T, path string)
+}
+
+// damages are the rows of issue 11's table that reach past Open's cheap
+// checks or are refused by them.
+func damages() []damage {
+	truncate := func(size int64) func(*testing.T, string) {
+		return func(t *testing.T, path string) {
+			if err := os.Truncate(path, size); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	zero := func(which string, n int) func(*testing.T, string) {
+		return func(t *testing.T, path string) {
+			ids := pagesOf(t, path, which)
+			for _, id := range ids[len(ids)/2 : len(ids)/2+n] {
+				overwritePage(t, path, id, make([]byte, 4096))
+			}
+		}
+	}
+	random := func(seed uint64) func(*testing.T, string) {
+		return func(t *testing.T, path string) {
+			rng := rand.New(rand.NewPCG(seed, seed))
+			ids := pagesOf(t, path, "leaf", "branch")
+			for range 3 {
+				page := make([]byte, 4096)
+				for i := range page {
+					page[i] = byte(rng.UintN(256))
+				}
+				overwritePage(t, path, ids[rng.IntN(len(ids))], page)
+			}
+		}
+	}
+	ds := []damage{
+		{"truncated-8KiB", truncate(8 << 10)},
+		{"truncated-16KiB", truncate(16 << 10)},
+		{"truncated-2MiB", truncate(2 << 20)},
+		{"truncated-one-page-below-the-high-water-mark", func(t *testing.T, path string) {
+			truncate(highWaterBytes(t, path)-4096)(t, path)
+		}},
+		{"zeroed-meta-0", func(t *testing.T, path string) { overwritePage(t, path, 0, make([]byte, 4096)) }},
+		{"zeroed-meta-1", func(t *testing.T, path string) { overwritePage(t, path, 1, make([]byte, 4096)) }},
+		{"zeroed-meta-both", func(t *testing.T, path string) { overwritePage(t, path, 0, make([]byte, 8192)) }},
+		{"zeroed-leaf-pages", zero("leaf", 4)},
+		{"zeroed-branch-page", zero("branch", 1)},
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		ds = append(ds, damage{fmt.Sprintf("random-pages-seed%d", seed), random(seed)})
+	}
+	return ds
+}
+
+// TestDamagedFileIsAnErrorNeverACrashOrAWrite opens each damaged file for
+// reading and for writing, lists it, reads a key and tries a write: each
+// either is refused at open or fails with ErrDamaged once the damage is
+// met, the process lives on, and the file keeps every byte.
+func TestDamagedFileIsAnErrorNeverACrashOrAWrite(t *testing.T) {
+	for _, dm := range damages() {
+		for _, readOnly := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/readonly=%v", dm.name, readOnly), func(t *testing.T) {
+				path := bigStore(t)
+				dm.apply(t, path)
+				before := fileSum(t, path)
+				err := useDamaged(t, path, readOnly)
+				if !errors.Is(err, boltstore.ErrDamaged) {
+					t.Fatalf("damaged file: %v, want ErrDamaged", err)
+				}
+				if !strings.Contains(err.Error(), "lake check") {
+					t.Errorf("error does not name `lake check`: %v", err)
+				}
+				if fileSum(t, path) != before {
+					t.Fatal("the damaged file was changed")
+				}
+			})
+		}
+	}
+}
+
+// useDamaged opens path and reads all of it, then tries a write; it
+// returns the first error, after checking that a poisoned store keeps
+// refusing.
+func useDamaged(t *testing.T, path string, readOnly bool) error {
+	t.Helper()
+	d, err := boltstore.Open(path, &boltstore.Options{ReadOnly: readOnly})
+	if err != nil {
+		return err
+	}
+	s := metastore.New(d)
+	defer s.Close()
+	ctx := context.Background()
+	_, err = s.ListAll(ctx, "")
+	if err == nil {
+		t.Fatal("ListAll of a damaged store succeeded")
+	}
+	if !errors.Is(err, metastore.ErrUnavailable) {
+		t.Errorf("a fault on a damaged page: %v, want ErrUnavailable", err)
+	}
+	// Poisoned: every call answers the same error, and nothing is written.
+	if _, gerr := s.Get(ctx, "tbl/k00000"); !errors.Is(gerr, boltstore.ErrDamaged) {
+		t.Errorf("Get after the fault: %v", gerr)
+	}
+	if !readOnly {
+		if perr := s.Put(ctx, "tbl/new", []byte("x")); !errors.Is(perr, boltstore.ErrDamaged) {
+			t.Errorf("Put after the fault: %v, want ErrDamaged", perr)
+		}
+	}
+	return err
+}
+
+// TestFaultOnAFileTruncatedUnderneath: a file cut short while the store is
+// open makes bbolt's map raise SIGBUS; the reading goroutines, many at
+// once, get ErrDamaged and the process lives.
+func TestFaultOnAFileTruncatedUnderneath(t *testing.T) {
+	path := bigStore(t)
+	d, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := metastore.New(d)
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "tbl/k00001"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 8<<10); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.ListAll(ctx, "")
+			errs <- err
+			errs <- s.Put(ctx, fmt.Sprintf("tbl/w%d", g), []byte("x"))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, boltstore.ErrDamaged) || !errors.Is(err, metastore.ErrUnavailable) {
+			t.Fatalf("after the file was cut short: %v", err)
+		}
+	}
+	if st, _ := os.Stat(path); st.Size() != 8<<10 {
+		t.Fatalf("the poisoned store wrote: the file is %d bytes", st.Size())
+	}
+	if d.Poisoned() == nil {
+		t.Fatal("Poisoned() is nil after a fault")
+	}
+}
+
+// swapFirstKeys swaps the first two keys of leaf page id in place (their
+// last bytes), which keeps the page's bounds and breaks its order.
+func swapFirstKeys(t *testing.T, path string, id int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	if _, err := f.ReadAt(page, int64(id)*4096); err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) []byte {
+		e := 16 + i*16
+		pos := int(binary.NativeEndian.Uint32(page[e+4:]))
+		ksize := int(binary.NativeEndian.Uint32(page[e+8:]))
+		return page[e+pos : e+pos+ksize]
+	}
+	a, b := key(0), key(1)
+	tmp := bytes.Clone(a)
+	copy(a, b)
+	copy(b, tmp)
+	if _, err := f.WriteAt(page, int64(id)*4096); err != nil {
+		t.Fatal(err)
+	}
+}
