@@ -44,6 +44,9 @@ type fileShape struct {
 	size     int64
 	pageSize int
 	active   fileMeta
+	// torn describes the one invalid meta page, if any: bbolt opens the
+	// file from the other (see readShape).
+	torn string
 }
 
 // errEmptyFile is what readShape reports for a file of zero bytes.
@@ -51,8 +54,8 @@ var errEmptyFile = errors.New("the file is empty (0 bytes)")
 
 // readShape checks what can be checked cheaply before bbolt maps the file,
 // reading it with plain reads (never through a map, so a short file cannot
-// fault): both meta pages must be valid (magic, version, checksum, page size,
-// page header) and agree on the page size, and the file must be at least as
+// fault): at least one meta page must be valid (magic, version, checksum, page
+// size, page header), two valid ones must agree on the page size, and the file must be at least as
 // long as the high-water mark of the meta bbolt will use, since bbolt would
 // otherwise fault on the first page past the end. The file is opened read-only
 // and never changed.
@@ -92,22 +95,31 @@ func readShape(path string) (fileShape, error) {
 			return fileShape{}, fmt.Errorf("no valid meta page (%d bytes): it is not a bbolt file, or both its meta pages are damaged", size)
 		}
 		return fileShape{}, fmt.Errorf("meta page 0: %v; meta page 1: %v", err0, err1)
-	case err0 != nil:
-		return fileShape{}, fmt.Errorf("meta page 0: %v (meta page 1 is valid)", err0)
-	case err1 != nil:
-		return fileShape{}, fmt.Errorf("meta page 1: %v (meta page 0 is valid)", err1)
-	case m0.pageSize != m1.pageSize:
+	case err0 == nil && err1 == nil && m0.pageSize != m1.pageSize:
 		return fileShape{}, fmt.Errorf("the meta pages disagree on the page size (%d and %d bytes)", m0.pageSize, m1.pageSize)
 	}
-	active := m0
-	if m1.txid > m0.txid {
-		active = m1
+	// One invalid meta page is what a crash during a commit's last write
+	// leaves: bbolt writes the two in turn and falls back to the other, whose
+	// transaction is the last one acknowledged, and the next commit rewrites
+	// the torn one. Refusing it would turn a power cut into a dead store.
+	var active fileMeta
+	var torn string
+	switch {
+	case err0 != nil:
+		active, torn = m1, fmt.Sprintf("meta page 0: %v (a torn write? bbolt uses meta page 1, and the next commit rewrites it)", err0)
+	case err1 != nil:
+		active, torn = m0, fmt.Sprintf("meta page 1: %v (a torn write? bbolt uses meta page 0, and the next commit rewrites it)", err1)
+	default:
+		active = m0
+		if m1.txid > m0.txid {
+			active = m1
+		}
 	}
 	// Divide rather than multiply: a forged high-water mark must not overflow.
 	if active.hwm > uint64(size)/uint64(active.pageSize) {
 		return fileShape{}, fmt.Errorf("the file is %d bytes but its meta page says it holds %d pages of %d bytes: it was truncated", size, active.hwm, active.pageSize)
 	}
-	return fileShape{size: size, pageSize: int(active.pageSize), active: active}, nil
+	return fileShape{size: size, pageSize: int(active.pageSize), active: active, torn: torn}, nil
 }
 
 var errNoMagic = errors.New("no bbolt magic number")

@@ -36,6 +36,9 @@ bytes) exits 1 too: lake init makes it one.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			for _, n := range rep.Notes {
+				fmt.Fprintf(out, "note: %s\n", n)
+			}
 			if rep.Sound() {
 				fmt.Fprintf(out, "ok: %s: %d keys; %d pages of %d bytes in use, file %d bytes\n", path, rep.Keys, rep.Pages, rep.PageSize, rep.Size)
 				return nil
