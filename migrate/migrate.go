@@ -47,7 +47,8 @@ import (
 
 // Migrator runs the migration of one table.
 type Migrator struct {
-	d    *dynamostore.Driver
+	p    dynamostore.Primitives
+	reg  dynamostore.Registry
 	opts Options
 }
 
@@ -118,7 +119,7 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Migrator{d: d, opts: o}, nil
+	return &Migrator{p: d.Primitives(), reg: d.Registry(), opts: o}, nil
 }
 
 // ErrCrashed is returned when Options.Crash stopped a step.
@@ -151,7 +152,7 @@ func (m *Migrator) next(cur dynamostore.Migration, state dynamostore.State) dyna
 
 // Peers returns the live nodes of the registry and how many are v1-only.
 func (m *Migrator) Peers(ctx context.Context) (live []dynamostore.NodeInfo, v1only int, err error) {
-	nodes, err := m.d.Nodes(ctx)
+	nodes, err := m.reg.Nodes(ctx)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -29,16 +29,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	api := dynamostore.NewClient(ddblocal.Config(t), "")
-	e := &env{t: t, api: api, table: ddblocal.TableName(t)}
-	if err := dynamostore.Create(context.Background(), api, dynamostore.Options{Table: e.table}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, name := range []string{e.table, e.table + dynamostore.V2Suffix} {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
-	return e
+	return &env{t: t, api: api, table: ddblocal.Tables(t, api, dynamostore.Options{}).Table}
 }
 
 // store opens a store as a node would (layout auto).
@@ -441,7 +432,7 @@ func TestV1OnlyPeerBlocksBackfillAndFinalize(t *testing.T) {
 		}
 		return metastore.New(d), d
 	}()
-	if _, err := forced.Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "old-node", Role: "commit", Lease: time.Minute}); err != nil {
+	if _, err := forced.Registry().Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "old-node", Role: "commit", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * refresh)
@@ -454,11 +445,11 @@ func TestV1OnlyPeerBlocksBackfillAndFinalize(t *testing.T) {
 		t.Fatalf("status: %v, v1-only %d", err, st.V1Only)
 	}
 	// The node leaves; a dual node joins.
-	if err := forced.Deregister(t.Context(), "old-node"); err != nil {
+	if err := forced.Registry().Deregister(t.Context(), "old-node"); err != nil {
 		t.Fatal(err)
 	}
 	_, d := e.store(refresh)
-	if _, err := d.Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "new-node", Role: "commit", Lease: time.Minute}); err != nil {
+	if _, err := d.Registry().Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "new-node", Role: "commit", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	e.run(m, "backfill", "verify", "finalize")
@@ -614,7 +605,7 @@ func TestHeartbeatLiveness(t *testing.T) {
 	e := newEnv(t)
 	m := e.migrator(nil)
 	_, d := e.store(refresh)
-	stop, err := d.StartHeartbeat(t.Context(), dynamostore.NodeInfo{ID: "n1", Role: "commit", Lease: 2 * time.Second}, 20*time.Millisecond, func(err error) { t.Log(err) })
+	stop, err := d.Registry().StartHeartbeat(t.Context(), dynamostore.NodeInfo{ID: "n1", Role: "commit", Lease: 2 * time.Second}, 20*time.Millisecond, func(err error) { t.Log(err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +631,7 @@ func TestHeartbeatLiveness(t *testing.T) {
 		t.Fatalf("after stop: %+v", live)
 	}
 	// A killed node: one heartbeat with a short lease, never renewed.
-	if _, err := d.Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "killed", Role: "commit", Lease: 1500 * time.Millisecond}); err != nil {
+	if _, err := d.Registry().Heartbeat(t.Context(), dynamostore.NodeInfo{ID: "killed", Role: "commit", Lease: 1500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if live, _, _ := m.Peers(t.Context()); len(live) != 1 {
@@ -650,7 +641,7 @@ func TestHeartbeatLiveness(t *testing.T) {
 	if live, _, _ := m.Peers(t.Context()); len(live) != 0 {
 		t.Fatalf("lapsed lease still live: %+v", live)
 	}
-	if _, err := d.StartHeartbeat(t.Context(), dynamostore.NodeInfo{ID: "x", Lease: time.Millisecond}, time.Second, nil); !errors.Is(err, metastore.ErrInvalidArgument) {
+	if _, err := d.Registry().StartHeartbeat(t.Context(), dynamostore.NodeInfo{ID: "x", Lease: time.Millisecond}, time.Second, nil); !errors.Is(err, metastore.ErrInvalidArgument) {
 		t.Fatalf("lease shorter than two intervals: %v", err)
 	}
 }
@@ -683,7 +674,7 @@ func TestFinalizeReverifiesTheChangeLog(t *testing.T) {
 		}
 	}
 	st, _ := base.Status(t.Context())
-	keys, err := d.ChangedKeys(t.Context(), dynamostore.DefaultBarriers, st.Verified.Started)
+	keys, err := d.Primitives().ChangedKeys(t.Context(), dynamostore.DefaultBarriers, st.Verified.Started)
 	if err != nil || len(keys) != 3 {
 		t.Fatalf("change log since the verify: %q, %v", keys, err)
 	}

@@ -61,7 +61,7 @@ func (m *Migrator) verify(ctx context.Context, since *time.Time) (Report, error)
 	var rep Report
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
-	for _, pass := range []func(context.Context, dynamostore.Segment, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.d.VerifyV1Page, m.d.VerifyV2Page} {
+	for _, pass := range []func(context.Context, dynamostore.Segment, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.p.VerifyV1Page, m.p.VerifyV2Page} {
 		for i := range m.opts.Segments {
 			seg := dynamostore.Segment{Index: i, Total: m.opts.Segments}
 			g.Go(func() error {

@@ -29,7 +29,7 @@ type Status struct {
 
 // Status reads the migration's state, progress and peers.
 func (m *Migrator) Status(ctx context.Context) (Status, error) {
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return Status{}, err
 	}
@@ -37,7 +37,7 @@ func (m *Migrator) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{Table: m.d.Table(), State: s.State, Epoch: s.Epoch, Since: s.Since, Backfill: s.Backfill,
+	st := Status{Table: m.p.Table(), State: s.State, Epoch: s.Epoch, Since: s.Since, Backfill: s.Backfill,
 		Verified: s.Verified, Finalized: s.FinalizedAt, Finalizing: s.FinalizingSince, Peers: live, V1Only: v1only}
 	for _, step := range m.Steps() {
 		if step.Check(s) == nil {

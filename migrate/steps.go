@@ -40,7 +40,7 @@ func (m *Migrator) Run(ctx context.Context, name string) error {
 		if st.Name != name {
 			continue
 		}
-		s, err := m.d.ReadMigration(ctx)
+		s, err := m.p.ReadMigration(ctx)
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func checkDual(s dynamostore.MigrationSnapshot) error {
 }
 
 func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapshot) error {
-	if err := m.d.CreateV2(ctx); err != nil {
+	if err := m.p.CreateV2(ctx); err != nil {
 		return err
 	}
 	if err := m.crash("dual:after-create-v2"); err != nil {
@@ -68,7 +68,7 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 	}
 	// CreateV2 may have created the table: read the snapshot again so the
 	// transition guards on what is there now.
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 	n := m.next(s.Migration, dynamostore.StateDual)
 	n.Barriers, n.DualSince = dynamostore.DefaultBarriers, n.Since
 	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
-	return m.d.Transition(ctx, s, n, dynamostore.BarriersKeep)
+	return m.p.Transition(ctx, s, n, dynamostore.BarriersKeep)
 }
 
 func checkBackfill(s dynamostore.MigrationSnapshot) error {
@@ -99,11 +99,11 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 			return err
 		}
 		n := m.next(s.Migration, dynamostore.StateBackfill)
-		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
 			return err
 		}
 		var err error
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return err
 		}
 	}
@@ -117,7 +117,7 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		page, err := m.d.BackfillPage(ctx, s.Backfill.Cursor, m.opts.PageSize)
+		page, err := m.p.BackfillPage(ctx, s.Backfill.Cursor, m.opts.PageSize)
 		if err != nil {
 			return err
 		}
@@ -134,13 +134,13 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 		n.Backfill.Updated = m.now()
 		// The cursor moves only now, after every item of the page
 		// converged; a crash before this line replays the page.
-		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
 			return fmt.Errorf("lake: saving the backfill cursor: %w", err)
 		}
 		if err := m.crash("backfill:cursor-saved"); err != nil {
 			return err
 		}
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return err
 		}
 		bar.update(s.Backfill)
@@ -225,7 +225,7 @@ var ErrDifferences = fmt.Errorf("%w: v1 and v2 differ", metastore.ErrRefused)
 // writes) and returns the report. A clean verify after a complete backfill
 // is recorded in the migration record, which finalize requires.
 func (m *Migrator) Verify(ctx context.Context) (Report, error) {
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return Report{}, err
 	}
@@ -241,7 +241,7 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("%w: %s", ErrDifferences, rep.Summary())
 	}
 	if s.State == dynamostore.StateBackfill && s.Backfill.Done && s.FinalizingSince == nil {
-		s2, err := m.d.ReadMigration(ctx)
+		s2, err := m.p.ReadMigration(ctx)
 		if err != nil {
 			return rep, err
 		}
@@ -250,7 +250,7 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		}
 		n := s2.Migration
 		n.Verified = &dynamostore.Verification{At: m.now(), Started: started, Checked: rep.Checked}
-		if err := m.d.Transition(ctx, s2, n, dynamostore.BarriersKeep); err != nil {
+		if err := m.p.Transition(ctx, s2, n, dynamostore.BarriersKeep); err != nil {
 			return rep, err
 		}
 		rep.Recorded = true
@@ -292,7 +292,7 @@ func (m *Migrator) applyFinalize(ctx context.Context, s dynamostore.MigrationSna
 // barrier resumes from the re-verification.
 func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	var rep FinalizeReport
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -317,7 +317,7 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 		if !rep.Precheck.Clean() {
 			return rep, fmt.Errorf("%w: changes since the last verify: %s; writes were not paused", ErrDifferences, rep.Precheck.Summary())
 		}
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return rep, err
 		}
 		if err := checkFinalize(s); err != nil {
@@ -328,11 +328,11 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	if s.FinalizingSince == nil {
 		n := s.Migration
 		n.FinalizingSince = &start
-		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersInstall); err != nil {
+		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersInstall); err != nil {
 			return rep, fmt.Errorf("lake: installing the write barrier: %w", err)
 		}
 		fmt.Fprintf(m.opts.Progress, "barrier installed: writes are paused\n")
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return rep, err
 		}
 	} else {
@@ -368,7 +368,7 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	n.FinalizedAt, n.FinalizingSince = &at, nil
 	// One transaction: every barrier item still held, the v1 record
 	// exactly as read, the marker published into v2.
-	if err := m.d.Transition(ctx, s, n, dynamostore.BarriersHeld); err != nil {
+	if err := m.p.Transition(ctx, s, n, dynamostore.BarriersHeld); err != nil {
 		return rep, fmt.Errorf("lake: publishing the marker: %w", err)
 	}
 	rep.Pause = m.now().Sub(start)
@@ -386,7 +386,7 @@ const ClockSkew = time.Minute
 func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.Time) (Report, error) {
 	start := time.Now()
 	var rep Report
-	keys, err := m.d.ChangedKeys(ctx, max(shards, 1), since)
+	keys, err := m.p.ChangedKeys(ctx, max(shards, 1), since)
 	if err != nil {
 		return rep, err
 	}
@@ -395,7 +395,7 @@ func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.T
 	g.SetLimit(m.opts.Segments)
 	for _, k := range keys {
 		g.Go(func() error {
-			diff, differs, err := m.d.CompareKey(gctx, k)
+			diff, differs, err := m.p.CompareKey(gctx, k)
 			if err != nil {
 				return err
 			}
@@ -427,7 +427,7 @@ func checkAbort(s dynamostore.MigrationSnapshot) error {
 func (m *Migrator) applyAbort(ctx context.Context, s dynamostore.MigrationSnapshot) error {
 	n := s.Migration
 	n.FinalizingSince = nil
-	return m.d.Transition(ctx, s, n, dynamostore.BarriersRemove)
+	return m.p.Transition(ctx, s, n, dynamostore.BarriersRemove)
 }
 
 func checkRollback(s dynamostore.MigrationSnapshot) error {
@@ -449,7 +449,7 @@ func (m *Migrator) applyRollback(ctx context.Context, s dynamostore.MigrationSna
 	if s.FinalizingSince != nil {
 		barriers = dynamostore.BarriersRemove
 	}
-	return m.d.Transition(ctx, s, n, barriers)
+	return m.p.Transition(ctx, s, n, barriers)
 }
 
 func checkRetire(s dynamostore.MigrationSnapshot) error {
@@ -467,7 +467,7 @@ func (m *Migrator) applyRetire(ctx context.Context, s dynamostore.MigrationSnaps
 // peer is dual-capable and the retention horizon has passed since
 // finalization; with deleteTable it then deletes the v1 table.
 func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return err
 	}
@@ -486,11 +486,11 @@ func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
 			return refused("peer %s is not v2-capable (capability %s)", n.ID, n.Capability)
 		}
 	}
-	if err := m.d.Transition(ctx, s, m.next(s.Migration, dynamostore.StateV2Only), dynamostore.BarriersKeep); err != nil {
+	if err := m.p.Transition(ctx, s, m.next(s.Migration, dynamostore.StateV2Only), dynamostore.BarriersKeep); err != nil {
 		return err
 	}
 	if deleteTable {
-		return m.d.DeleteV1Table(ctx)
+		return m.p.DeleteV1Table(ctx)
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ func changeKey(t time.Time, key string) string {
 // ChangedKeys returns the keys dual-mode mutations wrote at or after since
 // (by the writers' clocks), from every shard's change log, each once;
 // strongly consistent.
-func (d *Driver) ChangedKeys(ctx context.Context, shards int, since time.Time) ([]string, error) {
+func (p Primitives) ChangedKeys(ctx context.Context, shards int, since time.Time) ([]string, error) {
+	d := p.d
 	seen := map[string]bool{}
 	var keys []string
 	from := fmt.Sprintf("%013d", max(since.UnixMilli(), 0))
@@ -78,7 +79,8 @@ func (d *Driver) ChangedKeys(ctx context.Context, shards int, since time.Time) (
 
 // CompareKey reads both copies of key at one instant and returns the
 // difference, if any.
-func (d *Driver) CompareKey(ctx context.Context, key string) (Difference, bool, error) {
+func (p Primitives) CompareKey(ctx context.Context, key string) (Difference, bool, error) {
+	d := p.d
 	return d.confirm(ctx, key)
 }
 

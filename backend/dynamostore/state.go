@@ -2,14 +2,13 @@ package dynamostore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -90,8 +89,7 @@ func (m Migration) Barrier(key string) int {
 	if n <= 0 {
 		n = DefaultBarriers
 	}
-	sum := sha256.Sum256([]byte(key))
-	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
+	return keyspace.Barrier(key, n)
 }
 
 // BarrierKey is the control key of barrier item i.

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 )
@@ -17,13 +14,7 @@ import (
 // verify, finalize, reads through v2, refused transitions with exit 6.
 func TestMigrationRollout(t *testing.T) {
 	ddblocal.Endpoint(t)
-	table := ddblocal.TableName(t)
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
-	t.Cleanup(func() {
-		for _, name := range []string{table, table + dynamostore.V2Suffix} {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	table := ddblocal.LakeTable(t, dynamostore.NewClient(ddblocal.Config(t), ""))
 	dir := t.TempDir()
 	store := "--store=dynamodb://" + table
 	lake := func(args ...string) result { return run(t, dir, "", append([]string{store}, args...)...) }
