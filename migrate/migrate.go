@@ -72,8 +72,9 @@ type Options struct {
 	// dual before it refuses; default 30 s.
 	GateWait time.Duration
 	// Retention is how long v1 is kept after finalization before retire-v1
-	// is allowed; default 7 days (one append-operation retention horizon).
-	Retention time.Duration
+	// is allowed; nil means DefaultRetention. Zero is honoured: retire-v1
+	// is allowed right after finalization. Negative is refused.
+	Retention *time.Duration
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// Crash, when set, is called at named points of every step; a non-nil
@@ -82,6 +83,11 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
+
+// DefaultRetention is how long v1 is kept after finalization by default:
+// one append-operation retention horizon, so a rollback to v1-only binaries
+// stays possible that long.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // New returns a Migrator over d, which must be opened with layout auto.
 func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
@@ -110,8 +116,12 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	if o.GateWait <= 0 {
 		o.GateWait = 30 * time.Second
 	}
-	if o.Retention <= 0 {
-		o.Retention = 7 * 24 * time.Hour
+	if o.Retention == nil {
+		r := DefaultRetention
+		o.Retention = &r
+	}
+	if *o.Retention < 0 {
+		return nil, fmt.Errorf("%w: retention %v is negative", metastore.ErrInvalidArgument, *o.Retention)
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,7 @@ func (m *Migrator) Steps() []Step {
 		{"dual", checkDual, m.applyDual},
 		{"backfill", checkBackfill, m.applyBackfill},
 		{"verify", checkVerify, m.applyVerify},
+		{"repair", checkRepair, m.applyRepair},
 		{"finalize", checkFinalize, m.applyFinalize},
 		{"abort-finalize", checkAbort, m.applyAbort},
 		{"rollback", checkRollback, m.applyRollback},
@@ -166,7 +169,7 @@ func (m *Migrator) backfillGate(ctx context.Context, s dynamostore.MigrationSnap
 			break
 		}
 		if m.now().After(deadline) {
-			return refused("%s; backfill starts when every live commit-capable peer observes dual (epoch %d)", lagging, s.Epoch)
+			return refused("%s", lagging)
 		}
 		if err := sleep(ctx, m.opts.Refresh/2); err != nil {
 			return err
@@ -187,8 +190,11 @@ func (m *Migrator) laggingPeer(ctx context.Context, s dynamostore.MigrationSnaps
 		return "", err
 	}
 	for _, n := range live {
-		if n.Role == "commit" && (n.V1Only() || n.Epoch < s.Epoch) {
-			return fmt.Sprintf("peer %s observes state %s (epoch %d, layout %s)", n.ID, n.State, n.Epoch, n.Layout), nil
+		switch {
+		case n.V1Only():
+			return fmt.Sprintf("peer %s is v1-only (capability %s, layout %s, observes state %s): it does not dual-write; upgrade it to a dual-capable binary opened with layout auto, or stop it", n.ID, n.Capability, n.Layout, n.State), nil
+		case n.Role == "commit" && n.Epoch < s.Epoch:
+			return fmt.Sprintf("peer %s still observes state %s (epoch %d, layout %s); backfill starts when every live commit-capable peer observes dual (epoch %d)", n.ID, n.State, n.Epoch, n.Layout, s.Epoch), nil
 		}
 	}
 	return "", nil
@@ -238,7 +244,19 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	if !rep.Clean() {
-		return rep, fmt.Errorf("%w: %s", ErrDifferences, rep.Summary())
+		// Recorded for repair; the last passing verify no longer counts.
+		if err := m.recordDiverged(ctx, rep, "verify", true); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("%w: %s; %s; run `lake dynamo-migrate repair`", ErrDifferences, rep.Summary(), rep.Detail())
+	}
+	if s.Diverged != nil && s.FinalizingSince == nil {
+		if err := m.clearDiverged(ctx, started, 0); err != nil {
+			return rep, err
+		}
+		if s, err = m.p.ReadMigration(ctx); err != nil {
+			return rep, err
+		}
 	}
 	if s.State == dynamostore.StateBackfill && s.Backfill.Done && s.FinalizingSince == nil {
 		s2, err := m.p.ReadMigration(ctx)
@@ -266,6 +284,11 @@ func checkFinalize(s dynamostore.MigrationSnapshot) error {
 		return refused("finalize needs a complete backfill; the table is in state %s", s.State)
 	case !s.Backfill.Done:
 		return refused("the backfill is not complete (cursor %q); run `lake dynamo-migrate backfill`", s.Backfill.Cursor)
+	case s.Diverged != nil && len(s.Diverged.Keys) > 0:
+		return refused("%d keys differ between v1 and v2 (found by %s at %s), first: %s; run `lake dynamo-migrate repair`",
+			int64(len(s.Diverged.Keys))+s.Diverged.More, s.Diverged.By, s.Diverged.At.Format(time.RFC3339), quoteKeys(s.Diverged.Keys))
+	case s.Diverged != nil:
+		return refused("%d keys differ between v1 and v2 (found by %s at %s); run `lake dynamo-migrate backfill --again`", s.Diverged.More, s.Diverged.By, s.Diverged.At.Format(time.RFC3339))
 	case s.Verified == nil && s.FinalizingSince == nil:
 		return refused("no verify has passed since the backfill completed; run `lake dynamo-migrate verify`")
 	}
@@ -315,7 +338,10 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 			return rep, err
 		}
 		if !rep.Precheck.Clean() {
-			return rep, fmt.Errorf("%w: changes since the last verify: %s; writes were not paused", ErrDifferences, rep.Precheck.Summary())
+			if err := m.recordDiverged(ctx, rep.Precheck, "finalize", false); err != nil {
+				return rep, err
+			}
+			return rep, fmt.Errorf("%w: changes since the last verify: %s; %s; writes were not paused: run `lake dynamo-migrate repair`, then finalize again", ErrDifferences, rep.Precheck.Summary(), rep.Precheck.Detail())
 		}
 		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return rep, err
@@ -358,7 +384,10 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 		return rep, err
 	}
 	if !rep.Reverify.Clean() {
-		return rep, fmt.Errorf("%w: re-verification under the barrier: %s; writes stay paused: repair and run finalize again, or abort-finalize", ErrDifferences, rep.Reverify.Summary())
+		if err := m.recordDiverged(ctx, rep.Reverify, "finalize", false); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("%w: re-verification under the barrier: %s; %s; writes stay paused: run `lake dynamo-migrate repair` and finalize again, or abort-finalize", ErrDifferences, rep.Reverify.Summary(), rep.Reverify.Detail())
 	}
 	if err := m.crash("finalize:reverified"); err != nil {
 		return rep, err
@@ -453,7 +482,14 @@ func (m *Migrator) applyRollback(ctx context.Context, s dynamostore.MigrationSna
 }
 
 func checkRetire(s dynamostore.MigrationSnapshot) error {
-	if s.State != dynamostore.StateV2Auth {
+	switch {
+	case s.State == dynamostore.StateV2Only && s.HasV1:
+		return nil // mirroring has stopped; only deleting the v1 table is left
+	case s.State == dynamostore.StateV2Only && s.Standalone:
+		return refused("this is a standalone v2 table (created with layout v2): there is no v1 table to retire")
+	case s.State == dynamostore.StateV2Only:
+		return refused("v1 is retired and its table is gone: the migration is complete, nothing is left to do")
+	case s.State != dynamostore.StateV2Auth:
 		return refused("retire-v1 follows finalization; the table is in state %s", s.State)
 	}
 	return nil
@@ -463,9 +499,20 @@ func (m *Migrator) applyRetire(ctx context.Context, s dynamostore.MigrationSnaps
 	return m.RetireV1(ctx, false)
 }
 
+// RetireAt is when retire-v1 becomes allowed for s: the retention horizon
+// after finalization, or at once when the v1 table is already gone.
+func (m *Migrator) RetireAt(s dynamostore.MigrationSnapshot) time.Time {
+	if s.FinalizedAt == nil || !s.HasV1 {
+		return time.Time{}
+	}
+	return s.FinalizedAt.Add(*m.opts.Retention)
+}
+
 // RetireV1 stops v1 mirroring (state v2-only), refused until every live
 // peer is dual-capable and the retention horizon has passed since
-// finalization; with deleteTable it then deletes the v1 table.
+// finalization; with deleteTable it then deletes the v1 table. A v1 table
+// that is already gone is retired at once (there is nothing left to keep).
+// In state v2-only, with deleteTable, it deletes a v1 table still there.
 func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
 	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
@@ -474,8 +521,15 @@ func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
 	if err := checkRetire(s); err != nil {
 		return err
 	}
-	if left := s.FinalizedAt.Add(m.opts.Retention).Sub(m.now()); left > 0 {
-		return refused("v1 is kept for the retention horizon (%v) after finalization; %v left", m.opts.Retention, left.Round(time.Second))
+	if s.State == dynamostore.StateV2Only {
+		if !deleteTable {
+			return refused("v1 is already retired (state v2-only); its table %q is still there: add --delete-table to delete it", m.p.Table())
+		}
+		return m.p.DeleteV1Table(ctx)
+	}
+	if at := m.RetireAt(s); m.now().Before(at) {
+		return refused("v1 is kept for the retention horizon (%v) after finalization: retire-v1 is allowed from %s (%v left; --retention sets the horizon)",
+			*m.opts.Retention, at.Format(time.RFC3339), at.Sub(m.now()).Round(time.Second))
 	}
 	live, _, err := m.Peers(ctx)
 	if err != nil {
@@ -483,13 +537,13 @@ func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
 	}
 	for _, n := range live {
 		if n.Capability != "dual" {
-			return refused("peer %s is not v2-capable (capability %s)", n.ID, n.Capability)
+			return refused("peer %s is not v2-capable (capability %s, layout %s)", n.ID, n.Capability, n.Layout)
 		}
 	}
 	if err := m.p.Transition(ctx, s, m.next(s.Migration, dynamostore.StateV2Only), dynamostore.BarriersKeep); err != nil {
 		return err
 	}
-	if deleteTable {
+	if deleteTable && s.HasV1 {
 		return m.p.DeleteV1Table(ctx)
 	}
 	return nil
@@ -497,3 +551,15 @@ func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
 
 // IsRefused reports whether err is a refusal of a step.
 func IsRefused(err error) bool { return errors.Is(err, metastore.ErrRefused) }
+
+// quoteKeys names the first keys of a list, for messages.
+func quoteKeys(keys []string) string {
+	var q []string
+	for _, k := range keys[:min(len(keys), firstInError)] {
+		q = append(q, strconv.Quote(k))
+	}
+	if len(keys) > firstInError {
+		q = append(q, fmt.Sprintf("and %d more", len(keys)-firstInError))
+	}
+	return strings.Join(q, ", ")
+}

@@ -18,6 +18,8 @@ import (
 // BackfillPageResult is what one backfill page did.
 type BackfillPageResult struct {
 	Scanned, Created, Validated, Repaired int64
+	// Removed counts v2 copies of keys v1 no longer has, deleted.
+	Removed int64
 	// Next is the scan position after this page; empty when v1 is done.
 	Next string
 }
@@ -79,6 +81,8 @@ func (p Primitives) BackfillPage(ctx context.Context, from string, limit int) (B
 			res.Validated += n
 		case outcomeRepaired:
 			res.Repaired += n
+		case outcomeRemoved:
+			res.Removed += n
 		}
 	}
 	for _, batch := range createBatches(user) {
@@ -168,22 +172,26 @@ const (
 	outcomeValidated outcome = iota
 	outcomeCreated
 	outcomeRepaired
+	outcomeRemoved
 )
 
 // maxConverge bounds the rounds of one key's convergence under concurrent
 // writes.
 const maxConverge = 32
 
-// converge makes v2's copy of key equal v1's. The first round trusts the
-// scanned value; after a failed condition it reads both copies atomically
-// and decides again. v1 is never written: it is the authority, so a
-// concurrent dual write (which changes both) is never overwritten.
+// converge makes v2's copy of key equal v1's. With scanned set, the first
+// round trusts the scanned v1 value and assumes v2 has no copy; otherwise,
+// and after every failed condition, it reads both copies atomically and
+// decides again. Every write is conditioned on both copies as read: v1 is
+// never written (it is the authority, so a concurrent dual write, which
+// changes both, is never overwritten), and a v2 copy whose key v1 lacks is
+// deleted only while v1 still lacks it.
 func (d *Driver) converge(ctx context.Context, key string, scanned []byte) (outcome, error) {
-	v1, v1ok := scanned, true
+	v1, v1ok := scanned, scanned != nil
 	var v2 []byte
 	v2ok := false // the first round assumes v2 absent
 	for round := 0; round < maxConverge; round++ {
-		if round > 0 {
+		if round > 0 || scanned == nil {
 			var err error
 			if v1, v1ok, v2, v2ok, err = d.readBoth(ctx, key); err != nil {
 				return 0, err
@@ -206,6 +214,7 @@ func (d *Driver) converge(ctx context.Context, key string, scanned []byte) (outc
 		case v1ok && v2ok:
 			items = []txItem{v1check, {t: tV2, key: key, kind: kPut, value: v1, cond: condEquals(v2), role: roleCopy}}
 		default: // v1 gone, v2 left behind
+			result = outcomeRemoved
 			items = []txItem{v1check, {t: tV2, key: key, kind: kDelete, cond: condEquals(v2), role: roleCopy}}
 		}
 		err := d.transact(ctx, items)

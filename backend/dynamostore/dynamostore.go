@@ -157,7 +157,9 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	needV1 := d.layout == LayoutV1 || d.layout == LayoutAuto && snap.m.State != StateV2Only
+	// After the marker v2 is the authority: a v1 table deleted since (by
+	// hand, or by retire-v1) is not needed; writes stop mirroring to it.
+	needV1 := d.layout == LayoutV1 || d.layout == LayoutAuto && !snap.m.ReadsV2()
 	needV2 := d.layout == LayoutV2 || d.layout == LayoutAuto && snap.m.State != StateV1
 	if needV1 && !snap.hasV1 {
 		return nil, fmt.Errorf("%w: %q (run `lake init` with this store URL to create it)", ErrNoTable, d.v1)

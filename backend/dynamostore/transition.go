@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +29,10 @@ type MigrationSnapshot struct {
 	Migration
 	// HasV1 and HasV2 tell which tables exist.
 	HasV1, HasV2 bool
-	raw1, raw2   []byte
+	// Standalone is set for a v2 table made without a migration (`lake
+	// init` with layout v2): no v1 table and no migration record.
+	Standalone bool
+	raw1, raw2 []byte
 }
 
 // ReadMigration reads the migration record afresh.
@@ -38,7 +42,8 @@ func (p Primitives) ReadMigration(ctx context.Context) (MigrationSnapshot, error
 	if err != nil {
 		return MigrationSnapshot{}, err
 	}
-	return MigrationSnapshot{Migration: s.m, HasV1: s.hasV1, HasV2: s.hasV2, raw1: s.raw1, raw2: s.raw2}, nil
+	return MigrationSnapshot{Migration: s.m, HasV1: s.hasV1, HasV2: s.hasV2, raw1: s.raw1, raw2: s.raw2,
+		Standalone: s.raw1 == nil && s.raw2 == nil && !s.hasV1}, nil
 }
 
 // CreateV2 creates the v2 table (if needed) with this process's layout
@@ -111,9 +116,13 @@ func (p Primitives) Transition(ctx context.Context, from MigrationSnapshot, to M
 	return err
 }
 
-// DeleteV1Table deletes the legacy table (retirement, when asked for).
+// DeleteV1Table deletes the legacy table (retirement, when asked for); a
+// table that is already gone is not an error.
 func (p Primitives) DeleteV1Table(ctx context.Context) error {
 	d := p.d
 	_, err := d.api.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(d.v1)})
-	return d.classify(err, d.v1)
+	if err = d.classify(err, d.v1); errors.Is(err, ErrNoTable) {
+		return nil
+	}
+	return err
 }
