@@ -196,7 +196,7 @@ func (d *Driver) plan(md mode, st Migration, m mutation, expect *metastore.Expec
 		// since the online verify, instead of scanning both tables.
 		now := time.Now()
 		items = append(items, txItem{t: tV2, bucket: ChangeBucket(shard), key: changeKey(now, m.key), kind: kPut,
-			value: []byte{}, role: roleMirror, expires: now.Add(changeLogTTL).Unix()})
+			value: changeValue(m.key), role: roleMirror, expires: now.Add(changeLogTTL).Unix()})
 	case modeV2Auth:
 		guard(tV2)
 		write(tV2, roleTarget, condExpect)
