@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,6 +41,8 @@ type NodeInfo struct {
 	// Heartbeat + Lease.
 	Heartbeat time.Time     `json:"heartbeat"`
 	Lease     time.Duration `json:"lease"`
+
+	raw string // the entry's bytes as read, for a conditional removal
 }
 
 // Live reports whether the node's lease covers now.
@@ -64,30 +67,64 @@ func (d *Driver) registryTable(ctx context.Context) (tbl, error) {
 	return tV2, nil
 }
 
+// PruneAfterLeases is how long an entry outlives its node: an entry whose
+// heartbeat is older than this many of its leases is removed by the next
+// heartbeat of any live process that sees it, with a REMOVE conditioned on
+// the entry being exactly as seen (a node that came back keeps its entry).
+// So the registry's size, and the write units every heartbeat pays for
+// the whole item, follow the live fleet, not every pod that ever ran.
+const PruneAfterLeases = 10
+
+// pruneBatch bounds the entries one conditional REMOVE drops.
+const pruneBatch = 50
+
 // Heartbeat writes n (with this store's observed state) into the node
 // registry, one attribute of one registry item per node, so that nodes never
 // overwrite each other. The state n reports is the one the store itself
-// routes by.
+// routes by. Entries dead for PruneAfterLeases leases are pruned on the way.
 func (r Registry) Heartbeat(ctx context.Context, n NodeInfo) (NodeInfo, error) {
+	ns, err := r.HeartbeatAll(ctx, []NodeInfo{n})
+	if err != nil {
+		return n, err
+	}
+	return ns[0], nil
+}
+
+// HeartbeatAll is Heartbeat for several nodes at once, in one update of the
+// registry item: for a process that reports for several nodes.
+func (r Registry) HeartbeatAll(ctx context.Context, ns []NodeInfo) ([]NodeInfo, error) {
 	d := r.d
 	snap, err := d.state(ctx, false)
 	if err != nil {
-		return n, err
-	}
-	n.State, n.Epoch, n.Layout, n.Heartbeat = snap.m.State, snap.m.Epoch, d.layout, time.Now().UTC()
-	if n.Capability == "" {
-		n.Capability = "dual"
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return n, err
+		return nil, err
 	}
 	t, err := d.registryTable(ctx)
 	if err != nil {
-		return n, err
+		return nil, err
 	}
-	upd := expression.Set(expression.Name("nodes."+n.ID), expression.Value(string(b)))
-	return n, d.updateRegistry(ctx, t, upd)
+	now := time.Now().UTC()
+	out := make([]NodeInfo, len(ns))
+	var upd expression.UpdateBuilder
+	for i, n := range ns {
+		if n.ID == "" {
+			return nil, fmt.Errorf("%w: a registry entry needs a node id", metastore.ErrInvalidArgument)
+		}
+		n.State, n.Epoch, n.Layout, n.Heartbeat = snap.m.State, snap.m.Epoch, d.layout, now
+		if n.Capability == "" {
+			n.Capability = "dual"
+		}
+		b, err := json.Marshal(n)
+		if err != nil {
+			return nil, err
+		}
+		upd = upd.Set(expression.Name("nodes."+n.ID), expression.Value(string(b)))
+		out[i] = n
+	}
+	item, err := d.updateRegistry(ctx, t, upd, nil)
+	if err != nil {
+		return out, err
+	}
+	return out, d.pruneRegistry(ctx, t, item, now)
 }
 
 // Deregister removes node id from the registry.
@@ -97,47 +134,103 @@ func (r Registry) Deregister(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return d.updateRegistry(ctx, t, expression.Remove(expression.Name("nodes."+id)))
+	_, err = d.updateRegistry(ctx, t, expression.Remove(expression.Name("nodes."+id)), nil)
+	return err
 }
 
-func (d *Driver) updateRegistry(ctx context.Context, t tbl, upd expression.UpdateBuilder) error {
+// updateRegistry applies upd (under cond, if set) to the registry item and
+// returns the item as it is after the update.
+func (d *Driver) updateRegistry(ctx context.Context, t tbl, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) (map[string]types.AttributeValue, error) {
 	// The map must exist before one of its attributes can be set.
 	init, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name("nodes"),
 		expression.IfNotExists(expression.Name("nodes"), expression.Value(map[string]string{})))).Build()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e, err := expression.NewBuilder().WithUpdate(upd).Build()
+	b := expression.NewBuilder().WithUpdate(upd)
+	if cond != nil {
+		b = b.WithCondition(*cond)
+	}
+	e, err := b.Build()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, x := range []expression.Expression{init, e} {
+	var item map[string]types.AttributeValue
+	for i, x := range []expression.Expression{init, e} {
+		if i == 0 && cond != nil {
+			continue // a conditional update only removes: the map exists
+		}
 		err = d.retry(ctx, func(int) error {
 			d.meter.control()
-			_, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 				TableName: aws.String(d.tableName(t)), Key: d.keyIn(t, registryKey),
-				UpdateExpression: x.Update(), ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
+				UpdateExpression: x.Update(), ConditionExpression: x.Condition(),
+				ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
+				ReturnValues: types.ReturnValueAllNew,
 			})
+			if err == nil {
+				item = out.Attributes
+			}
 			return err
 		})
 		if err != nil {
-			return d.classify(err, d.tableName(t))
+			return nil, d.classify(err, d.tableName(t))
+		}
+	}
+	return item, nil
+}
+
+// pruneRegistry removes the entries of item dead for PruneAfterLeases
+// leases at now, each only if it still holds exactly what item shows.
+func (d *Driver) pruneRegistry(ctx context.Context, t tbl, item map[string]types.AttributeValue, now time.Time) error {
+	entries, err := registryEntries(item)
+	if err != nil {
+		return err
+	}
+	var dead []NodeInfo
+	for _, n := range entries {
+		if now.After(n.Heartbeat.Add(PruneAfterLeases * max(n.Lease, 0))) {
+			dead = append(dead, n)
+		}
+	}
+	for start := 0; start < len(dead); start += pruneBatch {
+		batch := dead[start:min(start+pruneBatch, len(dead))]
+		if err := d.removeEntries(ctx, t, batch); errors.Is(err, metastore.ErrConflict) && len(batch) > 1 {
+			// One of them came back (or was pruned by another process):
+			// remove the others one by one.
+			for _, n := range batch {
+				if err := d.removeEntries(ctx, t, []NodeInfo{n}); err != nil && !errors.Is(err, metastore.ErrConflict) {
+					return err
+				}
+			}
+		} else if err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return err
 		}
 	}
 	return nil
 }
 
-// Nodes returns every node in the registry, live or not.
-func (r Registry) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	d := r.d
-	t, err := d.registryTable(ctx)
-	if err != nil {
-		return nil, err
+// removeEntries removes ns from the registry in one update, conditioned on
+// each entry holding exactly the bytes it was read with.
+func (d *Driver) removeEntries(ctx context.Context, t tbl, ns []NodeInfo) error {
+	var upd expression.UpdateBuilder
+	var cond expression.ConditionBuilder
+	for i, n := range ns {
+		path := expression.Name("nodes." + n.ID)
+		upd = upd.Remove(path)
+		c := path.Equal(expression.Value(n.raw))
+		if i == 0 {
+			cond = c
+		} else {
+			cond = cond.And(c)
+		}
 	}
-	item, _, err := d.getControl(ctx, d.tableName(t), registryKey)
-	if err != nil {
-		return nil, err
-	}
+	_, err := d.updateRegistry(ctx, t, upd, &cond)
+	return err
+}
+
+// registryEntries decodes the entries of the registry item.
+func registryEntries(item map[string]types.AttributeValue) ([]NodeInfo, error) {
 	m, _ := item["nodes"].(*types.AttributeValueMemberM)
 	if m == nil {
 		return nil, nil
@@ -152,9 +245,25 @@ func (r Registry) Nodes(ctx context.Context) ([]NodeInfo, error) {
 		if err := json.Unmarshal([]byte(s.Value), &n); err != nil {
 			return nil, fmt.Errorf("lake: registry entry %q: %w", id, err)
 		}
+		n.raw = s.Value
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// Nodes returns every node in the registry, live or not (an entry stays
+// until it is pruned, PruneAfterLeases leases after its last heartbeat).
+func (r Registry) Nodes(ctx context.Context) ([]NodeInfo, error) {
+	d := r.d
+	t, err := d.registryTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	item, _, err := d.getControl(ctx, d.tableName(t), registryKey)
+	if err != nil {
+		return nil, err
+	}
+	return registryEntries(item)
 }
 
 // StartHeartbeat heartbeats n into the node registry now and then every
