@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -437,12 +438,13 @@ func TestV1OnlyPeerBlocksBackfillAndFinalize(t *testing.T) {
 	}
 	time.Sleep(2 * refresh)
 	gated := e.migrator(&migrate.Options{GateWait: 3 * refresh, PageSize: 7})
-	if err := gated.Run(t.Context(), "backfill"); !migrate.IsRefused(err) {
+	// The refusal names the peer and its layout (issue 9).
+	if err := gated.Run(t.Context(), "backfill"); !migrate.IsRefused(err) || !strings.Contains(err.Error(), "old-node is v1-only") || !strings.Contains(err.Error(), "layout v1") {
 		t.Fatalf("backfill with a v1-only peer: %v", err)
 	}
 	st, err := m.Status(t.Context())
-	if err != nil || st.V1Only != 1 {
-		t.Fatalf("status: %v, v1-only %d", err, st.V1Only)
+	if err != nil || st.V1Only != 1 || len(st.Peers) != 1 || !st.Peers[0].V1Only || !strings.Contains(st.Hint, "old-node") {
+		t.Fatalf("status: %v, v1-only %d, %+v", err, st.V1Only, st)
 	}
 	// The node leaves; a dual node joins.
 	if err := forced.Registry().Deregister(t.Context(), "old-node"); err != nil {

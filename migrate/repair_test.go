@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/migrate"
 )
@@ -315,5 +316,28 @@ func TestChangeLogLongKeys(t *testing.T) {
 		if !found {
 			t.Fatalf("the change log lost the %d-byte key %.20q…", len(k), k)
 		}
+	}
+}
+
+// TestStatusOfStandaloneV2: a v2 table made by `lake init` with layout v2
+// (no v1 table, no migration) is described as such, and every step is
+// refused.
+func TestStatusOfStandaloneV2(t *testing.T) {
+	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	opts := ddblocal.Tables(t, api, dynamostore.Options{Layout: dynamostore.LayoutV2})
+	d, err := dynamostore.Open(t.Context(), api, dynamostore.Options{Table: opts.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := migrate.New(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.Status(t.Context())
+	if err != nil || !st.Standalone || st.V1Table || !strings.Contains(st.Hint, "standalone") || len(st.Allowed) != 0 || st.Peers == nil {
+		t.Fatalf("status of a standalone v2 table: %+v, %v", st, err)
+	}
+	if err := m.Run(t.Context(), "retire-v1"); !migrate.IsRefused(err) || !strings.Contains(err.Error(), "standalone") {
+		t.Fatalf("retire-v1 on a standalone v2 table: %v", err)
 	}
 }
