@@ -27,10 +27,14 @@
 //   - verify: bidirectional, read-only, safe during live writes; a passing
 //     verify after a complete backfill is recorded.
 //   - finalize: refused while a live commit-capable peer is v1-only, the
-//     backfill is incomplete or no verify passed; installs the barrier
+//     backfill is incomplete, no verify passed or differences are recorded;
+//     installs the barrier
 //     (writes pause), re-verifies what changed since the verify, and
 //     publishes the marker in one transaction that checks every barrier item
 //     is still held.
+//   - repair: converges the keys the last verify or refused finalize
+//     recorded; backfill --again (BackfillAgain) re-passes both tables. Both
+//     write v2 only, under conditions on both copies (see repair.go).
 //   - abort-finalize, rollback, retire-v1: see their doc comments.
 package migrate
 

@@ -111,7 +111,7 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 		}
 	}
 	if s.Backfill.Done {
-		fmt.Fprintf(m.opts.Progress, "backfill already complete: scanned %d, created %d, validated %d, repaired %d\n",
+		fmt.Fprintf(m.opts.Progress, "backfill already complete: scanned %d, created %d, validated %d, repaired %d (to converge what changed in v1 since: `lake dynamo-migrate repair` for the keys verify named, `lake dynamo-migrate backfill --again` for a full re-pass)\n",
 			s.Backfill.Scanned, s.Backfill.Created, s.Backfill.Validated, s.Backfill.Repaired)
 		return nil
 	}

@@ -65,7 +65,11 @@ v1 → dual → backfill → v2-authoritative → v2-only. Each step refuses, wi
 reason and exit code 6, a transition the current state forbids.
 
 Without a subcommand, "lake dynamo-migrate --page-size N" runs (or resumes) the
-backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
+backfill, as the rollout steps write it. When a writer lake does not know
+changes v1 after the backfill, "repair" (or "backfill --again") converges v2
+without a rollback. "lake dynamo-migrate status" names the next step. Exit
+codes: 6 refused, 5 writes paused, 4 the state changed concurrently, 2 usage.
+The reference is docs/migration.md.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unknown dynamo-migrate step %q; run `lake dynamo-migrate --help`", args[0])
@@ -150,10 +154,11 @@ again). Refused (exit 6) when nothing is recorded.`,
 		Short: "Compare v1 and v2 both ways (read-only, safe during live writes)",
 		Long: `Compare every v1 record with its v2 copy and every v2 record with v1. A key is
 reported only after an atomic read of both copies confirms the difference.
-Prints a summary and the first offending keys (missing in v2, extra in v2,
+Prints a summary (the count is of keys, each once: every v1 key, and every v2
+key v1 lacks) and the first offending keys (missing in v2, extra in v2,
 different; "unstamped" marks a v1 record a non-lake writer wrote). A clean
 verify after a complete backfill is recorded; finalize requires it. Exit code 6
-when differences are found.`,
+when differences are found; they are recorded for "lake dynamo-migrate repair".`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Verify(cmd.Context())
