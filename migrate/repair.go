@@ -23,6 +23,8 @@ func checkRepair(s dynamostore.MigrationSnapshot) error {
 	switch {
 	case s.State != dynamostore.StateDual && s.State != dynamostore.StateBackfill:
 		return refused("repair converges v2 to v1 in state dual or backfill; the table is in state %s", s.State)
+	case s.Diverged == nil && !s.Backfill.Done:
+		return refused("the backfill is not complete: run `lake dynamo-migrate backfill` (it resumes, and converges every v1 key)")
 	case s.Diverged == nil:
 		return refused("no differences are recorded; run `lake dynamo-migrate verify` to find them (or `lake dynamo-migrate backfill --again` for a full re-pass)")
 	case len(s.Diverged.Keys) == 0:
@@ -93,7 +95,10 @@ func (m *Migrator) recordDiverged(ctx context.Context, rep Report, by string, dr
 		if err != nil {
 			return err
 		}
-		if s.State != dynamostore.StateDual && s.State != dynamostore.StateBackfill {
+		// Before the backfill completes (or while a re-pass runs)
+		// differences are expected and the pass will converge them:
+		// nothing is recorded, and the pass's cursor saves are not raced.
+		if s.State != dynamostore.StateBackfill || !s.Backfill.Done || s.Backfill.Again != nil && !s.Backfill.Again.Done {
 			return nil
 		}
 		n := s.Migration

@@ -250,7 +250,7 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		}
 		return rep, fmt.Errorf("%w: %s; %s; run `lake dynamo-migrate repair`", ErrDifferences, rep.Summary(), rep.Detail())
 	}
-	if s.Diverged != nil && s.FinalizingSince == nil {
+	if s.Diverged != nil && s.FinalizingSince == nil && (s.Backfill.Again == nil || s.Backfill.Again.Done) {
 		if err := m.clearDiverged(ctx, started, 0); err != nil {
 			return rep, err
 		}
