@@ -55,8 +55,9 @@
 //     the copy must be missing, equal to what v1 holds, or a leftover from
 //     a rolled-back dual period, else the write fails closed with
 //     ErrDiverged. v2-authoritative writes v2 (the authority) and mirrors
-//     v1 unconditionally; v2-only writes v2 alone. A forced layout (v1 or
-//     v2) refuses writes that would bypass a migration in progress.
+//     v1 unconditionally (or, once the v1 table is gone, writes v2 alone);
+//     v2-only writes v2 alone. A forced layout (v1 or v2) refuses writes
+//     that would bypass a migration in progress.
 //   - Barrier. Every dual transaction checks that the key's write-barrier
 //     item (keyspace.Barrier over the record's fixed count) is absent;
 //     finalization installs every item, so a store that still caches dual
@@ -66,7 +67,11 @@
 //     finalization re-verifies only the keys written since the verify.
 //   - Registry (registry.go). Long-running processes heartbeat an entry
 //     into the node registry; the migrator gates its steps on the live
-//     entries (see Registry).
+//     entries, and heartbeats prune entries dead for PruneAfterLeases
+//     leases (see Registry).
+//   - Repair (backfill.go, repass.go). Every write the migrator makes to
+//     converge v2 to v1 is conditioned on both copies as read; v1 is never
+//     written, and a v2 copy is removed only while v1 lacks the key.
 //
 // The contract is the Driver's. The migrator's primitives (transitions,
 // backfill pages, verification pages, the change log) are on the handle
