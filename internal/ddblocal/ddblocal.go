@@ -8,6 +8,11 @@
 //
 // Without AWS_ENDPOINT_URL_DYNAMODB in the environment, tests that use this
 // package are skipped, or fail when LAKE_REQUIRE_DYNAMODB=1 (as in CI).
+//
+// Tests of lake's tables get them from Tables (created, then deleted with
+// their v2 companion when the test ends) or LakeTable (a fresh name whose
+// tables, made some other way, are deleted): the one place that creates and
+// deletes them.
 package ddblocal
 
 import (
