@@ -170,3 +170,16 @@ func PinnedFamily(prefix string) (string, bool) {
 func FamilyMatches(family, prefix string) bool {
 	return family == metastore.RootFamily || strings.HasPrefix(family, prefix)
 }
+
+// Barrier returns the write-barrier shard of key among n shards (n < 1 is
+// treated as 1). It is the hash of Params.Shard (HashFormat) over the
+// complete key, modulo n: a key's dual mutations check barrier item
+// Barrier(key, n), so the fleet's writes spread over the n items.
+// NB: must not change; stores of one table must agree on it.
+func Barrier(key string, n int) int {
+	if n < 1 {
+		n = 1
+	}
+	sum := sha256.Sum256([]byte(key))
+	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
+}

@@ -1,14 +1,11 @@
 package migrate_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultapi"
@@ -24,15 +21,7 @@ import (
 func TestExactlyOnceInEveryState(t *testing.T) {
 	const n = 1000
 	api := faultapi.New(dynamostore.NewClient(ddblocal.Config(t), ""), nil)
-	table := ddblocal.TableName(t)
-	if err := dynamostore.Create(context.Background(), api, dynamostore.Options{Table: table}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, name := range []string{table, table + dynamostore.V2Suffix} {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	table := ddblocal.Tables(t, api, dynamostore.Options{}).Table
 	opts := dynamostore.Options{Table: table, Refresh: refresh,
 		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})}
 	d, err := dynamostore.Open(t.Context(), api, opts)

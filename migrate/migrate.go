@@ -27,10 +27,14 @@
 //   - verify: bidirectional, read-only, safe during live writes; a passing
 //     verify after a complete backfill is recorded.
 //   - finalize: refused while a live commit-capable peer is v1-only, the
-//     backfill is incomplete or no verify passed; installs the barrier
+//     backfill is incomplete, no verify passed or differences are recorded;
+//     installs the barrier
 //     (writes pause), re-verifies what changed since the verify, and
 //     publishes the marker in one transaction that checks every barrier item
 //     is still held.
+//   - repair: converges the keys the last verify or refused finalize
+//     recorded; backfill --again (BackfillAgain) re-passes both tables. Both
+//     write v2 only, under conditions on both copies (see repair.go).
 //   - abort-finalize, rollback, retire-v1: see their doc comments.
 package migrate
 
@@ -47,7 +51,8 @@ import (
 
 // Migrator runs the migration of one table.
 type Migrator struct {
-	d    *dynamostore.Driver
+	p    dynamostore.Primitives
+	reg  dynamostore.Registry
 	opts Options
 }
 
@@ -71,8 +76,9 @@ type Options struct {
 	// dual before it refuses; default 30 s.
 	GateWait time.Duration
 	// Retention is how long v1 is kept after finalization before retire-v1
-	// is allowed; default 7 days (one append-operation retention horizon).
-	Retention time.Duration
+	// is allowed; nil means DefaultRetention. Zero is honoured: retire-v1
+	// is allowed right after finalization. Negative is refused.
+	Retention *time.Duration
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// Crash, when set, is called at named points of every step; a non-nil
@@ -81,6 +87,11 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
+
+// DefaultRetention is how long v1 is kept after finalization by default:
+// one append-operation retention horizon, so a rollback to v1-only binaries
+// stays possible that long.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // New returns a Migrator over d, which must be opened with layout auto.
 func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
@@ -109,8 +120,12 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	if o.GateWait <= 0 {
 		o.GateWait = 30 * time.Second
 	}
-	if o.Retention <= 0 {
-		o.Retention = 7 * 24 * time.Hour
+	if o.Retention == nil {
+		r := DefaultRetention
+		o.Retention = &r
+	}
+	if *o.Retention < 0 {
+		return nil, fmt.Errorf("%w: retention %v is negative", metastore.ErrInvalidArgument, *o.Retention)
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
@@ -118,7 +133,7 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Migrator{d: d, opts: o}, nil
+	return &Migrator{p: d.Primitives(), reg: d.Registry(), opts: o}, nil
 }
 
 // ErrCrashed is returned when Options.Crash stopped a step.
@@ -151,7 +166,7 @@ func (m *Migrator) next(cur dynamostore.Migration, state dynamostore.State) dyna
 
 // Peers returns the live nodes of the registry and how many are v1-only.
 func (m *Migrator) Peers(ctx context.Context) (live []dynamostore.NodeInfo, v1only int, err error) {
-	nodes, err := m.d.Nodes(ctx)
+	nodes, err := m.reg.Nodes(ctx)
 	if err != nil {
 		return nil, 0, err
 	}

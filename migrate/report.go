@@ -24,17 +24,54 @@ type Report struct {
 	Different   int64                    `json:"different"`
 	Unstamped   int64                    `json:"unstamped"`
 	First       []dynamostore.Difference `json:"first,omitempty"`
-	Duration    time.Duration            `json:"duration_ns"`
-	Recorded    bool                     `json:"recorded"`
+	// Keys are the differing keys, at most dynamostore.MaxDivergedKeys
+	// (what a repair converges); More counts the rest.
+	Keys     []string      `json:"-"`
+	More     int64         `json:"-"`
+	Duration time.Duration `json:"duration_ns"`
+	Recorded bool          `json:"recorded"`
 }
 
 // Clean reports whether nothing differs.
 func (r Report) Clean() bool { return r.MissingInV2+r.ExtraInV2+r.Different == 0 }
 
-// Summary is one line.
+// Summary is one line. Checked counts keys, each once: every v1 key
+// compared with its v2 copy, and every v2 key v1 lacks.
 func (r Report) Summary() string {
-	return fmt.Sprintf("checked %d: %d missing in v2, %d extra in v2, %d different (%d unstamped, written by a non-lake writer)",
+	return fmt.Sprintf("checked %d keys: %d missing in v2, %d extra in v2, %d different (%d unstamped, written by a non-lake writer)",
 		r.Checked, r.MissingInV2, r.ExtraInV2, r.Different, r.Unstamped)
+}
+
+// firstInError bounds the keys an error message names.
+const firstInError = 5
+
+// Detail names the first differing keys, for error messages.
+func (r Report) Detail() string {
+	var parts []string
+	for _, d := range r.First[:min(len(r.First), firstInError)] {
+		p := fmt.Sprintf("%s %q", d.Kind, d.Key)
+		if d.Unstamped {
+			p += " (unstamped)"
+		}
+		parts = append(parts, p)
+	}
+	s := "first: " + strings.Join(parts, ", ")
+	if n := r.MissingInV2 + r.ExtraInV2 + r.Different; n > int64(len(parts)) {
+		s += fmt.Sprintf(" and %d more", n-int64(len(parts)))
+	}
+	return s
+}
+
+// Print writes the summary and the first differing keys for people.
+func (r Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "%s in %v\n", r.Summary(), r.Duration.Round(time.Millisecond))
+	for _, d := range r.First {
+		un := ""
+		if d.Unstamped {
+			un = " (unstamped)"
+		}
+		fmt.Fprintf(w, "  %s %q%s\n", d.Kind, d.Key, un)
+	}
 }
 
 func (r *Report) add(d dynamostore.Difference) {
@@ -52,6 +89,11 @@ func (r *Report) add(d dynamostore.Difference) {
 	if len(r.First) < maxReported {
 		r.First = append(r.First, d)
 	}
+	if len(r.Keys) < dynamostore.MaxDivergedKeys {
+		r.Keys = append(r.Keys, d.Key)
+	} else {
+		r.More++
+	}
 }
 
 // verify runs both passes at once, each as a parallel scan of
@@ -61,7 +103,7 @@ func (m *Migrator) verify(ctx context.Context, since *time.Time) (Report, error)
 	var rep Report
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
-	for _, pass := range []func(context.Context, dynamostore.Segment, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.d.VerifyV1Page, m.d.VerifyV2Page} {
+	for _, pass := range []func(context.Context, dynamostore.Segment, string, int, *time.Time) (dynamostore.VerifyPageResult, error){m.p.VerifyV1Page, m.p.VerifyV2Page} {
 		for i := range m.opts.Segments {
 			seg := dynamostore.Segment{Index: i, Total: m.opts.Segments}
 			g.Go(func() error {

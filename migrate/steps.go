@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,7 @@ func (m *Migrator) Steps() []Step {
 		{"dual", checkDual, m.applyDual},
 		{"backfill", checkBackfill, m.applyBackfill},
 		{"verify", checkVerify, m.applyVerify},
+		{"repair", checkRepair, m.applyRepair},
 		{"finalize", checkFinalize, m.applyFinalize},
 		{"abort-finalize", checkAbort, m.applyAbort},
 		{"rollback", checkRollback, m.applyRollback},
@@ -40,7 +43,7 @@ func (m *Migrator) Run(ctx context.Context, name string) error {
 		if st.Name != name {
 			continue
 		}
-		s, err := m.d.ReadMigration(ctx)
+		s, err := m.p.ReadMigration(ctx)
 		if err != nil {
 			return err
 		}
@@ -60,7 +63,7 @@ func checkDual(s dynamostore.MigrationSnapshot) error {
 }
 
 func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapshot) error {
-	if err := m.d.CreateV2(ctx); err != nil {
+	if err := m.p.CreateV2(ctx); err != nil {
 		return err
 	}
 	if err := m.crash("dual:after-create-v2"); err != nil {
@@ -68,7 +71,7 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 	}
 	// CreateV2 may have created the table: read the snapshot again so the
 	// transition guards on what is there now.
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return err
 	}
@@ -78,7 +81,7 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 	n := m.next(s.Migration, dynamostore.StateDual)
 	n.Barriers, n.DualSince = dynamostore.DefaultBarriers, n.Since
 	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
-	return m.d.Transition(ctx, s, n, dynamostore.BarriersKeep)
+	return m.p.Transition(ctx, s, n, dynamostore.BarriersKeep)
 }
 
 func checkBackfill(s dynamostore.MigrationSnapshot) error {
@@ -99,16 +102,16 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 			return err
 		}
 		n := m.next(s.Migration, dynamostore.StateBackfill)
-		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
 			return err
 		}
 		var err error
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return err
 		}
 	}
 	if s.Backfill.Done {
-		fmt.Fprintf(m.opts.Progress, "backfill already complete: scanned %d, created %d, validated %d, repaired %d\n",
+		fmt.Fprintf(m.opts.Progress, "backfill already complete: scanned %d, created %d, validated %d, repaired %d (to converge what changed in v1 since: `lake dynamo-migrate repair` for the keys verify named, `lake dynamo-migrate backfill --again` for a full re-pass)\n",
 			s.Backfill.Scanned, s.Backfill.Created, s.Backfill.Validated, s.Backfill.Repaired)
 		return nil
 	}
@@ -117,7 +120,7 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		page, err := m.d.BackfillPage(ctx, s.Backfill.Cursor, m.opts.PageSize)
+		page, err := m.p.BackfillPage(ctx, s.Backfill.Cursor, m.opts.PageSize)
 		if err != nil {
 			return err
 		}
@@ -134,13 +137,13 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 		n.Backfill.Updated = m.now()
 		// The cursor moves only now, after every item of the page
 		// converged; a crash before this line replays the page.
-		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
 			return fmt.Errorf("lake: saving the backfill cursor: %w", err)
 		}
 		if err := m.crash("backfill:cursor-saved"); err != nil {
 			return err
 		}
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return err
 		}
 		bar.update(s.Backfill)
@@ -166,7 +169,7 @@ func (m *Migrator) backfillGate(ctx context.Context, s dynamostore.MigrationSnap
 			break
 		}
 		if m.now().After(deadline) {
-			return refused("%s; backfill starts when every live commit-capable peer observes dual (epoch %d)", lagging, s.Epoch)
+			return refused("%s", lagging)
 		}
 		if err := sleep(ctx, m.opts.Refresh/2); err != nil {
 			return err
@@ -187,8 +190,11 @@ func (m *Migrator) laggingPeer(ctx context.Context, s dynamostore.MigrationSnaps
 		return "", err
 	}
 	for _, n := range live {
-		if n.Role == "commit" && (n.V1Only() || n.Epoch < s.Epoch) {
-			return fmt.Sprintf("peer %s observes state %s (epoch %d, layout %s)", n.ID, n.State, n.Epoch, n.Layout), nil
+		switch {
+		case n.V1Only():
+			return fmt.Sprintf("peer %s is v1-only (capability %s, layout %s, observes state %s): it does not dual-write; upgrade it to a dual-capable binary opened with layout auto, or stop it", n.ID, n.Capability, n.Layout, n.State), nil
+		case n.Role == "commit" && n.Epoch < s.Epoch:
+			return fmt.Sprintf("peer %s still observes state %s (epoch %d, layout %s); backfill starts when every live commit-capable peer observes dual (epoch %d)", n.ID, n.State, n.Epoch, n.Layout, s.Epoch), nil
 		}
 	}
 	return "", nil
@@ -225,7 +231,7 @@ var ErrDifferences = fmt.Errorf("%w: v1 and v2 differ", metastore.ErrRefused)
 // writes) and returns the report. A clean verify after a complete backfill
 // is recorded in the migration record, which finalize requires.
 func (m *Migrator) Verify(ctx context.Context) (Report, error) {
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return Report{}, err
 	}
@@ -238,10 +244,22 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	if !rep.Clean() {
-		return rep, fmt.Errorf("%w: %s", ErrDifferences, rep.Summary())
+		// Recorded for repair; the last passing verify no longer counts.
+		if err := m.recordDiverged(ctx, rep, "verify", true); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("%w: %s; %s; run `lake dynamo-migrate repair`", ErrDifferences, rep.Summary(), rep.Detail())
+	}
+	if s.Diverged != nil && s.FinalizingSince == nil && (s.Backfill.Again == nil || s.Backfill.Again.Done) {
+		if err := m.clearDiverged(ctx, started, 0); err != nil {
+			return rep, err
+		}
+		if s, err = m.p.ReadMigration(ctx); err != nil {
+			return rep, err
+		}
 	}
 	if s.State == dynamostore.StateBackfill && s.Backfill.Done && s.FinalizingSince == nil {
-		s2, err := m.d.ReadMigration(ctx)
+		s2, err := m.p.ReadMigration(ctx)
 		if err != nil {
 			return rep, err
 		}
@@ -250,7 +268,7 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		}
 		n := s2.Migration
 		n.Verified = &dynamostore.Verification{At: m.now(), Started: started, Checked: rep.Checked}
-		if err := m.d.Transition(ctx, s2, n, dynamostore.BarriersKeep); err != nil {
+		if err := m.p.Transition(ctx, s2, n, dynamostore.BarriersKeep); err != nil {
 			return rep, err
 		}
 		rep.Recorded = true
@@ -266,6 +284,11 @@ func checkFinalize(s dynamostore.MigrationSnapshot) error {
 		return refused("finalize needs a complete backfill; the table is in state %s", s.State)
 	case !s.Backfill.Done:
 		return refused("the backfill is not complete (cursor %q); run `lake dynamo-migrate backfill`", s.Backfill.Cursor)
+	case s.Diverged != nil && len(s.Diverged.Keys) > 0:
+		return refused("%d keys differ between v1 and v2 (found by %s at %s), first: %s; run `lake dynamo-migrate repair`",
+			int64(len(s.Diverged.Keys))+s.Diverged.More, s.Diverged.By, s.Diverged.At.Format(time.RFC3339), quoteKeys(s.Diverged.Keys))
+	case s.Diverged != nil:
+		return refused("%d keys differ between v1 and v2 (found by %s at %s); run `lake dynamo-migrate backfill --again`", s.Diverged.More, s.Diverged.By, s.Diverged.At.Format(time.RFC3339))
 	case s.Verified == nil && s.FinalizingSince == nil:
 		return refused("no verify has passed since the backfill completed; run `lake dynamo-migrate verify`")
 	}
@@ -292,7 +315,7 @@ func (m *Migrator) applyFinalize(ctx context.Context, s dynamostore.MigrationSna
 // barrier resumes from the re-verification.
 func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	var rep FinalizeReport
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -315,9 +338,12 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 			return rep, err
 		}
 		if !rep.Precheck.Clean() {
-			return rep, fmt.Errorf("%w: changes since the last verify: %s; writes were not paused", ErrDifferences, rep.Precheck.Summary())
+			if err := m.recordDiverged(ctx, rep.Precheck, "finalize", false); err != nil {
+				return rep, err
+			}
+			return rep, fmt.Errorf("%w: changes since the last verify: %s; %s; writes were not paused: run `lake dynamo-migrate repair`, then finalize again", ErrDifferences, rep.Precheck.Summary(), rep.Precheck.Detail())
 		}
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return rep, err
 		}
 		if err := checkFinalize(s); err != nil {
@@ -328,11 +354,11 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	if s.FinalizingSince == nil {
 		n := s.Migration
 		n.FinalizingSince = &start
-		if err := m.d.Transition(ctx, s, n, dynamostore.BarriersInstall); err != nil {
+		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersInstall); err != nil {
 			return rep, fmt.Errorf("lake: installing the write barrier: %w", err)
 		}
 		fmt.Fprintf(m.opts.Progress, "barrier installed: writes are paused\n")
-		if s, err = m.d.ReadMigration(ctx); err != nil {
+		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return rep, err
 		}
 	} else {
@@ -358,7 +384,10 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 		return rep, err
 	}
 	if !rep.Reverify.Clean() {
-		return rep, fmt.Errorf("%w: re-verification under the barrier: %s; writes stay paused: repair and run finalize again, or abort-finalize", ErrDifferences, rep.Reverify.Summary())
+		if err := m.recordDiverged(ctx, rep.Reverify, "finalize", false); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("%w: re-verification under the barrier: %s; %s; writes stay paused: run `lake dynamo-migrate repair` and finalize again, or abort-finalize", ErrDifferences, rep.Reverify.Summary(), rep.Reverify.Detail())
 	}
 	if err := m.crash("finalize:reverified"); err != nil {
 		return rep, err
@@ -368,7 +397,7 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	n.FinalizedAt, n.FinalizingSince = &at, nil
 	// One transaction: every barrier item still held, the v1 record
 	// exactly as read, the marker published into v2.
-	if err := m.d.Transition(ctx, s, n, dynamostore.BarriersHeld); err != nil {
+	if err := m.p.Transition(ctx, s, n, dynamostore.BarriersHeld); err != nil {
 		return rep, fmt.Errorf("lake: publishing the marker: %w", err)
 	}
 	rep.Pause = m.now().Sub(start)
@@ -386,7 +415,7 @@ const ClockSkew = time.Minute
 func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.Time) (Report, error) {
 	start := time.Now()
 	var rep Report
-	keys, err := m.d.ChangedKeys(ctx, max(shards, 1), since)
+	keys, err := m.p.ChangedKeys(ctx, max(shards, 1), since)
 	if err != nil {
 		return rep, err
 	}
@@ -395,7 +424,7 @@ func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.T
 	g.SetLimit(m.opts.Segments)
 	for _, k := range keys {
 		g.Go(func() error {
-			diff, differs, err := m.d.CompareKey(gctx, k)
+			diff, differs, err := m.p.CompareKey(gctx, k)
 			if err != nil {
 				return err
 			}
@@ -427,7 +456,7 @@ func checkAbort(s dynamostore.MigrationSnapshot) error {
 func (m *Migrator) applyAbort(ctx context.Context, s dynamostore.MigrationSnapshot) error {
 	n := s.Migration
 	n.FinalizingSince = nil
-	return m.d.Transition(ctx, s, n, dynamostore.BarriersRemove)
+	return m.p.Transition(ctx, s, n, dynamostore.BarriersRemove)
 }
 
 func checkRollback(s dynamostore.MigrationSnapshot) error {
@@ -449,11 +478,18 @@ func (m *Migrator) applyRollback(ctx context.Context, s dynamostore.MigrationSna
 	if s.FinalizingSince != nil {
 		barriers = dynamostore.BarriersRemove
 	}
-	return m.d.Transition(ctx, s, n, barriers)
+	return m.p.Transition(ctx, s, n, barriers)
 }
 
 func checkRetire(s dynamostore.MigrationSnapshot) error {
-	if s.State != dynamostore.StateV2Auth {
+	switch {
+	case s.State == dynamostore.StateV2Only && s.HasV1:
+		return nil // mirroring has stopped; only deleting the v1 table is left
+	case s.State == dynamostore.StateV2Only && s.Standalone:
+		return refused("this is a standalone v2 table (created with layout v2): there is no v1 table to retire")
+	case s.State == dynamostore.StateV2Only:
+		return refused("v1 is retired and its table is gone: the migration is complete, nothing is left to do")
+	case s.State != dynamostore.StateV2Auth:
 		return refused("retire-v1 follows finalization; the table is in state %s", s.State)
 	}
 	return nil
@@ -463,19 +499,37 @@ func (m *Migrator) applyRetire(ctx context.Context, s dynamostore.MigrationSnaps
 	return m.RetireV1(ctx, false)
 }
 
+// RetireAt is when retire-v1 becomes allowed for s: the retention horizon
+// after finalization, or at once when the v1 table is already gone.
+func (m *Migrator) RetireAt(s dynamostore.MigrationSnapshot) time.Time {
+	if s.FinalizedAt == nil || !s.HasV1 {
+		return time.Time{}
+	}
+	return s.FinalizedAt.Add(*m.opts.Retention)
+}
+
 // RetireV1 stops v1 mirroring (state v2-only), refused until every live
 // peer is dual-capable and the retention horizon has passed since
-// finalization; with deleteTable it then deletes the v1 table.
+// finalization; with deleteTable it then deletes the v1 table. A v1 table
+// that is already gone is retired at once (there is nothing left to keep).
+// In state v2-only, with deleteTable, it deletes a v1 table still there.
 func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
-	s, err := m.d.ReadMigration(ctx)
+	s, err := m.p.ReadMigration(ctx)
 	if err != nil {
 		return err
 	}
 	if err := checkRetire(s); err != nil {
 		return err
 	}
-	if left := s.FinalizedAt.Add(m.opts.Retention).Sub(m.now()); left > 0 {
-		return refused("v1 is kept for the retention horizon (%v) after finalization; %v left", m.opts.Retention, left.Round(time.Second))
+	if s.State == dynamostore.StateV2Only {
+		if !deleteTable {
+			return refused("v1 is already retired (state v2-only); its table %q is still there: add --delete-table to delete it", m.p.Table())
+		}
+		return m.p.DeleteV1Table(ctx)
+	}
+	if at := m.RetireAt(s); m.now().Before(at) {
+		return refused("v1 is kept for the retention horizon (%v) after finalization: retire-v1 is allowed from %s (%v left; --retention sets the horizon)",
+			*m.opts.Retention, at.Format(time.RFC3339), at.Sub(m.now()).Round(time.Second))
 	}
 	live, _, err := m.Peers(ctx)
 	if err != nil {
@@ -483,17 +537,29 @@ func (m *Migrator) RetireV1(ctx context.Context, deleteTable bool) error {
 	}
 	for _, n := range live {
 		if n.Capability != "dual" {
-			return refused("peer %s is not v2-capable (capability %s)", n.ID, n.Capability)
+			return refused("peer %s is not v2-capable (capability %s, layout %s)", n.ID, n.Capability, n.Layout)
 		}
 	}
-	if err := m.d.Transition(ctx, s, m.next(s.Migration, dynamostore.StateV2Only), dynamostore.BarriersKeep); err != nil {
+	if err := m.p.Transition(ctx, s, m.next(s.Migration, dynamostore.StateV2Only), dynamostore.BarriersKeep); err != nil {
 		return err
 	}
-	if deleteTable {
-		return m.d.DeleteV1Table(ctx)
+	if deleteTable && s.HasV1 {
+		return m.p.DeleteV1Table(ctx)
 	}
 	return nil
 }
 
 // IsRefused reports whether err is a refusal of a step.
 func IsRefused(err error) bool { return errors.Is(err, metastore.ErrRefused) }
+
+// quoteKeys names the first keys of a list, for messages.
+func quoteKeys(keys []string) string {
+	var q []string
+	for _, k := range keys[:min(len(keys), firstInError)] {
+		q = append(q, strconv.Quote(k))
+	}
+	if len(keys) > firstInError {
+		q = append(q, fmt.Sprintf("and %d more", len(keys)-firstInError))
+	}
+	return strings.Join(q, ", ")
+}

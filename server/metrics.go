@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -83,12 +82,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			ConstLabels: prometheus.Labels{"node_id": s.nodeID, "backend": s.store.Driver().Name()},
 		}, func() float64 { return 1 }),
 	}
-	if s.migration != nil {
-		cs = append(cs, s.migration)
-	}
-	if d, ok := s.store.Driver().(*dynamostore.Driver); ok {
-		cs = append(cs, backendCollector{d})
-	}
+	cs = append(cs, s.collectors...)
 	for _, c := range cs {
 		// Register, not MustRegister: a registry that already holds lake
 		// metrics (two nodes on one registry) is an error, not a panic.

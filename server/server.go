@@ -77,10 +77,11 @@ type Options struct {
 	// Logger receives one debug line per request and warnings and errors;
 	// nil means slog.Default().
 	Logger *slog.Logger
-	// Migration, when set, is the node's view of a DynamoDB migration:
-	// its state and v1-only peer count are exported as metrics, and it
-	// pauses write admission during a finalization.
-	Migration *MigrationWatcher
+	// Collectors are extra metrics the node exports beside its own (a
+	// store's cost counters, a migration's state: see package
+	// migrate/nodewatch). A pause source, such as a migration, is added to
+	// Admission by the caller.
+	Collectors []prometheus.Collector
 	// Registry receives the node's metrics and is what /metrics serves;
 	// nil means a fresh registry with the Go and process collectors. It
 	// must not hold another Server's metrics (New fails).
@@ -95,7 +96,7 @@ type Server struct {
 	hasToken   bool
 	nodeID     string
 	admission  *Admission
-	migration  *MigrationWatcher
+	collectors []prometheus.Collector
 	catalog    *catalog
 	interval   time.Duration
 	timeout    time.Duration
@@ -150,9 +151,6 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 	if o.Admission == nil {
 		o.Admission = NewAdmission()
 	}
-	if o.Migration != nil {
-		o.Admission.AddSource(o.Migration)
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -165,7 +163,7 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 		tokenSum:   sha256.Sum256([]byte(o.Token)),
 		nodeID:     o.NodeID,
 		admission:  o.Admission,
-		migration:  o.Migration,
+		collectors: o.Collectors,
 		catalog:    &catalog{store: store, prefix: o.CatalogPrefix, pageSize: o.CatalogPageSize},
 		interval:   o.CatalogInterval,
 		timeout:    o.CatalogTimeout,

@@ -2,15 +2,12 @@ package storeurl_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
@@ -129,12 +126,7 @@ func TestOpenDynamo(t *testing.T) {
 	ddblocal.Endpoint(t)
 	api := dynamostore.NewClient(ddblocal.Config(t), "")
 	for _, layout := range []string{"v1", "v2", "auto"} {
-		table := ddblocal.TableName(t)
-		t.Cleanup(func() {
-			for _, name := range []string{table, table + dynamostore.V2Suffix} {
-				api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-			}
-		})
+		table := ddblocal.LakeTable(t, api)
 		u := "dynamodb://" + table + "?layout=" + layout
 		if _, err := storeurl.Open(t.Context(), u, nil); !errors.Is(err, dynamostore.ErrNoTable) {
 			t.Fatalf("open before init: %v", err)

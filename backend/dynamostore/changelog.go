@@ -2,6 +2,8 @@ package dynamostore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,21 +32,43 @@ const (
 // ChangeBucket is the v2 partition of barrier shard i's change log.
 func ChangeBucket(i int) string { return fmt.Sprintf(changeBucketFmt, i) }
 
+// maxSortKey is DynamoDB's limit on a range key, in bytes.
+const maxSortKey = 1024
+
 // changeKey sorts by write time (zero-padded unix milliseconds), then key.
+// A key too long to follow the time within DynamoDB's range-key limit is
+// replaced by its SHA-256 (unique, so two long keys never share an entry),
+// and the entry carries the key in its value (see changeValue); entries of
+// other keys have an empty value.
 func changeKey(t time.Time, key string) string {
-	return fmt.Sprintf("%013d#%s", t.UnixMilli(), key)
+	k := fmt.Sprintf("%013d#%s", t.UnixMilli(), key)
+	if len(k) <= maxSortKey {
+		return k
+	}
+	sum := sha256.Sum256([]byte(key))
+	return fmt.Sprintf("%013d#sha256:%s", t.UnixMilli(), hex.EncodeToString(sum[:]))
+}
+
+// changeValue is the value of key's change-log entry: the key itself when
+// changeKey had to hash it, else empty.
+func changeValue(key string) []byte {
+	if len(key)+14 > maxSortKey {
+		return []byte(key)
+	}
+	return []byte{}
 }
 
 // ChangedKeys returns the keys dual-mode mutations wrote at or after since
 // (by the writers' clocks), from every shard's change log, each once;
 // strongly consistent.
-func (d *Driver) ChangedKeys(ctx context.Context, shards int, since time.Time) ([]string, error) {
+func (p Primitives) ChangedKeys(ctx context.Context, shards int, since time.Time) ([]string, error) {
+	d := p.d
 	seen := map[string]bool{}
 	var keys []string
 	from := fmt.Sprintf("%013d", max(since.UnixMilli(), 0))
 	for i := range shards {
 		kc := expression.Key(attrBucket).Equal(expression.Value(ChangeBucket(i))).And(expression.Key(attrPK).GreaterThanEqual(expression.Value(from)))
-		e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(expression.Name(attrPK))).Build()
+		e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(expression.Name(attrPK), expression.Name(attrValue))).Build()
 		if err != nil {
 			return nil, err
 		}
@@ -62,6 +86,9 @@ func (d *Driver) ChangedKeys(ctx context.Context, shards int, since time.Time) (
 			}
 			for _, it := range out.Items {
 				_, key, ok := strings.Cut(pkOf(it), "#")
+				if v := valueOf(it); len(v) > 0 {
+					key = string(v) // a long key, hashed in the sort key
+				}
 				if ok && !seen[key] {
 					seen[key] = true
 					keys = append(keys, key)
@@ -78,7 +105,8 @@ func (d *Driver) ChangedKeys(ctx context.Context, shards int, since time.Time) (
 
 // CompareKey reads both copies of key at one instant and returns the
 // difference, if any.
-func (d *Driver) CompareKey(ctx context.Context, key string) (Difference, bool, error) {
+func (p Primitives) CompareKey(ctx context.Context, key string) (Difference, bool, error) {
+	d := p.d
 	return d.confirm(ctx, key)
 }
 

@@ -1,55 +1,3 @@
-// Package dynamostore is lake's Amazon DynamoDB backend, in two layouts.
-//
-// # Layout v1 (legacy)
-//
-// One table TABLE with HASH key "pk" (S), the logical key, and the value in
-// the binary attribute "v". A point read is a strongly consistent GetItem. A
-// prefix read is a Scan with a begins_with(pk, prefix) filter, paged through
-// LastEvaluatedKey. DynamoDB applies Limit to the items it evaluates before
-// the filter, so a prefix read pays for every item of the table: the cost of
-// a catalog refresh grows with the retained append operations, manifests,
-// leases and tombstones. v1 is kept faithful, as the baseline and the
-// migration source. Page order is DynamoDB's scan (hash) order.
-//
-// # Layout v2 (prefix-isolated)
-//
-// A companion table TABLE_prefix_v2 with HASH key "bucket" (S), the family
-// and shard of the key as package keyspace computes them, and RANGE key "pk"
-// (S), the logical key. A point read computes one bucket and is a strongly
-// consistent GetItem. A prefix read queries the family's shards one after
-// another with bucket = :b AND begins_with(pk, :prefix), ConsistentRead, and a
-// Limit of what remains of the page, so a request never evaluates an item of
-// another family or outside the prefix. The cursor holds the family, the shard
-// and the last key. Page order is shard by shard, key order within a shard.
-//
-// A prefix without "/" does not pin a family. It is served from the family
-// registry, a control record to which every family is added (an atomic ADD to
-// a string set) before its first write: the root family's shards and those of
-// every registered family whose name starts with the prefix. It never scans.
-//
-// The shard counts and the hash format are frozen in a control record when
-// the v2 table is created; Open compares them with the process's and refuses
-// to open on a difference.
-//
-// # Writes
-//
-// Every write, conditional or not, is one TransactWriteItems with a
-// ClientRequestToken that is fixed for the logical operation and reused by
-// each retry. DynamoDB applies a token at most once (for ten minutes), so a
-// retry after a lost response returns the first attempt's success instead of
-// failing its own condition: a write is applied exactly once and a store
-// never reports its own retried write as a conflict. Every item carries the
-// token of the write that wrote it (attribute "w"); should a retry still see
-// a failed condition, the old item DynamoDB returns with the cancellation
-// tells "my earlier attempt applied" from "someone else won". Transactions
-// cost two write units per item where a plain PutItem costs one: that is the
-// price of exactly-once.
-//
-// # Cost
-//
-// Every data request asks for its consumed capacity; Driver.Stats returns
-// requests by operation, items evaluated (ScannedCount), items returned and
-// capacity units, so that cost claims are ratios anyone can reproduce.
 package dynamostore
 
 import (
@@ -209,7 +157,9 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	needV1 := d.layout == LayoutV1 || d.layout == LayoutAuto && snap.m.State != StateV2Only
+	// After the marker v2 is the authority: a v1 table deleted since (by
+	// hand, or by retire-v1) is not needed; writes stop mirroring to it.
+	needV1 := d.layout == LayoutV1 || d.layout == LayoutAuto && !snap.m.ReadsV2()
 	needV2 := d.layout == LayoutV2 || d.layout == LayoutAuto && snap.m.State != StateV1
 	if needV1 && !snap.hasV1 {
 		return nil, fmt.Errorf("%w: %q (run `lake init` with this store URL to create it)", ErrNoTable, d.v1)

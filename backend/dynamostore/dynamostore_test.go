@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
@@ -27,16 +26,7 @@ func client(t testing.TB) *dynamodb.Client {
 
 // newTables creates fresh tables for layout and deletes them after the test.
 func newTables(t testing.TB, api dynamostore.API, layout dynamostore.Layout) dynamostore.Options {
-	opts := dynamostore.Options{Table: ddblocal.TableName(t), Layout: layout}
-	if err := dynamostore.Create(context.Background(), api, opts); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() {
-		for _, name := range []string{opts.Table, opts.Table + dynamostore.V2Suffix} {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
-	return opts
+	return ddblocal.Tables(t, api, dynamostore.Options{Layout: layout})
 }
 
 func openDriver(t testing.TB, api dynamostore.API, opts dynamostore.Options) *dynamostore.Driver {

@@ -121,6 +121,9 @@ func (d *Driver) mutate(ctx context.Context, m mutation) error {
 			return err
 		}
 		md := d.writeMode(snap.m)
+		if md == modeV2Auth && !snap.hasV1 {
+			md = modeV2 // v1 is gone: nothing left to mirror to
+		}
 		switch md {
 		case modePaused:
 			return fmt.Errorf("%w: migration finalization in progress since %s; retry later", metastore.ErrWritesPaused, snap.m.FinalizingSince.Format(time.RFC3339))
@@ -148,6 +151,9 @@ func (d *Driver) mutate(ctx context.Context, m mutation) error {
 			continue
 		case errors.Is(err, errBarrier):
 			return fmt.Errorf("%w: the write barrier is held; retry later", metastore.ErrWritesPaused)
+		case md == modeV2Auth && errors.Is(err, ErrNoTable) && attempt < 3:
+			force = true // v1 was deleted since the state was read: stop mirroring
+			continue
 		case m.expect == nil && md == modeDual && errors.Is(err, metastore.ErrConflict) && attempt < maxPutRaces:
 			continue // another writer moved v1 between our read and write
 		}
@@ -190,7 +196,7 @@ func (d *Driver) plan(md mode, st Migration, m mutation, expect *metastore.Expec
 		// since the online verify, instead of scanning both tables.
 		now := time.Now()
 		items = append(items, txItem{t: tV2, bucket: ChangeBucket(shard), key: changeKey(now, m.key), kind: kPut,
-			value: []byte{}, role: roleMirror, expires: now.Add(changeLogTTL).Unix()})
+			value: changeValue(m.key), role: roleMirror, expires: now.Add(changeLogTTL).Unix()})
 	case modeV2Auth:
 		guard(tV2)
 		write(tV2, roleTarget, condExpect)

@@ -2,14 +2,13 @@ package dynamostore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -57,6 +56,9 @@ type Migration struct {
 	Backfill BackfillProgress `json:"backfill"`
 	// Verified is the last verification that passed in this epoch.
 	Verified *Verification `json:"verified,omitempty"`
+	// Diverged lists the keys the last verify or refused finalize found
+	// different; finalize is refused until a repair converges them.
+	Diverged *Diverged `json:"diverged,omitempty"`
 	// FinalizingSince is set while the barrier is installed and the marker
 	// not yet published (writes are paused).
 	FinalizingSince *time.Time `json:"finalizing_since,omitempty"`
@@ -74,8 +76,44 @@ type BackfillProgress struct {
 	Created   int64     `json:"created"`
 	Validated int64     `json:"validated"`
 	Repaired  int64     `json:"repaired"`
+	Removed   int64     `json:"removed,omitempty"`
 	Updated   time.Time `json:"updated,omitzero"`
+	// Again is the progress of the last full re-pass over both tables
+	// (`backfill --again`); nil before the first.
+	Again *Repass `json:"again,omitempty"`
 }
+
+// Repass is the durable progress of a full re-pass: v1 first (every v1
+// key converged to v2), then v2 (every v2 copy whose key v1 lacks removed).
+type Repass struct {
+	// Phase is "v1" or "v2"; Cursor the scan position in that table.
+	Phase     string    `json:"phase"`
+	Cursor    string    `json:"cursor,omitempty"`
+	Done      bool      `json:"done,omitempty"`
+	Started   time.Time `json:"started"`
+	Updated   time.Time `json:"updated,omitzero"`
+	Scanned   int64     `json:"scanned"`
+	Created   int64     `json:"created"`
+	Validated int64     `json:"validated"`
+	Repaired  int64     `json:"repaired"`
+	Removed   int64     `json:"removed"`
+}
+
+// Diverged records keys found different, for `lake dynamo-migrate repair`.
+type Diverged struct {
+	// Keys are the differing keys, at most MaxDivergedKeys.
+	Keys []string `json:"keys"`
+	// More counts differing keys found beyond Keys: only a full re-pass
+	// (`backfill --again`) reaches them.
+	More int64 `json:"more,omitempty"`
+	// By is the step that found them ("verify" or "finalize"), At when.
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
+// MaxDivergedKeys bounds Diverged.Keys, so the record stays far below
+// DynamoDB's item size limit whatever the keys.
+const MaxDivergedKeys = 100
 
 // Verification is the result of a verification that passed.
 type Verification struct {
@@ -90,8 +128,7 @@ func (m Migration) Barrier(key string) int {
 	if n <= 0 {
 		n = DefaultBarriers
 	}
-	sum := sha256.Sum256([]byte(key))
-	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
+	return keyspace.Barrier(key, n)
 }
 
 // BarrierKey is the control key of barrier item i.

@@ -124,14 +124,22 @@ func condCopy(e metastore.Expect, staleBefore time.Time) *expression.ConditionBu
 
 // ErrDiverged is returned in dual mode when the v2 copy of a key differs
 // from what v1, the authority, holds: the mutation fails closed, changing
-// neither. The backfill repairs v2 from v1; retry after it.
-var ErrDiverged = fmt.Errorf("%w: the v2 copy differs from v1 (failed closed; the backfill repairs it)", metastore.ErrUnavailable)
+// neither. `lake dynamo-migrate repair` (or `backfill --again`) converges v2
+// to v1; retry after it. It matches metastore.ErrUnavailable too (the write
+// may succeed once repaired), so generic callers treat it as retryable.
+var ErrDiverged error = divergedError{}
+
+type divergedError struct{}
+
+func (divergedError) Error() string        { return "lake: diverged" }
+func (divergedError) Is(target error) bool { return target == metastore.ErrUnavailable }
 
 // errBarrier: a dual mutation found the write barrier held.
 var errBarrier = errors.New("lake: write barrier held")
 
-// errStateMoved: a migration record changed under a transition.
-var errStateMoved = fmt.Errorf("%w: the migration state changed concurrently", metastore.ErrConflict)
+// ErrStateMoved is returned by Primitives.Transition when a migration
+// record changed since it was read; it matches metastore.ErrConflict.
+var ErrStateMoved = fmt.Errorf("%w: the migration state changed concurrently", metastore.ErrConflict)
 
 // transact applies items in one TransactWriteItems under one idempotency
 // token, retrying as the retryer allows, and resolves an ambiguous outcome
@@ -190,9 +198,9 @@ func (d *Driver) classifyTx(err error, items []txItem) error {
 			case roleBarrier:
 				return errBarrier
 			case roleState:
-				return errStateMoved
+				return ErrStateMoved
 			case roleCopy:
-				return fmt.Errorf("%w: key %q", ErrDiverged, it.key)
+				return fmt.Errorf("%w: the v2 copy of %q differs from v1, the authority (failed closed, nothing changed); run `lake dynamo-migrate repair`", ErrDiverged, it.key)
 			case roleGuard:
 				return metastore.Conflict(it.key, "guard does not hold its expected value")
 			default:

@@ -36,6 +36,8 @@ type Difference struct {
 
 // VerifyPageResult is one page of a verification pass.
 type VerifyPageResult struct {
+	// Checked counts keys, each once across both passes: the v1 pass
+	// counts every v1 key, the v2 pass only the v2 keys v1 lacks.
 	Checked     int64
 	Differences []Difference
 	Next        string // empty when the pass is done
@@ -52,7 +54,8 @@ const batchGetMax = 100
 // an equal v2 copy. With since set, only items lake wrote at or after since,
 // and items without lake's stamp, are checked (the re-verification under
 // the barrier). Read-only; safe during live writes.
-func (d *Driver) VerifyV1Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
+func (p Primitives) VerifyV1Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
+	d := p.d
 	var filter *expression.ConditionBuilder
 	if since != nil {
 		f := expression.AttributeNotExists(expression.Name(attrWrite)).
@@ -96,7 +99,8 @@ func (d *Driver) VerifyV1Page(ctx context.Context, seg Segment, from string, lim
 // VerifyV2Page checks one page of v2 against v1: every v2 item must exist
 // in v1 (values are compared by VerifyV1Page). With since set, only items
 // written at or after since are checked.
-func (d *Driver) VerifyV2Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
+func (p Primitives) VerifyV2Page(ctx context.Context, seg Segment, from string, limit int, since *time.Time) (VerifyPageResult, error) {
+	d := p.d
 	// Every control partition (records, change log) starts with the
 	// control prefix; user buckets never do.
 	f := expression.Not(expression.BeginsWith(expression.Name(attrBucket), metastore.ControlPrefix))
@@ -114,15 +118,15 @@ func (d *Driver) VerifyV2Page(ctx context.Context, seg Segment, from string, lim
 			keys = append(keys, k)
 		}
 	}
-	res.Checked = int64(len(keys))
 	other, err := d.batchGet(ctx, tV1, keys)
 	if err != nil {
 		return res, err
 	}
 	for _, k := range keys {
 		if _, ok := other[k]; ok {
-			continue
+			continue // a v1 key: the v1 pass checks and counts it
 		}
+		res.Checked++
 		if diff, still, err := d.confirm(ctx, k); err != nil {
 			return res, err
 		} else if still {

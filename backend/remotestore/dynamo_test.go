@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/internal/ddblocal"
@@ -22,13 +20,7 @@ import (
 func TestConformanceOverDynamoDB(t *testing.T) {
 	storetest.RunConformanceTests(t, func(t *testing.T) *metastore.Store {
 		api := dynamostore.NewClient(ddblocal.Config(t), "")
-		opts := dynamostore.Options{Table: ddblocal.TableName(t), Layout: dynamostore.LayoutV2}
-		if err := dynamostore.Create(context.Background(), api, opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(opts.Table + dynamostore.V2Suffix)})
-		})
+		opts := ddblocal.Tables(t, api, dynamostore.Options{Layout: dynamostore.LayoutV2})
 		d, err := dynamostore.Open(context.Background(), api, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ type migrateOptions struct {
 	json         bool
 	retention    time.Duration
 	deleteTable  bool
+	again        bool
 }
 
 // newMigrator opens the store of --store (a dynamodb:// URL with layout
@@ -33,7 +34,7 @@ func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*mig
 		return nil, nil, err
 	}
 	d := s.Driver().(*dynamostore.Driver)
-	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Retention: o.retention, Progress: cmd.ErrOrStderr()})
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Retention: &o.retention, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -64,7 +65,11 @@ v1 → dual → backfill → v2-authoritative → v2-only. Each step refuses, wi
 reason and exit code 6, a transition the current state forbids.
 
 Without a subcommand, "lake dynamo-migrate --page-size N" runs (or resumes) the
-backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
+backfill, as the rollout steps write it. When a writer lake does not know
+changes v1 after the backfill, "repair" (or "backfill --again") converges v2
+without a rollback. "lake dynamo-migrate status" names the next step. Exit
+codes: 6 refused, 5 writes paused, 4 the state changed concurrently, 2 usage.
+The reference is docs/migration.md.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unknown dynamo-migrate step %q; run `lake dynamo-migrate --help`", args[0])
@@ -80,7 +85,7 @@ backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
 	}
 	cmd.PersistentFlags().IntVar(&o.pageSize, "page-size", 100, "items per backfill or verify page (1 to 10000)")
 	cmd.PersistentFlags().IntVar(&o.segments, "segments", 8, "parallel scan segments of a verification (online and under the barrier)")
-	cmd.PersistentFlags().DurationVar(&o.retention, "retention", 7*24*time.Hour, "how long v1 is kept after finalization before retire-v1 is allowed")
+	cmd.PersistentFlags().DurationVar(&o.retention, "retention", migrate.DefaultRetention, "how long v1 is kept after finalization before retire-v1 is allowed (0: at once; negative is refused)")
 
 	status := &cobra.Command{
 		Use:   "status",
@@ -107,9 +112,41 @@ backfill, as the rollout steps write it. See "lake dynamo-migrate status".`,
 refresh interval has passed) and copy v1 into v2 in pages of --page-size:
 each record is created in v2 if absent, validated if equal, or repaired
 (v2 := v1) if different. The durable cursor advances only after every item of
-a page converged; rerun to resume after a crash. Progress goes to stderr.`,
+a page converged; rerun to resume after a crash. Progress goes to stderr.
+
+With --again, after a completed first pass: a full re-pass over BOTH tables,
+resumable like the first. Every v1 key is compared with its v2 copy and
+converged (created, repaired v2 := v1) under conditions on both copies; then
+every v2 copy whose key v1 no longer has (a legacy writer deleted it) is
+removed, only while v1 still lacks the key. v1 is never written. Use it when a
+writer lake does not know changed v1 after the first pass and verify found
+more differences than repair can name.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBackfill(cmd, g, &o) },
+	}
+	backfill.Flags().BoolVar(&o.again, "again", false, "re-pass both tables after a completed backfill (repairs every difference, legacy deletes included)")
+
+	repair := &cobra.Command{
+		Use:   "repair",
+		Short: "Converge the keys the last verify or refused finalize found different",
+		Long: `Converge v2 to v1 for exactly the keys the last verify or refused finalize
+recorded (up to 100; beyond that, run "backfill --again"), without a rollback.
+Each key is read from both tables at one instant and v2 is written under
+conditions on both copies: a missing copy is created, a different one is
+replaced by v1's value, and a copy of a key v1 no longer has is removed, only
+while v1 still lacks it. v1 is never written. Runs in state dual or backfill,
+also while a finalization holds the barrier. Then run verify (or finalize
+again). Refused (exit 6) when nothing is recorded.`,
+		Args: exactArgs(0),
+		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
+			res, err := m.Repair(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "repair: %d keys converged: created %d, repaired %d, removed %d, already equal %d\n",
+				res.Scanned, res.Created, res.Repaired, res.Removed, res.Validated)
+			return nil
+		}),
 	}
 
 	verify := &cobra.Command{
@@ -117,10 +154,11 @@ a page converged; rerun to resume after a crash. Progress goes to stderr.`,
 		Short: "Compare v1 and v2 both ways (read-only, safe during live writes)",
 		Long: `Compare every v1 record with its v2 copy and every v2 record with v1. A key is
 reported only after an atomic read of both copies confirms the difference.
-Prints a summary and the first offending keys (missing in v2, extra in v2,
+Prints a summary (the count is of keys, each once: every v1 key, and every v2
+key v1 lacks) and the first offending keys (missing in v2, extra in v2,
 different; "unstamped" marks a v1 record a non-lake writer wrote). A clean
 verify after a complete backfill is recorded; finalize requires it. Exit code 6
-when differences are found.`,
+when differences are found; they are recorded for "lake dynamo-migrate repair".`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Verify(cmd.Context())
@@ -133,14 +171,7 @@ when differences are found.`,
 			if err != nil && rep.Checked == 0 {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s in %v\n", rep.Summary(), rep.Duration.Round(time.Millisecond))
-			for _, d := range rep.First {
-				un := ""
-				if d.Unstamped {
-					un = " (unstamped)"
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s %q%s\n", d.Kind, d.Key, un)
-			}
+			rep.Print(cmd.OutOrStdout())
 			if rep.Recorded {
 				fmt.Fprintln(cmd.OutOrStdout(), "recorded: finalize may proceed")
 			}
@@ -167,6 +198,12 @@ to finish or abort-finalize to resume writes.`,
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Finalize(cmd.Context())
 			if err != nil {
+				// A refusal on differences names them, as verify does.
+				for _, r := range []migrate.Report{rep.Precheck, rep.Reverify} {
+					if !r.Clean() {
+						r.Print(cmd.OutOrStdout())
+					}
+				}
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it)\n",
@@ -181,8 +218,10 @@ to finish or abort-finalize to resume writes.`,
 		Use:   "retire-v1",
 		Short: "Stop mirroring v1 (state v2-only); --delete-table also deletes it",
 		Long: `Refused until every live peer is v2-capable and --retention has passed since
-finalization. Stops v1 mirroring (state v2-only). The v1 table is deleted only
-with --delete-table.`,
+finalization (status prints when that is). Stops v1 mirroring (state v2-only).
+The v1 table is deleted only with --delete-table; in state v2-only,
+"retire-v1 --delete-table" deletes a v1 table left behind. A v1 table that is
+already gone (deleted by hand after finalization) is retired at once.`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			if err := m.RetireV1(cmd.Context(), o.deleteTable); err != nil {
@@ -198,7 +237,7 @@ with --delete-table.`,
 		step("dual", "Enter dual mode: create v2; every mutation then updates v1 and v2 atomically", `Create the v2 table (TABLE_prefix_v2) if needed and enter state dual: v1 stays
 the read authority and every mutation updates v1 and v2 in one transaction that
 also checks the write barrier is absent.`),
-		backfill, verify, finalize,
+		backfill, verify, repair, finalize,
 		step("abort-finalize", "Remove the write barrier of an unfinished finalization", `Remove the write barrier in a transaction that checks the marker is absent;
 writes resume in dual mode.`),
 		step("rollback", "Return to state v1 (refused after finalization)", `Before finalization: return to state v1, bump the epoch, discard the backfill
@@ -218,6 +257,15 @@ func runBackfill(cmd *cobra.Command, g *globalOptions, o *migrateOptions) error 
 		return err
 	}
 	defer done()
+	if o.again {
+		a, err := m.BackfillAgain(cmd.Context())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "backfill --again: complete: scanned %d, created %d, validated %d, repaired %d, removed %d\n",
+			a.Scanned, a.Created, a.Validated, a.Repaired, a.Removed)
+		return nil
+	}
 	if err := m.Run(cmd.Context(), "backfill"); err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/server"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/spf13/cobra"
@@ -154,24 +153,14 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	var watcher *server.MigrationWatcher
-	if d, ok := store.Driver().(*dynamostore.Driver); ok {
-		// On DynamoDB the node joins the migration's node registry and
-		// follows the migration: it pauses writes while a finalization
-		// holds the barrier and resumes on its own after the marker.
-		if watcher, err = server.WatchMigration(ctx, d, nodeID, o.role, d.Refresh(), logger); err != nil {
-			return err
-		}
-		defer func() {
-			lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := watcher.Close(lctx); err != nil {
-				logger.Warn("leaving the node registry failed; the entry lapses with its lease", "err", err)
-			}
-		}()
+	mig, err := followMigration(ctx, store, nodeID, o.role, logger)
+	if err != nil {
+		return err
 	}
+	defer mig.leave()
 	srv, err := server.New(store, &server.Options{
-		Migration:       watcher,
+		Admission:       mig.admission,
+		Collectors:      mig.collectors,
 		Token:           token,
 		NodeID:          nodeID,
 		CatalogPrefix:   o.catalogPrefix,

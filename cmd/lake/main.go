@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -23,6 +24,7 @@ const (
 	exitConflict = 4
 	exitPaused   = 5
 	exitRefused  = 6
+	exitDiverged = 7
 )
 
 func main() {
@@ -58,6 +60,9 @@ func exitCode(err error) int {
 		errors.Is(err, metastore.ErrInvalidArgument),
 		errors.Is(err, metastore.ErrInvalidCursor):
 		return exitUsage
+	case errors.Is(err, dynamostore.ErrDiverged):
+		// Before ErrUnavailable's exit 1: a diverged copy has its own fix.
+		return exitDiverged
 	case errors.Is(err, metastore.ErrNotFound):
 		return exitNotFound
 	case errors.Is(err, metastore.ErrConflict):

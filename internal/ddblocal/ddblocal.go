@@ -8,6 +8,11 @@
 //
 // Without AWS_ENDPOINT_URL_DYNAMODB in the environment, tests that use this
 // package are skipped, or fail when LAKE_REQUIRE_DYNAMODB=1 (as in CI).
+//
+// Tests of lake's tables get them from Tables (created, then deleted with
+// their v2 companion when the test ends) or LakeTable (a fresh name whose
+// tables, made some other way, are deleted): the one place that creates and
+// deletes them.
 package ddblocal
 
 import (
@@ -25,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/lakemeta/lake/backend/dynamostore"
 )
 
 // Environment variables read by this package.
@@ -199,4 +205,45 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// TableDeleter is the part of a DynamoDB client that the cleanups use.
+type TableDeleter interface {
+	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
+}
+
+// LakeTable returns a fresh table name (TableName) and registers a cleanup
+// that deletes lake's tables of that name, v1 and v2, whichever exist, for
+// tests that create them some other way (`lake init`, a store URL opened
+// with Create, a migration entering dual).
+func LakeTable(t testing.TB, api TableDeleter) string {
+	t.Helper()
+	name := TableName(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, n := range []string{name, name + dynamostore.V2Suffix} {
+			_, err := api.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)})
+			var nf *types.ResourceNotFoundException
+			if err != nil && !errors.As(err, &nf) && !strings.Contains(err.Error(), "ResourceNotFound") {
+				t.Errorf("ddblocal: delete table %s: %v", n, err)
+			}
+		}
+	})
+	return name
+}
+
+// Tables creates the tables of opts with dynamostore.Create. opts.Table,
+// when empty, becomes a fresh LakeTable name, whose tables are deleted when
+// the test ends; a given name should come from LakeTable too. It returns opts with the table name set, ready for
+// dynamostore.Open.
+func Tables(t testing.TB, api dynamostore.API, opts dynamostore.Options) dynamostore.Options {
+	t.Helper()
+	if opts.Table == "" {
+		opts.Table = LakeTable(t, api)
+	}
+	if err := dynamostore.Create(context.Background(), api, opts); err != nil {
+		t.Fatalf("ddblocal: create lake tables %s: %v", opts.Table, err)
+	}
+	return opts
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
@@ -207,5 +208,27 @@ func TestTableName(t *testing.T) {
 				seen[n] = true
 			}
 		})
+	}
+}
+
+// TestLakeTablesDeleted: Tables creates lake's tables under a fresh name and
+// both the v1 and the v2 table (made later, as a migration would) are gone
+// once the test that asked for them ends.
+func TestLakeTablesDeleted(t *testing.T) {
+	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	var table string
+	t.Run("inner", func(t *testing.T) {
+		opts := ddblocal.Tables(t, api, dynamostore.Options{})
+		table = opts.Table
+		if err := dynamostore.Create(t.Context(), api, dynamostore.Options{Table: table, Layout: dynamostore.LayoutV2}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, name := range []string{table, table + dynamostore.V2Suffix} {
+		_, err := api.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		var nf *types.ResourceNotFoundException
+		if !errors.As(err, &nf) {
+			t.Fatalf("table %s after its test ended: %v, want ResourceNotFound", name, err)
+		}
 	}
 }

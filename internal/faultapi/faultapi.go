@@ -7,6 +7,8 @@ package faultapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -59,11 +61,17 @@ type API struct {
 	injected map[Fault]int
 	forget   bool
 	calls    int
+	// nonce makes forgotten tokens unique across APIs and test runs:
+	// DynamoDB (Local included) remembers a token for ten minutes, and a
+	// token reused with other parameters is refused.
+	nonce string
 }
 
 // New wraps next; plan may be nil (no faults) and be set later with SetPlan.
 func New(next dynamostore.API, plan Plan) *API {
-	return &API{next: next, plan: plan, injected: map[Fault]int{}}
+	var b [6]byte
+	rand.Read(b[:])
+	return &API{next: next, plan: plan, injected: map[Fault]int{}, nonce: hex.EncodeToString(b[:])}
 }
 
 // SetPlan replaces the plan.
@@ -187,7 +195,7 @@ func (a *API) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 	sent := in
 	if forget {
 		cp := *in
-		cp.ClientRequestToken = aws.String(fmt.Sprintf("forgotten-%d", n))
+		cp.ClientRequestToken = aws.String(fmt.Sprintf("forgotten-%s-%d", a.nonce, n))
 		sent = &cp
 	}
 	return inject(a, "TransactWriteItems", token, func() (*dynamodb.TransactWriteItemsOutput, error) { return a.next.TransactWriteItems(ctx, sent, o...) })

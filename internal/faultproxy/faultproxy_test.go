@@ -1,13 +1,10 @@
 package faultproxy_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultproxy"
@@ -27,14 +24,8 @@ func TestFaultsOnTheWire(t *testing.T) {
 	defer p.Close()
 	direct := dynamostore.NewClient(cfg, "")
 	api := dynamostore.NewClient(cfg, p.URL)
-	opts := dynamostore.Options{Table: ddblocal.TableName(t), Layout: dynamostore.LayoutV2,
-		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 12, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond})}
-	if err := dynamostore.Create(context.Background(), direct, opts); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		direct.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(opts.Table + dynamostore.V2Suffix)})
-	})
+	opts := ddblocal.Tables(t, direct, dynamostore.Options{Layout: dynamostore.LayoutV2,
+		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 12, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond})})
 	d, err := dynamostore.Open(t.Context(), api, opts)
 	if err != nil {
 		t.Fatal(err)

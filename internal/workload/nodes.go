@@ -12,6 +12,7 @@ import (
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/migrate/nodewatch"
 	"github.com/lakemeta/lake/server"
 )
 
@@ -32,7 +33,7 @@ type node struct {
 	url     string
 	hs      *http.Server
 	store   *metastore.Store
-	watcher *server.MigrationWatcher
+	watcher *nodewatch.Watcher
 }
 
 func (f *nodes) start(ctx context.Context, n int) error {
@@ -55,11 +56,13 @@ func (f *nodes) startNode(ctx context.Context, id string) (*node, error) {
 		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w, err := server.WatchMigration(ctx, s.Driver().(*dynamostore.Driver), id, "commit", f.refresh, quiet)
+	w, err := nodewatch.Watch(ctx, s.Driver().(*dynamostore.Driver), id, "commit", f.refresh, quiet)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(s, &server.Options{NodeID: id, Migration: w, Logger: quiet, RetryAfter: time.Second})
+	adm := server.NewAdmission()
+	adm.AddSource(w)
+	srv, err := server.New(s, &server.Options{NodeID: id, Admission: adm, Collectors: w.Collectors(), Logger: quiet, RetryAfter: time.Second})
 	if err != nil {
 		return nil, err
 	}

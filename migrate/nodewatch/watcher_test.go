@@ -1,4 +1,4 @@
-package server_test
+package nodewatch_test
 
 import (
 	"context"
@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/migrate"
+	"github.com/lakemeta/lake/migrate/nodewatch"
 	"github.com/lakemeta/lake/server"
 )
 
@@ -27,15 +26,7 @@ import (
 func TestNodesFollowFinalization(t *testing.T) {
 	const refresh = 50 * time.Millisecond
 	api := dynamostore.NewClient(ddblocal.Config(t), "")
-	table := ddblocal.TableName(t)
-	if err := dynamostore.Create(context.Background(), api, dynamostore.Options{Table: table}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, name := range []string{table, table + dynamostore.V2Suffix} {
-			api.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	table := ddblocal.Tables(t, api, dynamostore.Options{}).Table
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var urls []string
 	for _, id := range []string{"node-a", "node-b"} {
@@ -43,12 +34,14 @@ func TestNodesFollowFinalization(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := server.WatchMigration(t.Context(), d, id, "commit", refresh, quiet)
+		w, err := nodewatch.Watch(t.Context(), d, id, "commit", refresh, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close(context.Background()) })
-		srv, err := server.New(metastore.New(d), &server.Options{NodeID: id, Migration: w, Logger: quiet})
+		adm := server.NewAdmission()
+		adm.AddSource(w)
+		srv, err := server.New(metastore.New(d), &server.Options{NodeID: id, Admission: adm, Collectors: w.Collectors(), Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}

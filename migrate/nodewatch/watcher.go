@@ -1,4 +1,11 @@
-package server
+// Package nodewatch ties a long-running process (a `lake serve` node) on a
+// DynamoDB store to the migration of its table: it heartbeats the node into
+// the node registry, answers the node's write admission from memory (writes
+// pause while a finalization holds the barrier), and exports the migration's
+// state and the store's cost counters as Prometheus metrics. Package server
+// knows none of this: it takes the Watcher as a pause source and its
+// collectors as extra metrics.
+package nodewatch
 
 import (
 	"context"
@@ -11,14 +18,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MigrationWatcher ties a node on DynamoDB to the migration: it heartbeats
+// Watcher ties a node on DynamoDB to the migration: it heartbeats
 // the node into the node registry (role, capability, observed state and
 // epoch), which also keeps the store's view of the state fresh; it answers
 // the node's admission from memory (writes pause while a finalization holds
 // the barrier and resume, without a restart, once the marker is observed);
 // and it exports the state and the v1-only peer count as metrics.
-type MigrationWatcher struct {
+type Watcher struct {
 	d        *dynamostore.Driver
+	p        dynamostore.Primitives
+	reg      dynamostore.Registry
 	log      *slog.Logger
 	stopBeat func(context.Context) error
 	cancel   context.CancelFunc
@@ -33,21 +42,20 @@ type MigrationWatcher struct {
 // MinLease is the shortest registry lease a node takes.
 const MinLease = 3 * time.Second
 
-// WatchMigration starts watching for node id with role ("commit" or
-// "reader"), every interval (at most the store's state refresh interval
-// is useful).
-func WatchMigration(ctx context.Context, d *dynamostore.Driver, id, role string, interval time.Duration, log *slog.Logger) (*MigrationWatcher, error) {
+// Watch starts watching for node id with role ("commit" or "reader"),
+// every interval (at most the store's state refresh interval is useful).
+func Watch(ctx context.Context, d *dynamostore.Driver, id, role string, interval time.Duration, log *slog.Logger) (*Watcher, error) {
 	if role != "commit" && role != "reader" {
 		return nil, fmt.Errorf("lake: node role %q: want commit or reader", role)
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &MigrationWatcher{d: d, log: log, done: make(chan struct{})}
+	w := &Watcher{d: d, p: d.Primitives(), reg: d.Registry(), log: log, done: make(chan struct{})}
 	// The lease outlasts a few missed beats on a loaded machine, and never
 	// less than MinLease: a node must not flap out of the registry.
 	lease := max(3*interval, MinLease)
-	stop, err := d.StartHeartbeat(ctx, dynamostore.NodeInfo{ID: id, Role: role, Capability: "dual", Lease: lease}, interval,
+	stop, err := w.reg.StartHeartbeat(ctx, dynamostore.NodeInfo{ID: id, Role: role, Capability: "dual", Lease: lease}, interval,
 		func(err error) { log.Warn("node registry heartbeat failed", "err", err) })
 	if err != nil {
 		return nil, fmt.Errorf("lake: joining the node registry: %w", err)
@@ -73,12 +81,12 @@ func WatchMigration(ctx context.Context, d *dynamostore.Driver, id, role string,
 }
 
 // poll refreshes the state and the peers.
-func (w *MigrationWatcher) poll(ctx context.Context) {
-	snap, err := w.d.ReadMigration(ctx)
+func (w *Watcher) poll(ctx context.Context) {
+	snap, err := w.p.ReadMigration(ctx)
 	var v1only int
 	if err == nil {
 		var nodes []dynamostore.NodeInfo
-		nodes, err = w.d.Nodes(ctx)
+		nodes, err = w.reg.Nodes(ctx)
 		now := time.Now()
 		for _, n := range nodes {
 			if n.Live(now) && n.V1Only() {
@@ -99,9 +107,15 @@ func (w *MigrationWatcher) poll(ctx context.Context) {
 	w.state, w.v1only = snap.Migration, v1only
 }
 
-// WritesPaused implements PauseSource from memory: a finalization holds
+// Collectors returns the metrics a node exports for its store: the
+// migration's (the Watcher itself) and the store's cost counters.
+func (w *Watcher) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{w, CostCollector(w.d)}
+}
+
+// WritesPaused implements server.PauseSource from memory: a finalization holds
 // the write barrier and the marker is not yet published.
-func (w *MigrationWatcher) WritesPaused() (bool, string) {
+func (w *Watcher) WritesPaused() (bool, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.state.FinalizingSince != nil && !w.state.ReadsV2() {
@@ -111,7 +125,7 @@ func (w *MigrationWatcher) WritesPaused() (bool, string) {
 }
 
 // Close stops the watcher and leaves the registry.
-func (w *MigrationWatcher) Close(ctx context.Context) error {
+func (w *Watcher) Close(ctx context.Context) error {
 	w.cancel()
 	<-w.done
 	return w.stopBeat(ctx)
@@ -121,7 +135,7 @@ func (w *MigrationWatcher) Close(ctx context.Context) error {
 var states = []dynamostore.State{dynamostore.StateV1, dynamostore.StateDual, dynamostore.StateBackfill, dynamostore.StateV2Auth, dynamostore.StateV2Only}
 
 // Describe implements prometheus.Collector.
-func (w *MigrationWatcher) Describe(ch chan<- *prometheus.Desc) {
+func (w *Watcher) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descMigState
 	ch <- descMigEpoch
 	ch <- descV1Only
@@ -129,7 +143,7 @@ func (w *MigrationWatcher) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (w *MigrationWatcher) Collect(ch chan<- prometheus.Metric) {
+func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	w.mu.Lock()
 	st, v1only := w.state, w.v1only
 	w.mu.Unlock()
@@ -148,33 +162,9 @@ var (
 	descFinalizing = prometheus.NewDesc("lake_migration_finalizing", "1 while a finalization holds the write barrier without a marker.", nil, nil)
 )
 
-// backendCollector exports a DynamoDB store's cost counters.
-type backendCollector struct{ d *dynamostore.Driver }
-
-var (
-	descBackendReq  = prometheus.NewDesc("lake_backend_requests_total", "Backend requests for user data, by DynamoDB operation.", []string{"op"}, nil)
-	descBackendEval = prometheus.NewDesc("lake_backend_items_evaluated_total", "Items the backend evaluated (ScannedCount; one per point read), by DynamoDB operation.", []string{"op"}, nil)
-	descBackendRet  = prometheus.NewDesc("lake_backend_items_returned_total", "Items the backend returned.", nil, nil)
-	descBackendCap  = prometheus.NewDesc("lake_backend_capacity_units_total", "Capacity units the backend reported, by kind (read, write).", []string{"kind"}, nil)
-	descBackendCtl  = prometheus.NewDesc("lake_backend_control_requests_total", "Backend requests for lake's control records (state, registries).", nil, nil)
-)
-
-func (c backendCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBackendReq, descBackendEval, descBackendRet, descBackendCap, descBackendCtl} {
-		ch <- d
+func b2f(b bool) float64 {
+	if b {
+		return 1
 	}
-}
-
-func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.d.Stats()
-	for op, n := range s.Requests {
-		ch <- prometheus.MustNewConstMetric(descBackendReq, prometheus.CounterValue, float64(n), op)
-	}
-	for op, n := range s.EvaluatedBy {
-		ch <- prometheus.MustNewConstMetric(descBackendEval, prometheus.CounterValue, float64(n), op)
-	}
-	ch <- prometheus.MustNewConstMetric(descBackendRet, prometheus.CounterValue, float64(s.ItemsReturned))
-	ch <- prometheus.MustNewConstMetric(descBackendCap, prometheus.CounterValue, s.ReadCapacity, "read")
-	ch <- prometheus.MustNewConstMetric(descBackendCap, prometheus.CounterValue, s.WriteCapacity, "write")
-	ch <- prometheus.MustNewConstMetric(descBackendCtl, prometheus.CounterValue, float64(s.ControlRequests))
+	return 0
 }
