@@ -2,11 +2,13 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -37,6 +39,9 @@ type FinalizeReport struct {
 	// Precheck is the online re-verification before the barrier; Reverify
 	// the one under it.
 	Precheck, Reverify Report
+	// Records counts the stream records read, before and under the
+	// barrier.
+	Records int
 }
 
 func (m *Migrator) applyFinalize(ctx context.Context, s dynamostore.MigrationSnapshot) error {
@@ -44,9 +49,25 @@ func (m *Migrator) applyFinalize(ctx context.Context, s dynamostore.MigrationSna
 	return err
 }
 
-// Finalize installs the barrier, re-verifies what changed since the last
-// verify, and publishes the marker. A finalization interrupted after the
-// barrier resumes from the re-verification.
+// DefaultSettle is how long finalize waits, under the barrier, before it
+// reads the v1 table's stream: records arrive asynchronously (DynamoDB
+// delivers them in near real time, typically well under a second), and a
+// legacy write made before the barrier is caught when its record has
+// arrived by then.
+const DefaultSettle = 2 * time.Second
+
+// ErrUnprovable is returned when finalize cannot prove that nothing changed
+// in v1 since the verify (the stream does not cover the interval).
+var ErrUnprovable = fmt.Errorf("%w: finalize cannot prove v1 unchanged since the verify", metastore.ErrRefused)
+
+// Finalize checks, with writes flowing, every key changed since the
+// recorded verify; installs the barrier; after the settle delay checks
+// again what changed since; and publishes the marker. Changed keys come
+// from the change log (lake's dual writes) and the v1 table's stream
+// (every writer's PutItem, UpdateItem and DeleteItem), so the work follows
+// what changed, not the table. With Options.FullReverify both checks are
+// full scans instead. A finalization interrupted after the barrier resumes
+// from the re-verification.
 func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	var rep FinalizeReport
 	s, err := m.p.ReadMigration(ctx)
@@ -63,12 +84,27 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	if v1only > 0 {
 		return rep, refused("%d live commit-capable peer(s) are v1-only; roll out dual mode everywhere first (lake dynamo-migrate status lists them)", v1only)
 	}
+	// Where the stream is read from under the barrier: the precheck's end,
+	// or the verify's mark when resuming.
+	var from *dynamostore.StreamMark
+	if s.Verified != nil {
+		from = s.Verified.Stream
+	}
 	if s.FinalizingSince == nil && s.Verified != nil {
-		// Before pausing anything: what changed since the recorded verify,
-		// including v1 items without lake's stamp (a legacy writer's), by
-		// filtered scans of both tables. Refuses without pausing writes.
-		since := s.Verified.Started.Add(-ClockSkew)
-		if rep.Precheck, err = m.verify(ctx, &since); err != nil {
+		// Before pausing anything. Refuses without pausing writes.
+		if m.opts.FullReverify {
+			rep.Precheck, err = m.verify(ctx, nil)
+		} else {
+			var end *dynamostore.StreamMark
+			var n int
+			rep.Precheck, end, n, err = m.checkChanged(ctx, s, from)
+			rep.Records += n
+			from = end
+		}
+		if errors.Is(err, ErrUnprovable) {
+			return rep, fmt.Errorf("%w; writes were not paused: run `lake dynamo-migrate verify` (a fresh verify enables the stream and marks it anew), then finalize; or `lake dynamo-migrate finalize --full-reverify` (scans both tables, online and under the barrier)", err)
+		}
+		if err != nil {
 			return rep, err
 		}
 		if !rep.Precheck.Clean() {
@@ -102,17 +138,20 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	if err := m.crash("finalize:barrier-installed"); err != nil {
 		return rep, err
 	}
-	since := start
-	if s.Verified != nil {
-		since = s.Verified.Started
-	}
-	// Writers stamp the change log with their own clocks: reach back by
-	// the tolerated skew.
-	since = since.Add(-ClockSkew)
 	if m.opts.FullReverify {
-		rep.Reverify, err = m.verify(ctx, &since)
+		rep.Reverify, err = m.verify(ctx, nil)
 	} else {
-		rep.Reverify, err = m.reverifyChanges(ctx, s.Barriers, since)
+		// Lake's writers are stopped; a legacy write's record may still
+		// be on its way.
+		if err := sleep(ctx, m.opts.Settle); err != nil {
+			return rep, err
+		}
+		var n int
+		rep.Reverify, _, n, err = m.checkChanged(ctx, s, from)
+		rep.Records += n
+	}
+	if errors.Is(err, ErrUnprovable) {
+		return rep, fmt.Errorf("%w; writes stay paused: run `lake dynamo-migrate finalize --full-reverify` to finish by scanning both tables, or `lake dynamo-migrate abort-finalize`, then verify and finalize again", err)
 	}
 	if err != nil {
 		return rep, err
@@ -144,15 +183,61 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 // before the online verify started.
 const ClockSkew = time.Minute
 
-// reverifyChanges compares both copies of every key the change log says
-// dual writes touched since since.
-func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.Time) (Report, error) {
+// checkChanged compares both copies of every key changed since the
+// recorded verify: the keys the change log names (lake's dual writes since
+// the verify began, reaching back by ClockSkew) and the keys the v1
+// table's stream names after from (every writer's). It returns the
+// comparison, where the stream read stopped, and the records read. When
+// the stream cannot show the whole interval it fails with ErrUnprovable,
+// naming what makes it provable. Options.ChangeLogOnly skips the stream
+// (measurement only: it misses writes lake did not make).
+func (m *Migrator) checkChanged(ctx context.Context, s dynamostore.MigrationSnapshot, from *dynamostore.StreamMark) (Report, *dynamostore.StreamMark, int, error) {
 	start := time.Now()
-	var rep Report
-	keys, err := m.p.ChangedKeys(ctx, max(shards, 1), since)
-	if err != nil {
-		return rep, err
+	since := m.now()
+	if s.FinalizingSince != nil {
+		since = *s.FinalizingSince
 	}
+	if s.Verified != nil {
+		since = s.Verified.Started
+	}
+	// Writers stamp the change log with their own clocks: reach back by
+	// the tolerated skew.
+	keys, err := m.p.ChangedKeys(ctx, max(s.Barriers, 1), since.Add(-ClockSkew))
+	if err != nil {
+		return Report{}, nil, 0, err
+	}
+	var end *dynamostore.StreamMark
+	records := 0
+	if !m.opts.ChangeLogOnly {
+		if from == nil {
+			return Report{}, nil, 0, fmt.Errorf("%w: the verify recorded no position in the v1 table's stream", ErrUnprovable)
+		}
+		ch, err := m.p.StreamChangesSince(ctx, *from)
+		if errors.Is(err, dynamostore.ErrStreamGap) {
+			return Report{}, nil, 0, fmt.Errorf("%w: %v", ErrUnprovable, err)
+		}
+		if err != nil {
+			return Report{}, nil, 0, err
+		}
+		end, records = &ch.End, ch.Records
+		seen := map[string]bool{}
+		for _, k := range keys {
+			seen[k] = true
+		}
+		for _, k := range ch.Keys {
+			if !seen[k] {
+				keys = append(keys, k)
+			}
+		}
+	}
+	rep, err := m.compareKeys(ctx, keys)
+	rep.Duration = time.Since(start)
+	return rep, end, records, err
+}
+
+// compareKeys compares both copies of each key, Options.Segments at once.
+func (m *Migrator) compareKeys(ctx context.Context, keys []string) (Report, error) {
+	var rep Report
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(m.opts.Segments)
@@ -171,9 +256,20 @@ func (m *Migrator) reverifyChanges(ctx context.Context, shards int, since time.T
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return rep, err
+	return rep, g.Wait()
+}
+
+// streamMark marks the v1 table's stream before a verify's scan, so that
+// finalize reads every write after it. Without a readable stream the
+// verify still runs and passes, and finalize then needs --full-reverify.
+func (m *Migrator) streamMark(ctx context.Context) (*dynamostore.StreamMark, error) {
+	mark, err := m.p.StreamMarkNow(ctx)
+	if errors.Is(err, dynamostore.ErrStreamGap) {
+		fmt.Fprintf(m.opts.Progress, "note: no stream position recorded (%v): finalize will need --full-reverify\n", err)
+		return nil, nil
 	}
-	rep.Duration = time.Since(start)
-	return rep, nil
+	if err != nil {
+		return nil, err
+	}
+	return &mark, nil
 }

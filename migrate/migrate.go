@@ -66,12 +66,20 @@ type Options struct {
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
-	// FullReverify makes finalize re-verify by scanning both tables for
-	// what changed since the online verify (lake's writes, and every v1
-	// item without lake's stamp, which catches a legacy writer's PUT),
-	// instead of reading the change log of dual writes (the default, whose
-	// pause does not grow with the table).
+	// FullReverify makes finalize check by scanning both tables whole,
+	// online and again under the barrier, instead of re-checking the keys
+	// the change log and the v1 table's stream say changed since the
+	// verify (the default, whose work follows what changed, not the
+	// table). It proves equality when the stream cannot (see
+	// ErrUnprovable); the pause grows with the table.
 	FullReverify bool
+	// Settle is how long finalize waits under the barrier before reading
+	// the stream; zero means DefaultSettle, negative is refused.
+	Settle time.Duration
+	// ChangeLogOnly makes finalize check only the keys the change log
+	// names, ignoring the stream. For measurement only (lake bench
+	// migration): it misses every write lake did not make.
+	ChangeLogOnly bool
 	// GateWait is how long backfill waits for lagging peers to observe
 	// dual before it refuses; default 30 s.
 	GateWait time.Duration
@@ -126,6 +134,12 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	}
 	if *o.Retention < 0 {
 		return nil, fmt.Errorf("%w: retention %v is negative", metastore.ErrInvalidArgument, *o.Retention)
+	}
+	if o.Settle < 0 {
+		return nil, fmt.Errorf("%w: settle delay %v is negative", metastore.ErrInvalidArgument, o.Settle)
+	}
+	if o.Settle == 0 {
+		o.Settle = DefaultSettle
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -67,6 +67,11 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 	if err := m.crash("dual:after-create-v2"); err != nil {
 		return err
 	}
+	// Capture every v1 write from here on, lake's or not (streams.go).
+	capture, err := m.p.EnableStream(ctx)
+	if err != nil {
+		return err
+	}
 	// CreateV2 may have created the table: read the snapshot again so the
 	// transition guards on what is there now.
 	s, err := m.p.ReadMigration(ctx)
@@ -79,6 +84,7 @@ func (m *Migrator) applyDual(ctx context.Context, _ dynamostore.MigrationSnapsho
 	n := m.next(s.Migration, dynamostore.StateDual)
 	n.Barriers, n.DualSince = dynamostore.DefaultBarriers, n.Since
 	n.Backfill, n.Verified, n.FinalizingSince = dynamostore.BackfillProgress{}, nil, nil
+	n.Capture = &capture
 	return m.p.Transition(ctx, s, n, dynamostore.BarriersKeep)
 }
 
@@ -237,6 +243,10 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	started := m.now()
+	mark, err := m.streamMark(ctx)
+	if err != nil {
+		return Report{}, err
+	}
 	rep, err := m.verify(ctx, nil)
 	if err != nil {
 		return rep, err
@@ -265,7 +275,7 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 			return rep, refused("the migration moved to epoch %d during the verify; run it again", s2.Epoch)
 		}
 		n := s2.Migration
-		n.Verified = &dynamostore.Verification{At: m.now(), Started: started, Checked: rep.Checked}
+		n.Verified = &dynamostore.Verification{At: m.now(), Started: started, Checked: rep.Checked, Stream: mark}
 		if err := m.p.Transition(ctx, s2, n, dynamostore.BarriersKeep); err != nil {
 			return rep, err
 		}
