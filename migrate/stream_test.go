@@ -168,4 +168,3 @@ func TestFinalizeRefusesWhatTheStreamCannotProve(t *testing.T) {
 		}
 	}
 }
-
