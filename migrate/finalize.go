@@ -143,7 +143,7 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	} else {
 		// Lake's writers are stopped; a legacy write's record may still
 		// be on its way.
-		if err := sleep(ctx, m.opts.Settle); err != nil {
+		if err := sleep(ctx, *m.opts.Settle); err != nil {
 			return rep, err
 		}
 		var n int

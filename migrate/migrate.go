@@ -74,8 +74,10 @@ type Options struct {
 	// ErrUnprovable); the pause grows with the table.
 	FullReverify bool
 	// Settle is how long finalize waits under the barrier before reading
-	// the stream; zero means DefaultSettle, negative is refused.
-	Settle time.Duration
+	// the stream; nil means DefaultSettle. Zero is honoured (a legacy
+	// write just before the barrier may then be missed); negative is
+	// refused.
+	Settle *time.Duration
 	// ChangeLogOnly makes finalize check only the keys the change log
 	// names, ignoring the stream. For measurement only (lake bench
 	// migration): it misses every write lake did not make.
@@ -135,11 +137,12 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	if *o.Retention < 0 {
 		return nil, fmt.Errorf("%w: retention %v is negative", metastore.ErrInvalidArgument, *o.Retention)
 	}
-	if o.Settle < 0 {
-		return nil, fmt.Errorf("%w: settle delay %v is negative", metastore.ErrInvalidArgument, o.Settle)
+	if o.Settle == nil {
+		st := DefaultSettle
+		o.Settle = &st
 	}
-	if o.Settle == 0 {
-		o.Settle = DefaultSettle
+	if *o.Settle < 0 {
+		return nil, fmt.Errorf("%w: settle delay %v is negative", metastore.ErrInvalidArgument, *o.Settle)
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -30,7 +30,8 @@ func (e *env) legacyUpdate(key, value string) {
 // more than migrate.ClockSkew: every v2 copy is then older than any skew
 // window, which no filter on write times can reach back to.
 func (e *env) skewedMigrator() *migrate.Migrator {
-	return e.migrator(&migrate.Options{PageSize: 7, Settle: 300 * time.Millisecond,
+	settle := 300 * time.Millisecond
+	return e.migrator(&migrate.Options{PageSize: 7, Settle: &settle,
 		Now: func() time.Time { return time.Now().Add(3 * migrate.ClockSkew) }})
 }
 

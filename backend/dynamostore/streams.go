@@ -45,31 +45,26 @@ var _ StreamsAPI = (*dynamodbstreams.Client)(nil)
 // write since a mark: the migrator must then prove equality another way.
 var ErrStreamGap = errors.New("lake: the v1 table's stream does not cover the interval since the verify")
 
-// NewStreamsClient returns a DynamoDB Streams client for cfg, as NewClient
-// does for DynamoDB: no SDK retries (the store retries), endpoint override,
-// no CRC check on loopback. DynamoDB serves its streams API on the same
-// endpoint, DynamoDB Local included.
-func NewStreamsClient(cfg aws.Config, endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		o.Retryer = aws.NopRetryer{}
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
+// StreamsClientOf returns a DynamoDB Streams client on c's endpoint,
+// region, credentials and HTTP client, without SDK retries (the store
+// retries). DynamoDB serves its streams API on the same endpoint as its
+// tables (DynamoDB Local included); a client built from the AWS
+// configuration alone would not follow AWS_ENDPOINT_URL_DYNAMODB.
+func StreamsClientOf(c *dynamodb.Client) *dynamodbstreams.Client {
+	o := c.Options()
+	return dynamodbstreams.New(dynamodbstreams.Options{
+		Region: o.Region, Credentials: o.Credentials, BaseEndpoint: o.BaseEndpoint,
+		HTTPClient: o.HTTPClient, Retryer: aws.NopRetryer{}, Logger: o.Logger,
 	})
 }
 
 // streamsFor derives a streams client from api when the caller gave none:
-// the real DynamoDB client (or one a test wrapper unwraps to) carries the
-// region, credentials, endpoint and HTTP client.
+// the SDK's client, or the one a test wrapper unwraps to.
 func streamsFor(api API) StreamsAPI {
 	for api != nil {
 		switch a := api.(type) {
 		case *dynamodb.Client:
-			o := a.Options()
-			return dynamodbstreams.New(dynamodbstreams.Options{
-				Region: o.Region, Credentials: o.Credentials, BaseEndpoint: o.BaseEndpoint,
-				HTTPClient: o.HTTPClient, Retryer: aws.NopRetryer{}, Logger: o.Logger,
-			})
+			return StreamsClientOf(a)
 		case interface{ Unwrap() API }:
 			api = a.Unwrap()
 		default:

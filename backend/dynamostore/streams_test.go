@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/lakemeta/lake/backend/dynamostore"
-	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -144,7 +143,7 @@ type streamEnv struct {
 func newStreamEnv(t *testing.T) *streamEnv {
 	api := client(t)
 	opts := newTables(t, api, dynamostore.LayoutV1)
-	sh := &shapes{next: dynamostore.NewStreamsClient(ddblocal.Config(t), "")}
+	sh := &shapes{next: dynamostore.StreamsClientOf(api)}
 	opts.Streams = sh
 	d := openDriver(t, api, opts)
 	e := &streamEnv{t: t, api: api, p: d.Primitives(), s: metastore.New(d), sh: sh, tbl: opts.Table}

@@ -21,6 +21,7 @@ type migrateOptions struct {
 	retention    time.Duration
 	deleteTable  bool
 	again        bool
+	settle       time.Duration
 }
 
 // newMigrator opens the store of --store (a dynamodb:// URL with layout
@@ -34,7 +35,7 @@ func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*mig
 		return nil, nil, err
 	}
 	d := s.Driver().(*dynamostore.Driver)
-	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Retention: &o.retention, Progress: cmd.ErrOrStderr()})
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Settle: &o.settle, Retention: &o.retention, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -184,16 +185,21 @@ when differences are found; they are recorded for "lake dynamo-migrate repair".`
 		Use:   "finalize",
 		Short: "Pause writes, re-verify what changed, publish the v2 marker",
 		Long: `Refused while a live commit-capable peer is v1-only, the backfill is incomplete or
-no verify has passed since. First, with writes still flowing, it checks what
-changed since the last verify by filtered scans of both tables (lake's writes,
-and every v1 item without lake's stamp, which a legacy writer leaves) and
-refuses on a difference. Then it installs every write-barrier item (mutations
-now get "writes paused", exit 5), re-verifies the keys the change log says dual
-writes touched since the verify (with --full-reverify: the filtered scans
-again), and publishes the monotonic marker in one transaction that checks every
+no verify has passed since. First, with writes still flowing, it re-checks every
+key changed since the last verify: the keys lake's dual writes logged (the
+change log) and the keys the v1 table's stream shows any writer touched since
+the verify's recorded stream position (PutItem, UpdateItem, DeleteItem, lake
+or a legacy binary); it refuses on a difference, naming the keys. Then it
+installs every write-barrier item (mutations now get "writes paused", exit 5),
+waits --settle for stream records still on their way, re-checks what changed
+since, and publishes the monotonic marker in one transaction that checks every
 barrier item is still held; v2 is then the read authority. Prints how long
-writes were paused. If it is interrupted, status shows it; run finalize again
-to finish or abort-finalize to resume writes.`,
+writes were paused. When the stream cannot show the whole interval since the
+verify (records are kept 24 hours; a stream disabled or replaced) it refuses
+and names the way out: a fresh verify, or --full-reverify (both tables scanned
+whole, online and under the barrier; the pause grows with the table). If it is
+interrupted, status shows it; run finalize again to finish or abort-finalize
+to resume writes.`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Finalize(cmd.Context())
@@ -212,7 +218,8 @@ to finish or abort-finalize to resume writes.`,
 		}),
 	}
 
-	finalize.Flags().BoolVar(&o.fullReverify, "full-reverify", false, "under the barrier, re-verify by scanning both tables (also catches a legacy write in the last seconds; the pause grows with the table)")
+	finalize.Flags().BoolVar(&o.fullReverify, "full-reverify", false, "check by scanning both tables whole, online and under the barrier, instead of the change log and the stream (proves equality when the stream cannot; the pause grows with the table)")
+	finalize.Flags().DurationVar(&o.settle, "settle", migrate.DefaultSettle, "under the barrier, wait this long for stream records of writes made before it, then read the stream (writes are paused meanwhile; 0 is honoured, negative is refused)")
 
 	retire := &cobra.Command{
 		Use:   "retire-v1",
