@@ -113,6 +113,9 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 			}
 			return rep, fmt.Errorf("%w: changes since the last verify: %s; %s; writes were not paused: run `lake dynamo-migrate repair`, then finalize again", ErrDifferences, rep.Precheck.Summary(), rep.Precheck.Detail())
 		}
+		if err := m.crash("finalize:prechecked"); err != nil {
+			return rep, err
+		}
 		if s, err = m.p.ReadMigration(ctx); err != nil {
 			return rep, err
 		}
@@ -142,9 +145,12 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 		rep.Reverify, err = m.verify(ctx, nil)
 	} else {
 		// Lake's writers are stopped; a legacy write's record may still
-		// be on its way.
-		if err := sleep(ctx, *m.opts.Settle); err != nil {
-			return rep, err
+		// be on its way (the change log alone needs no wait: lake's
+		// entries are written with the writes).
+		if !m.opts.ChangeLogOnly {
+			if err := sleep(ctx, *m.opts.Settle); err != nil {
+				return rep, err
+			}
 		}
 		var n int
 		rep.Reverify, _, n, err = m.checkChanged(ctx, s, from)
