@@ -19,7 +19,7 @@
 // state allows it (and why not), and an apply; status, refusals and
 // resumption all come from that one shape.
 //
-//   - dual: creates the v2 table; from now on every mutation updates v1 and v2
+//   - dual: creates the v2 table and enables the v1 table's stream; from now on every mutation updates v1 and v2
 //     in one transaction that also checks the write barrier is absent.
 //   - backfill: starts once every live commit-capable peer observes dual and
 //     one refresh interval has passed; copies v1 into v2 page by page, each
@@ -28,10 +28,13 @@
 //     verify after a complete backfill is recorded.
 //   - finalize: refused while a live commit-capable peer is v1-only, the
 //     backfill is incomplete, no verify passed or differences are recorded;
-//     installs the barrier
-//     (writes pause), re-verifies what changed since the verify, and
-//     publishes the marker in one transaction that checks every barrier item
-//     is still held.
+//     re-checks, with writes flowing, every key the change log (lake's
+//     writes) or the v1 table's stream (every writer's) shows changed
+//     since the verify; installs the barrier (writes pause); after a settle
+//     delay re-checks what changed since; and publishes the marker in one
+//     transaction that checks every barrier item is still held. Where the
+//     stream cannot show the whole interval it refuses (ErrUnprovable)
+//     and names a fresh verify or --full-reverify (finalize.go).
 //   - repair: converges the keys the last verify or refused finalize
 //     recorded; backfill --again (BackfillAgain) re-passes both tables. Both
 //     write v2 only, under conditions on both copies (see repair.go).
