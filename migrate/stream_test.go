@@ -169,3 +169,46 @@ func TestFinalizeRefusesWhatTheStreamCannotProve(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyDeleteBeforeTheBarrierCaughtUnderIt: a legacy delete lands
+// after finalize's online precheck and before its barrier. The re-check
+// under the barrier, after the settle delay, reads the stream on from
+// where the precheck stopped and refuses with writes paused; repair runs
+// under the barrier; finalize resumes and publishes; the key stays deleted.
+func TestLegacyDeleteBeforeTheBarrierCaughtUnderIt(t *testing.T) {
+	e := newEnv(t)
+	s, _ := e.store(refresh)
+	ctx := t.Context()
+	seedN(t, s, 10)
+	settle := 300 * time.Millisecond
+	deleted := false
+	m := e.migrator(&migrate.Options{PageSize: 7, Settle: &settle,
+		Now: func() time.Time { return time.Now().Add(3 * migrate.ClockSkew) },
+		Crash: func(p string) error {
+			if p == "finalize:prechecked" && !deleted {
+				deleted = true
+				e.legacyDelete("tbl/k006")
+			}
+			return nil
+		}})
+	e.run(m, "dual")
+	time.Sleep(2 * refresh)
+	e.run(m, "backfill", "verify")
+	_, err := m.Finalize(ctx)
+	if !errors.Is(err, migrate.ErrDifferences) || !strings.Contains(err.Error(), `"tbl/k006"`) || !strings.Contains(err.Error(), "writes stay paused") {
+		t.Fatalf("finalize with a legacy delete between precheck and barrier: %v", err)
+	}
+	if err := s.Put(ctx, "tbl/k001", []byte("x")); !errors.Is(err, metastore.ErrWritesPaused) {
+		t.Fatalf("a write while the barrier is held: %v", err)
+	}
+	if _, err := m.Repair(ctx); err != nil {
+		t.Fatalf("repair under the barrier: %v", err)
+	}
+	if _, err := m.Finalize(ctx); err != nil {
+		t.Fatalf("finalize resumed after repair: %v", err)
+	}
+	time.Sleep(2 * refresh)
+	if _, err := s.Get(ctx, "tbl/k006"); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("the legacy-deleted key came back: %v", err)
+	}
+}
