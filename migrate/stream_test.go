@@ -57,6 +57,9 @@ func TestLegacyWritesAfterVerifyCaughtByStream(t *testing.T) {
 	if err != nil || snap.Capture == nil || snap.Verified == nil || snap.Verified.Stream == nil || len(snap.Verified.Stream.Shards) == 0 {
 		t.Fatalf("dual should record the capture and verify the stream position: %+v, %v", snap.Migration, err)
 	}
+	if st, err := m.Status(ctx); err != nil || st.Capture == nil || !strings.Contains(st.Hint, "24 hours") {
+		t.Fatalf("status should show the stream and when finalize must run by: %+v, %v", st, err)
+	}
 
 	e.legacyUpdate("tbl/k005", "legacy-overwrite")
 	e.legacyPut("tbl/legacy-new", "legacy-created")
