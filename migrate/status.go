@@ -24,8 +24,8 @@ type Status struct {
 	Verified   *dynamostore.Verification    `json:"verified,omitempty"`
 	Diverged   *dynamostore.Diverged        `json:"diverged,omitempty"`
 	// Capture is where the v1 table's stream began capturing (dual).
-	Capture *dynamostore.StreamMark `json:"stream_capture,omitempty"`
-	Finalized  *time.Time                   `json:"finalized_at,omitempty"`
+	Capture   *dynamostore.StreamMark `json:"stream_capture,omitempty"`
+	Finalized *time.Time              `json:"finalized_at,omitempty"`
 	// Finalizing is set while the barrier is held without a marker.
 	Finalizing *time.Time `json:"finalizing_since,omitempty"`
 	// RetireAt is when retire-v1 becomes allowed, while it is not yet.
