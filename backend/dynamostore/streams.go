@@ -357,8 +357,13 @@ type shardRead struct {
 // end: DynamoDB returns empty pages over gaps in a shard.
 const maxEmptyPages = 1000
 
+// tipEmptyPages is how many empty pages in a row an open shard must return
+// before the read counts as caught up: one empty page may be a gap in the
+// shard rather than its tip, and each further page costs one request.
+const tipEmptyPages = 3
+
 // readShard reads r's shard from r.after to its end (a closed shard) or to
-// the first empty page (an open one: caught up), adding the keys of its
+// tipEmptyPages empty pages in a row (an open one: caught up), adding the keys of its
 // records to keys (when not nil).
 func (d *Driver) readShard(ctx context.Context, r *shardRead, keys map[string]bool) error {
 	r.last = r.after
@@ -406,10 +411,11 @@ func (d *Driver) readShard(ctx context.Context, r *shardRead, keys map[string]bo
 			empty = 0
 			continue
 		}
-		if !closedShard {
+		empty++
+		if !closedShard && empty >= tipEmptyPages {
 			return nil // an open shard, caught up
 		}
-		if empty++; empty > maxEmptyPages {
+		if empty > maxEmptyPages {
 			return fmt.Errorf("%w: shard %s returned %d empty pages before its end", metastore.ErrUnavailable, id, empty)
 		}
 	}
