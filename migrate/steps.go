@@ -243,9 +243,13 @@ func (m *Migrator) Verify(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	started := m.now()
-	mark, err := m.streamMark(ctx)
-	if err != nil {
-		return Report{}, err
+	// The position finalize reads the stream from, taken before the scan;
+	// only a verify that is recorded needs one.
+	var mark *dynamostore.StreamMark
+	if s.State == dynamostore.StateBackfill && s.Backfill.Done && s.FinalizingSince == nil {
+		if mark, err = m.streamMark(ctx); err != nil {
+			return Report{}, err
+		}
 	}
 	rep, err := m.verify(ctx, nil)
 	if err != nil {

@@ -212,8 +212,8 @@ to resume writes.`,
 				}
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it)\n",
-				rep.Pause.Round(time.Millisecond), rep.Reverify.Checked, rep.Precheck.Checked)
+			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it; %d v1 stream records read)\n",
+				rep.Pause.Round(time.Millisecond), rep.Reverify.Checked, rep.Precheck.Checked, rep.Records)
 			return nil
 		}),
 	}
