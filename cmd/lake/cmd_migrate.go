@@ -158,7 +158,9 @@ reported only after an atomic read of both copies confirms the difference.
 Prints a summary (the count is of keys, each once: every v1 key, and every v2
 key v1 lacks) and the first offending keys (missing in v2, extra in v2,
 different; "unstamped" marks a v1 record a non-lake writer wrote). A clean
-verify after a complete backfill is recorded; finalize requires it. Exit code 6
+verify after a complete backfill is recorded, with the position of the v1
+table's stream taken before the scan began (finalize re-checks every key
+written after it); finalize requires it. Exit code 6
 when differences are found; they are recorded for "lake dynamo-migrate repair".`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
@@ -243,7 +245,9 @@ already gone (deleted by hand after finalization) is retired at once.`,
 	cmd.AddCommand(status,
 		step("dual", "Enter dual mode: create v2; every mutation then updates v1 and v2 atomically", `Create the v2 table (TABLE_prefix_v2) if needed and enter state dual: v1 stays
 the read authority and every mutation updates v1 and v2 in one transaction that
-also checks the write barrier is absent.`),
+also checks the write barrier is absent. Enables a stream on the v1 table
+(KEYS_ONLY; a stream already enabled is kept as it is), through which finalize
+sees writes lake did not make.`),
 		backfill, verify, repair, finalize,
 		step("abort-finalize", "Remove the write barrier of an unfinished finalization", `Remove the write barrier in a transaction that checks the marker is absent;
 writes resume in dual mode.`),
