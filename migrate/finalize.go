@@ -97,7 +97,9 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 		} else {
 			var end *dynamostore.StreamMark
 			var n int
-			rep.Precheck, end, n, err = m.checkChanged(ctx, s, from)
+			// Online, writes flowing: the read may stop at what was
+			// written after it began; the read under the barrier goes on.
+			rep.Precheck, end, n, err = m.checkChanged(ctx, s, from, time.Now(), true)
 			rep.Records += n
 			from = end
 		}
@@ -153,7 +155,10 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 			}
 		}
 		var n int
-		rep.Reverify, _, n, err = m.checkChanged(ctx, s, from)
+		// Lake's writers are paused: read to the tip, unless legacy
+		// writers keep it moving; then stop at records created a clock
+		// margin after the settle point (they are in the residual window).
+		rep.Reverify, _, n, err = m.checkChanged(ctx, s, from, time.Now().Add(StreamClockMargin), false)
 		rep.Records += n
 	}
 	if errors.Is(err, ErrUnprovable) {
@@ -184,6 +189,11 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 	return rep, nil
 }
 
+// StreamClockMargin is how far DynamoDB's clock (which stamps stream
+// records) may run ahead of the migrator's: the read under the barrier
+// stops only at records created this long after it began.
+const StreamClockMargin = time.Minute
+
 // ClockSkew is how far writers' clocks may lag the migrator's for the
 // change log to be complete; finalize re-verifies changes from this long
 // before the online verify started.
@@ -197,7 +207,7 @@ const ClockSkew = time.Minute
 // the stream cannot show the whole interval it fails with ErrUnprovable,
 // naming what makes it provable. Options.ChangeLogOnly skips the stream
 // (measurement only: it misses writes lake did not make).
-func (m *Migrator) checkChanged(ctx context.Context, s dynamostore.MigrationSnapshot, from *dynamostore.StreamMark) (Report, *dynamostore.StreamMark, int, error) {
+func (m *Migrator) checkChanged(ctx context.Context, s dynamostore.MigrationSnapshot, from *dynamostore.StreamMark, upTo time.Time, partial bool) (Report, *dynamostore.StreamMark, int, error) {
 	start := time.Now()
 	since := m.now()
 	if s.FinalizingSince != nil {
@@ -218,7 +228,7 @@ func (m *Migrator) checkChanged(ctx context.Context, s dynamostore.MigrationSnap
 		if from == nil {
 			return Report{}, nil, 0, fmt.Errorf("%w: the verify recorded no position in the v1 table's stream", ErrUnprovable)
 		}
-		ch, err := m.p.StreamChangesSince(ctx, *from)
+		ch, err := m.p.StreamChangesSince(ctx, *from, upTo, partial)
 		if errors.Is(err, dynamostore.ErrStreamGap) {
 			return Report{}, nil, 0, fmt.Errorf("%w: %v", ErrUnprovable, err)
 		}

@@ -176,6 +176,9 @@ func (p Primitives) StreamMarkNow(ctx context.Context) (StreamMark, error) {
 	if err != nil {
 		return StreamMark{}, err
 	}
+	// Stopping early only makes the mark earlier: more to read later,
+	// nothing missed.
+	mark.At = time.Now().UTC()
 	shards, _, err := d.listShards(ctx, mark.Arn)
 	if err != nil {
 		return StreamMark{}, err
@@ -185,13 +188,12 @@ func (p Primitives) StreamMarkNow(ctx context.Context) (StreamMark, error) {
 			continue // closed: entirely before the mark
 		}
 		id := aws.ToString(sh.ShardId)
-		r := shardRead{arn: mark.Arn, shard: sh}
+		r := shardRead{arn: mark.Arn, shard: sh, upTo: mark.At, partial: true}
 		if err := d.readShard(ctx, &r, nil); err != nil {
 			return StreamMark{}, err
 		}
 		mark.Shards = append(mark.Shards, ShardMark{ID: id, After: r.last})
 	}
-	mark.At = time.Now().UTC()
 	return mark, nil
 }
 
@@ -208,11 +210,18 @@ type StreamChanges struct {
 
 // StreamChangesSince reads every record of the v1 table's stream after
 // mark, following shard lineage from parent to child, and returns the keys
-// they name. It fails with an error matching ErrStreamGap when the records
+// they name. Each shard is read to its end, or to its tip, or to the first
+// record created after upTo (by ApproximateCreationDateTime, which
+// DynamoDB rounds down, so no record created before upTo ends the read):
+// on a busy table a read never chases the tip forever, and whatever comes
+// after where it stopped is read by the next read, from End. A zero upTo
+// reads to the tip. A partial read also stops at the first short page
+// (fewer records than a full page: near the tip): for a read that need not
+// reach the tip, because another read goes on from End. It fails with an error matching ErrStreamGap when the records
 // since the mark cannot all be read: the stream disabled or replaced, a
 // marked shard gone, a record trimmed (kept 24 hours), or an open shard
 // that descends from none of the marked ones.
-func (p Primitives) StreamChangesSince(ctx context.Context, mark StreamMark) (StreamChanges, error) {
+func (p Primitives) StreamChangesSince(ctx context.Context, mark StreamMark, upTo time.Time, partial bool) (StreamChanges, error) {
 	d := p.d
 	var res StreamChanges
 	gap := func(format string, args ...any) (StreamChanges, error) {
@@ -268,7 +277,7 @@ func (p Primitives) StreamChangesSince(ctx context.Context, mark StreamMark) (St
 			}
 		}
 	}
-	seen := map[string]bool{}
+	seen, stopped := map[string]bool{}, map[string]bool{}
 	keys := map[string]bool{}
 	res.End = StreamMark{Arn: arn}
 	for len(queue) > 0 {
@@ -278,14 +287,18 @@ func (p Primitives) StreamChangesSince(ctx context.Context, mark StreamMark) (St
 			continue
 		}
 		seen[st.id] = true
-		r := shardRead{arn: arn, shard: byID[st.id], after: st.after, strict: true}
+		r := shardRead{arn: arn, shard: byID[st.id], after: st.after, strict: true, upTo: upTo, partial: partial}
 		if err := d.readShard(ctx, &r, keys); err != nil {
 			return res, err
 		}
 		res.Records += r.records
 		res.Shards++
-		if !r.closed {
+		if !r.closed || r.stopped {
 			res.End.Shards = append(res.End.Shards, ShardMark{ID: st.id, After: r.last})
+		}
+		if r.stopped {
+			stopped[st.id] = true
+			continue // its children come after what was left unread
 		}
 		for _, c := range children[st.id] {
 			queue = append(queue, start{id: c})
@@ -294,7 +307,7 @@ func (p Primitives) StreamChangesSince(ctx context.Context, mark StreamMark) (St
 	for _, sh := range shards {
 		id := aws.ToString(sh.ShardId)
 		open := sh.SequenceNumberRange == nil || sh.SequenceNumberRange.EndingSequenceNumber == nil
-		if open && !seen[id] {
+		if open && !seen[id] && !under(id, byID, stopped) {
 			return gap("open shard %s descends from no shard the verify marked (parent %q)", id, aws.ToString(sh.ParentShardId))
 		}
 	}
@@ -303,6 +316,24 @@ func (p Primitives) StreamChangesSince(ctx context.Context, mark StreamMark) (St
 	}
 	res.End.At = time.Now().UTC()
 	return res, nil
+}
+
+// under reports whether shard id descends from a shard whose read stopped
+// early (the next read reaches it through that shard).
+func under(id string, byID map[string]stypes.Shard, stopped map[string]bool) bool {
+	for range len(byID) {
+		sh, ok := byID[id]
+		if !ok {
+			return false
+		}
+		if id = aws.ToString(sh.ParentShardId); id == "" {
+			return false
+		}
+		if stopped[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // listShards describes every shard of the stream, page by page.
@@ -347,15 +378,23 @@ type shardRead struct {
 	// strict makes a trimmed record a gap; a mark's read only looks for
 	// the end and tolerates it.
 	strict bool
+	// upTo, when set, ends the read at the first record created after it;
+	// partial also ends it at the first short page.
+	upTo    time.Time
+	partial bool
 
 	last    string // sequence number of the last record read (or after)
 	records int
 	closed  bool // the shard is closed and was read to its end
+	stopped bool // the read ended at upTo
 }
 
 // maxEmptyPages bounds the empty pages read from a closed shard before its
 // end: DynamoDB returns empty pages over gaps in a shard.
 const maxEmptyPages = 1000
+
+// fullPage is the most records GetRecords returns by default.
+const fullPage = 1000
 
 // tipEmptyPages is how many empty pages in a row an open shard must return
 // before the read counts as caught up: one empty page may be a gap in the
@@ -397,6 +436,10 @@ func (d *Driver) readShard(ctx context.Context, r *shardRead, keys map[string]bo
 			if rec.Dynamodb == nil {
 				continue
 			}
+			if t := rec.Dynamodb.ApproximateCreationDateTime; !r.upTo.IsZero() && t != nil && t.After(r.upTo) {
+				r.stopped = true
+				return nil // this record and the rest are for the next read
+			}
 			r.records++
 			r.last = aws.ToString(rec.Dynamodb.SequenceNumber)
 			if keys == nil {
@@ -407,6 +450,10 @@ func (d *Driver) readShard(ctx context.Context, r *shardRead, keys map[string]bo
 			}
 		}
 		it = out.NextShardIterator
+		if r.partial && it != nil && len(out.Records) < fullPage {
+			r.stopped = true
+			return nil
+		}
 		if len(out.Records) > 0 {
 			empty = 0
 			continue

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -167,7 +168,7 @@ func (e *streamEnv) mark() dynamostore.StreamMark {
 }
 
 func (e *streamEnv) since(m dynamostore.StreamMark) (dynamostore.StreamChanges, error) {
-	ch, err := e.p.StreamChangesSince(e.t.Context(), m)
+	ch, err := e.p.StreamChangesSince(e.t.Context(), m, time.Time{}, false)
 	slices.Sort(ch.Keys)
 	return ch, err
 }
@@ -340,4 +341,33 @@ func TestStreamRefusesWhatItCannotProve(t *testing.T) {
 		t.Fatalf("re-enabling kept the ARN %s", n.Arn)
 	}
 	gap("a replaced stream", "replaced")
+}
+
+// TestStreamReadStopsAtUpToAndLosesNothing (DynamoDB Local): a read bounded
+// by upTo stops at the first record created after it (so a busy table
+// never keeps a read chasing the tip), and the next read, from where it
+// stopped, names what it left.
+func TestStreamReadStopsAtUpToAndLosesNothing(t *testing.T) {
+	e := newStreamEnv(t)
+	ctx := t.Context()
+	m := e.mark()
+	for _, k := range []string{"tbl/a", "tbl/b"} {
+		if err := e.s.Put(ctx, k, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// DynamoDB Local rounds record times down to the minute: two minutes
+	// back is before every record written now.
+	early, err := e.since2(m, time.Now().Add(-2*time.Minute))
+	if err != nil || len(early.Keys) != 0 || len(early.End.Shards) != 1 {
+		t.Fatalf("a read bounded before every record: %q, %+v, %v", early.Keys, early.End, err)
+	}
+	rest, err := e.since(early.End)
+	if err != nil || !slices.Equal(rest.Keys, []string{"tbl/a", "tbl/b"}) {
+		t.Fatalf("the read from where the bounded one stopped: %q, %v", rest.Keys, err)
+	}
+}
+
+func (e *streamEnv) since2(m dynamostore.StreamMark, upTo time.Time) (dynamostore.StreamChanges, error) {
+	return e.p.StreamChangesSince(e.t.Context(), m, upTo, false)
 }
