@@ -163,37 +163,62 @@ func (s *Store) List(ctx context.Context, prefix string, limit int, cur string) 
 	return page, nil
 }
 
-// maxListAllRestarts bounds how often ListAll restarts a drain whose cursor
+// maxDrainRestarts bounds how often a drain restarts after its cursor
 // expired (a layout change during the drain).
-const maxListAllRestarts = 3
+const maxDrainRestarts = 3
 
 // ListAll drains List for prefix and returns every matching item, sorted by
 // key. If the layout changes during the drain (ErrCursorExpired) it restarts
 // from the beginning, a bounded number of times.
 func (s *Store) ListAll(ctx context.Context, prefix string) ([]Item, error) {
+	items, _, err := s.Drain(ctx, prefix, nil)
+	return items, err
+}
+
+// DrainOptions shape Drain. The zero value (or nil) drains in pages of
+// DefaultPageSize.
+type DrainOptions struct {
+	// PageSize is the limit of each List call; zero means DefaultPageSize.
+	PageSize int
+}
+
+// Drain is the one full-prefix read: it drains List for prefix and returns
+// every matching item sorted by key, and the number of List pages it read
+// (its whole backend work, restarts included). An expired cursor restarts
+// the drain from the beginning, at most three times. ListAll and the node's
+// catalog cache are built on it.
+func (s *Store) Drain(ctx context.Context, prefix string, o *DrainOptions) (items []Item, pages int, err error) {
+	pageSize := DefaultPageSize
+	if o != nil && o.PageSize != 0 {
+		pageSize = o.PageSize
+	}
 	for attempt := 0; ; attempt++ {
-		items, err := s.drain(ctx, prefix)
-		if errors.Is(err, ErrCursorExpired) && attempt < maxListAllRestarts {
+		var n int
+		items, n, err = s.drain(ctx, prefix, pageSize)
+		pages += n
+		if errors.Is(err, ErrCursorExpired) && attempt < maxDrainRestarts {
 			continue
 		}
-		return items, err
+		return items, pages, err
 	}
 }
 
-func (s *Store) drain(ctx context.Context, prefix string) ([]Item, error) {
+func (s *Store) drain(ctx context.Context, prefix string, pageSize int) ([]Item, int, error) {
 	var all []Item
 	cur := ""
+	pages := 0
 	for {
-		page, err := s.List(ctx, prefix, DefaultPageSize, cur)
+		page, err := s.List(ctx, prefix, pageSize, cur)
+		pages++
 		if err != nil {
-			return nil, err
+			return nil, pages, err
 		}
 		all = append(all, page.Items...)
 		if page.Cursor == "" {
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, pages, err
 		}
 		cur = page.Cursor
 	}
@@ -202,7 +227,7 @@ func (s *Store) drain(ctx context.Context, prefix string) ([]Item, error) {
 	// a concurrent write re-inserting a key behind the drain position, and
 	// one copy of it is enough.
 	all = slices.CompactFunc(all, func(a, b Item) bool { return a.Key == b.Key })
-	return all, nil
+	return all, pages, nil
 }
 
 // Close closes the backend. Operations after Close return ErrClosed.

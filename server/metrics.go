@@ -21,7 +21,7 @@ type metrics struct {
 	refreshPages prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, s *Server, extra []prometheus.Collector) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lake_http_requests_total",
@@ -89,6 +89,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	if d, ok := s.store.Driver().(*dynamostore.Driver); ok {
 		cs = append(cs, backendCollector{d})
 	}
+	cs = append(cs, extra...)
 	for _, c := range cs {
 		// Register, not MustRegister: a registry that already holds lake
 		// metrics (two nodes on one registry) is an error, not a panic.

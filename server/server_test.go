@@ -19,7 +19,7 @@ import (
 
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // node is a server over a faulty bolt store, behind a real HTTP listener

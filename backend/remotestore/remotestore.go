@@ -5,7 +5,7 @@
 //
 // # Errors
 //
-// The node answers errors as JSON with a code (package server/nodeapi);
+// The node answers errors as JSON with a code (package nodeapi);
 // the driver maps each code back to its metastore sentinel, so errors.Is
 // works on the client as on the node, and a conflict is a
 // *metastore.ConflictError that names its key. A request that fails in
@@ -34,7 +34,7 @@ import (
 	"strings"
 
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // Name is the backend name carried by this driver's cursors.

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -142,6 +140,13 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 		logger.Warn("serving plain HTTP beyond loopback: the token travels in clear text; use --tls-cert and --tls-key")
 	}
 
+	// Bind first: a node that cannot listen (address in use) must leave
+	// nothing behind, neither a new bolt file nor a node id file.
+	ln, err := server.Listen(o.listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	// A node on the embedded default needs no setup: it creates its bolt
 	// file. DynamoDB tables are created only by `lake init`.
 	store, err := storeurl.Open(ctx, g.store, &storeurl.Options{Create: strings.HasPrefix(g.store, "bolt://")})
@@ -154,89 +159,41 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	var watcher *server.MigrationWatcher
-	if d, ok := store.Driver().(*dynamostore.Driver); ok {
-		// On DynamoDB the node joins the migration's node registry and
-		// follows the migration: it pauses writes while a finalization
-		// holds the barrier and resumes on its own after the marker.
-		if watcher, err = server.WatchMigration(ctx, d, nodeID, o.role, d.Refresh(), logger); err != nil {
-			return err
-		}
-		defer func() {
-			lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := watcher.Close(lctx); err != nil {
-				logger.Warn("leaving the node registry failed; the entry lapses with its lease", "err", err)
-			}
-		}()
-	}
-	srv, err := server.New(store, &server.Options{
-		Migration:       watcher,
+	opts := &server.Options{
 		Token:           token,
 		NodeID:          nodeID,
 		CatalogPrefix:   o.catalogPrefix,
 		CatalogInterval: o.catalogInterval,
 		Logger:          logger,
-	})
+	}
+	cfg := &server.ServeConfig{TLS: tlsConfig, ShutdownTimeout: o.shutdownTimeout}
+	if d, ok := store.Driver().(*dynamostore.Driver); ok {
+		// On DynamoDB the node joins the migration's node registry and
+		// follows the migration: it pauses writes while a finalization
+		// holds the barrier and resumes on its own after the marker.
+		watcher, err := server.WatchMigration(ctx, d, nodeID, o.role, d.Refresh(), logger)
+		if err != nil {
+			return err
+		}
+		opts.PauseSources = append(opts.PauseSources, watcher)
+		opts.Collectors = append(opts.Collectors, watcher)
+		cfg.OnStop = func() {
+			lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := watcher.Close(lctx); err != nil {
+				logger.Warn("leaving the node registry failed; the entry lapses with its lease", "err", err)
+			}
+		}
+	}
+	srv, err := server.New(store, opts)
 	if err != nil {
+		if cfg.OnStop != nil {
+			cfg.OnStop()
+		}
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("lake: listen on %s: %w", o.listen, err)
-	}
-	hs := &http.Server{
-		Handler:           srv,
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Bodies are at most ~1.4 MB; a client slower than that in a
-		// minute is holding a connection, not sending a value.
-		ReadTimeout:  time.Minute,
-		WriteTimeout: 5 * time.Minute,
-		IdleTimeout:  2 * time.Minute,
-		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	runCtx, stopRun := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() {
-		defer close(runDone)
-		srv.Run(runCtx)
-	}()
-	serveErr := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			serveErr <- hs.ServeTLS(ln, "", "")
-		} else {
-			serveErr <- hs.Serve(ln)
-		}
-	}()
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
-	}
-	logger.Info("serving", "url", scheme+"://"+ln.Addr().String(), "node_id", nodeID, "store", g.store,
-		"backend", store.Driver().Name(), "auth", token != "", "catalog_prefix", o.catalogPrefix)
-
-	var result error
-	select {
-	case err := <-serveErr:
-		result = fmt.Errorf("lake: serving on %s: %w", o.listen, err)
-	case <-ctx.Done():
-		logger.Info("shutting down: draining in-flight requests", "timeout", o.shutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-		if err := hs.Shutdown(sctx); err != nil {
-			hs.Close()
-			result = fmt.Errorf("lake: shutdown: in-flight requests did not finish within %v and were cut off", o.shutdownTimeout)
-		}
-		cancel()
-	}
-	// The catalog refresher uses the store: stop it before the deferred Close.
-	stopRun()
-	<-runDone
-	if result == nil {
-		logger.Info("stopped")
-	}
-	return result
+	logger.Info("store opened", "store", g.store, "backend", store.Driver().Name())
+	return srv.Serve(ctx, ln, cfg)
 }
 
 func (o *serveOptions) logger() (*slog.Logger, error) {
