@@ -114,7 +114,9 @@ func (s *Store) Delete(ctx context.Context, key string, expected []byte) error {
 
 // List returns one page of the items whose keys start with prefix: at most
 // limit items (1 to MaxListLimit), each backend request evaluating at most
-// limit items. Pass the returned cursor to continue; an empty cursor means the
+// limit items, and at most MaxPageBytes of keys and values unless the page
+// holds a single item: a page may end early at that byte budget, on every
+// backend. Pass the returned cursor to continue; an empty cursor means the
 // listing is complete. A page may be empty with a non-empty cursor: loop until
 // the cursor is empty. Drained without concurrent writes, the pages hold every
 // matching key exactly once, in the backend's order.
@@ -149,7 +151,12 @@ func (s *Store) List(ctx context.Context, prefix string, limit int, cur string) 
 	if len(items) > limit {
 		return Page{}, fmt.Errorf("lake: backend %s returned %d items for a page limit of %d", s.d.Name(), len(items), limit)
 	}
-	for _, it := range items {
+	used := 0
+	for i, it := range items {
+		if PageFull(i, used, ItemBytes(it.Key, it.Value)) {
+			return Page{}, fmt.Errorf("lake: backend %s returned a page over the %d-byte budget", s.d.Name(), MaxPageBytes)
+		}
+		used += ItemBytes(it.Key, it.Value)
 		// A backend that returned a foreign or control key is broken; say
 		// so rather than leak lake's own records or another prefix's keys.
 		if !strings.HasPrefix(it.Key, prefix) || IsControlKey(it.Key) {
@@ -176,10 +183,14 @@ func (s *Store) ListAll(ctx context.Context, prefix string) ([]Item, error) {
 }
 
 // DrainOptions shape Drain. The zero value (or nil) drains in pages of
-// DefaultPageSize.
+// DefaultPageSize with no byte limit.
 type DrainOptions struct {
 	// PageSize is the limit of each List call; zero means DefaultPageSize.
 	PageSize int
+	// MaxBytes, when positive, bounds the keys and values the drain may
+	// hold: a prefix holding more fails with ErrRefused as soon as the
+	// drain passes it, so the caller's memory stays bounded.
+	MaxBytes int64
 }
 
 // Drain is the one full-prefix read: it drains List for prefix and returns
@@ -188,13 +199,16 @@ type DrainOptions struct {
 // the drain from the beginning, at most three times. ListAll and the node's
 // catalog cache are built on it.
 func (s *Store) Drain(ctx context.Context, prefix string, o *DrainOptions) (items []Item, pages int, err error) {
-	pageSize := DefaultPageSize
-	if o != nil && o.PageSize != 0 {
-		pageSize = o.PageSize
+	var opts DrainOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
 	}
 	for attempt := 0; ; attempt++ {
 		var n int
-		items, n, err = s.drain(ctx, prefix, pageSize)
+		items, n, err = s.drain(ctx, prefix, opts)
 		pages += n
 		if errors.Is(err, ErrCursorExpired) && attempt < maxDrainRestarts {
 			continue
@@ -203,15 +217,22 @@ func (s *Store) Drain(ctx context.Context, prefix string, o *DrainOptions) (item
 	}
 }
 
-func (s *Store) drain(ctx context.Context, prefix string, pageSize int) ([]Item, int, error) {
+func (s *Store) drain(ctx context.Context, prefix string, o DrainOptions) ([]Item, int, error) {
 	var all []Item
 	cur := ""
 	pages := 0
+	var held int64
 	for {
-		page, err := s.List(ctx, prefix, pageSize, cur)
+		page, err := s.List(ctx, prefix, o.PageSize, cur)
 		pages++
 		if err != nil {
 			return nil, pages, err
+		}
+		for _, it := range page.Items {
+			held += int64(ItemBytes(it.Key, it.Value))
+		}
+		if o.MaxBytes > 0 && held > o.MaxBytes {
+			return nil, pages, fmt.Errorf("%w: prefix %q holds more than %d bytes of keys and values, the limit of this drain", ErrRefused, prefix, o.MaxBytes)
 		}
 		all = append(all, page.Items...)
 		if page.Cursor == "" {

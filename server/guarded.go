@@ -1,12 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
@@ -99,16 +98,16 @@ func decodeB64(s string) ([]byte, error) {
 	return b, nil
 }
 
-// decodeJSON decodes exactly one JSON value with no unknown fields, so a
-// misspelled field is an error rather than a silently different request.
+// decodeJSON decodes exactly one JSON object strictly, so that every
+// reader of the body (the node, a proxy, an audit log) sees the same
+// request: invalid UTF-8 (raw or as an unpaired surrogate escape),
+// duplicate names, names in another case, unknown names and trailing data
+// are refused rather than repaired, merged or ignored. The decoder is
+// github.com/go-json-experiment/json (encoding/json v2), whose defaults
+// are exactly that.
 func decodeJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return fmt.Errorf("%w: JSON body: %v", metastore.ErrInvalidArgument, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("%w: JSON body: trailing data after the object", metastore.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -26,6 +26,11 @@ func (s *Server) handleGet(rq *request, path string) {
 		s.fail(rq, err)
 		return
 	}
+	inm, err := parseCondition(rq.r, "If-None-Match")
+	if err != nil {
+		s.fail(rq, err)
+		return
+	}
 	v, err := s.store.Get(rq.r.Context(), key)
 	if err == nil || errors.Is(err, metastore.ErrNotFound) {
 		s.markReady()
@@ -36,11 +41,11 @@ func (s *Server) handleGet(rq *request, path string) {
 	}
 	etag := nodeapi.ETag(v)
 	h := rq.w.Header()
-	h.Set("ETag", etag)
+	setETag(h, etag)
 	// Reads are strongly consistent: a cache may keep the value only if it
 	// revalidates it (If-None-Match) every time.
 	h.Set("Cache-Control", "no-cache")
-	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && etagListMatches(inm, etag, true) {
+	if inm.present && inm.matches(etag, true) {
 		rq.status, rq.outcome = http.StatusNotModified, "not_modified"
 		rq.w.WriteHeader(http.StatusNotModified)
 		return
@@ -64,18 +69,21 @@ func (s *Server) handlePut(rq *request, path string) {
 		s.fail(rq, err)
 		return
 	}
-	ifMatch := strings.Join(rq.r.Header.Values("If-Match"), ",")
-	ifNoneMatch := strings.TrimSpace(strings.Join(rq.r.Header.Values("If-None-Match"), ","))
+	ifMatch, ifNoneMatch, err := bothConditions(rq)
+	if err != nil {
+		s.fail(rq, err)
+		return
+	}
 	switch {
-	case ifMatch != "" && ifNoneMatch != "":
+	case ifMatch.present && ifNoneMatch.present:
 		s.fail(rq, fmt.Errorf("%w: give If-Match or If-None-Match, not both", metastore.ErrInvalidArgument))
 		return
-	case ifNoneMatch != "" && ifNoneMatch != "*":
+	case ifNoneMatch.present && !ifNoneMatch.any:
 		s.fail(rq, fmt.Errorf("%w: on PUT, If-None-Match supports only * (create if absent)", metastore.ErrInvalidArgument))
 		return
-	case ifNoneMatch != "":
+	case ifNoneMatch.present:
 		rq.op = "create"
-	case ifMatch != "":
+	case ifMatch.present:
 		rq.op = "cas"
 	}
 	// Refuse early, before reading up to 350 KiB that would be thrown away.
@@ -114,7 +122,7 @@ func (s *Server) handlePut(rq *request, path string) {
 		s.fail(rq, err)
 		return
 	}
-	rq.w.Header().Set("ETag", nodeapi.ETag(value))
+	setETag(rq.w.Header(), nodeapi.ETag(value))
 	s.noContent(rq)
 }
 
@@ -122,7 +130,7 @@ func (s *Server) handlePut(rq *request, path string) {
 // exact bytes read, which the caller uses as the expected value of its
 // conditional write: the store then compares bytes, so a change after this
 // read is a conflict, not a lost update.
-func (s *Server) current(ctx context.Context, key, ifMatch string) ([]byte, error) {
+func (s *Server) current(ctx context.Context, key string, ifMatch condition) ([]byte, error) {
 	cur, err := s.store.Get(ctx, key)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return nil, metastore.Conflict(key, "If-Match: the key is absent")
@@ -130,7 +138,7 @@ func (s *Server) current(ctx context.Context, key, ifMatch string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	if !etagListMatches(ifMatch, nodeapi.ETag(cur), false) {
+	if !ifMatch.matches(nodeapi.ETag(cur), false) {
 		return nil, metastore.Conflict(key, "current value does not match If-Match")
 	}
 	return cur, nil
@@ -142,12 +150,16 @@ func (s *Server) handleDelete(rq *request, path string) {
 		s.fail(rq, err)
 		return
 	}
-	ifMatch := strings.Join(rq.r.Header.Values("If-Match"), ",")
+	ifMatch, ifNoneMatch, err := bothConditions(rq)
+	if err != nil {
+		s.fail(rq, err)
+		return
+	}
 	switch {
-	case rq.r.Header.Get("If-None-Match") != "":
+	case ifNoneMatch.present:
 		s.fail(rq, fmt.Errorf("%w: DELETE takes If-Match, not If-None-Match", metastore.ErrInvalidArgument))
 		return
-	case ifMatch == "":
+	case !ifMatch.present:
 		s.fail(rq, httpErr(http.StatusPreconditionRequired, nodeapi.CodeInvalidArgument,
 			"lake: invalid argument: DELETE needs If-Match: ETAG (the ETag of the value to delete, or *)"))
 		return
@@ -168,4 +180,13 @@ func (s *Server) handleDelete(rq *request, path string) {
 		return
 	}
 	s.noContent(rq)
+}
+
+// bothConditions parses If-Match and If-None-Match strictly.
+func bothConditions(rq *request) (ifMatch, ifNoneMatch condition, err error) {
+	if ifMatch, err = parseCondition(rq.r, "If-Match"); err != nil {
+		return
+	}
+	ifNoneMatch, err = parseCondition(rq.r, "If-None-Match")
+	return
 }

@@ -10,20 +10,18 @@ import (
 	"github.com/lakemeta/lake/nodeapi"
 )
 
+// handleList answers one page of the store's List, streamed: the page is
+// bounded by its limit and by metastore.MaxPageBytes, and its base64 is
+// written as it is encoded.
 func (s *Server) handleList(rq *request) {
-	q := rq.r.URL.Query()
-	for k, v := range q {
-		if k != "prefix" && k != "limit" && k != "cursor" {
-			s.fail(rq, fmt.Errorf("%w: unknown list parameter %q (known: prefix, limit, cursor)", metastore.ErrInvalidArgument, k))
-			return
-		}
-		if len(v) != 1 {
-			s.fail(rq, fmt.Errorf("%w: list parameter %q given %d times", metastore.ErrInvalidArgument, k, len(v)))
-			return
-		}
+	q, err := query(rq, "prefix", "limit", "cursor")
+	if err != nil {
+		s.fail(rq, err)
+		return
 	}
 	limit := metastore.DefaultPageSize
-	if l := q.Get("limit"); l != "" || q.Has("limit") {
+	if q.Has("limit") {
+		l := q.Get("limit")
 		n, err := strconv.Atoi(l)
 		if err != nil {
 			s.fail(rq, fmt.Errorf("%w: limit %q is not a number", metastore.ErrInvalidArgument, l))
@@ -37,21 +35,19 @@ func (s *Server) handleList(rq *request) {
 		return
 	}
 	s.markReady()
-	s.json(rq, http.StatusOK, nodeapi.ListResponse{Items: wireItems(page.Items), Cursor: page.Cursor})
-}
-
-func wireItems(items []metastore.Item) []nodeapi.Item {
-	out := make([]nodeapi.Item, len(items))
-	for i, it := range items {
-		v := it.Value
-		if v == nil {
-			v = []byte{} // "" in JSON, not null: an empty value is a value
-		}
-		out[i] = nodeapi.Item{Key: it.Key, Value: v}
+	st := s.startItems(rq, `{"items":[`)
+	for _, it := range page.Items {
+		st.item(it)
 	}
-	return out
+	tail := "]"
+	if page.Cursor != "" {
+		tail += jsonMember("cursor", page.Cursor)
+	}
+	st.end(tail + "}\n")
 }
 
+// handleCatalog answers the catalog copy from memory, streamed; the copy
+// itself is bounded by Options.CatalogMaxBytes.
 func (s *Server) handleCatalog(rq *request) {
 	snap := s.catalog.snapshot()
 	if !snap.loaded {
@@ -62,16 +58,18 @@ func (s *Server) handleCatalog(rq *request) {
 		s.fail(rq, httpErr(http.StatusServiceUnavailable, nodeapi.CodeUnavailable, msg))
 		return
 	}
-	resp := nodeapi.CatalogResponse{
-		Prefix:      s.catalog.prefix,
-		Items:       wireItems(snap.items),
-		Size:        len(snap.items),
-		RefreshedAt: snap.refreshedAt.UTC().Format(time.RFC3339Nano),
-		AgeSeconds:  time.Since(snap.refreshedAt).Seconds(),
-	}
+	head := "{" + jsonString("prefix") + ":" + jsonString(s.catalog.prefix) +
+		jsonMember("size", len(snap.items)) +
+		jsonMember("bytes", snap.bytes) +
+		jsonMember("refreshed_at", snap.refreshedAt.UTC().Format(time.RFC3339Nano)) +
+		jsonMember("age_seconds", time.Since(snap.refreshedAt).Seconds())
 	if snap.lastErr != nil {
-		resp.LastError = snap.lastErr.Error()
-		resp.LastErrorAt = snap.lastErrAt.UTC().Format(time.RFC3339Nano)
+		head += jsonMember("last_error", snap.lastErr.Error()) +
+			jsonMember("last_error_at", snap.lastErrAt.UTC().Format(time.RFC3339Nano))
 	}
-	s.json(rq, http.StatusOK, resp)
+	st := s.startItems(rq, head+`,"items":[`)
+	for _, it := range snap.items {
+		st.item(it)
+	}
+	st.end("]}\n")
 }

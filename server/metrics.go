@@ -62,6 +62,14 @@ func newMetrics(reg prometheus.Registerer, s *Server, extra []prometheus.Collect
 			Help: "Number of items in the catalog copy being served.",
 		}, func() float64 { return float64(len(s.catalog.snapshot().items)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lake_catalog_bytes",
+			Help: "Bytes of keys and values in the catalog copy being served.",
+		}, func() float64 { return float64(s.catalog.snapshot().bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lake_catalog_max_bytes",
+			Help: "The catalog copy's limit in bytes of keys and values; a refresh that finds more fails.",
+		}, func() float64 { return float64(s.catalog.maxBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lake_catalog_last_refresh_failed",
 			Help: "1 if the last catalog refresh failed (the last good copy is served), else 0.",
 		}, func() float64 { return b2f(s.catalog.snapshot().lastErr != nil) }),

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
@@ -25,11 +27,19 @@ func readBody(rq *request, limit int64) ([]byte, error) {
 	if rq.r.ContentLength > limit {
 		return nil, tooLarge()
 	}
+	// The body must arrive within bodyTimeout; the deadline is lifted once
+	// it has, so that a slow store call after it is not cut off.
+	rc := http.NewResponseController(rq.w)
+	rc.SetReadDeadline(time.Now().Add(rq.bodyTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(rq.w, rq.r.Body, limit))
+	rc.SetReadDeadline(time.Time{})
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, httpErr(http.StatusRequestTimeout, nodeapi.CodeRequestTimeout,
+			fmt.Sprintf("lake: backend unavailable: the request body did not arrive within %v; nothing was changed", rq.bodyTimeout))
 	case err != nil:
 		return nil, fmt.Errorf("%w: reading the request body: %v", metastore.ErrInvalidArgument, err)
 	}
@@ -66,6 +76,8 @@ func statusOf(code string, conditional bool) int {
 		return http.StatusUnauthorized
 	case nodeapi.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case nodeapi.CodeRequestTimeout:
+		return http.StatusRequestTimeout
 	case nodeapi.CodeInternal:
 		return http.StatusInternalServerError
 	default:

@@ -17,6 +17,8 @@ type request struct {
 	op      string
 	outcome string
 	status  int
+	// bodyTimeout bounds the arrival of the request's body.
+	bodyTimeout time.Duration
 }
 
 // ServeHTTP routes one request. Keys are taken from the escaped path by
@@ -25,8 +27,12 @@ type request struct {
 // another key.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rq := &request{w: w, r: r, op: "unknown"}
+	rq := &request{w: w, r: r, op: "unknown", bodyTimeout: s.bodyTimeout}
 	s.route(rq)
+	// Whatever of the body the handler left unread, net/http reads on
+	// (up to 256 KiB) to reuse the connection: bound that too, since the
+	// server has no ReadTimeout.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	took := time.Since(start)
 	s.metrics.observe(rq.op, rq.outcome, took)
 	s.log.Debug("request", "method", r.Method, "path", r.URL.EscapedPath(), "op", rq.op,
@@ -59,9 +65,18 @@ func (s *Server) route(rq *request) {
 	case endpoints[path].handle != nil:
 		ep := endpoints[path]
 		rq.op = ep.op
-		if s.allow(rq, ep.method) {
-			ep.handle(s, rq)
+		if !s.allow(rq, ep.method) {
+			return
 		}
+		if strings.HasPrefix(path, "/v1/") && ep.op != "list" {
+			// The list handler parses its own parameters; every other
+			// /v1/ endpoint takes none, and says so rather than ignore one.
+			if _, err := query(rq); err != nil {
+				s.fail(rq, err)
+				return
+			}
+		}
+		ep.handle(s, rq)
 	default:
 		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see the README, section HTTP API)"))
 	}

@@ -64,7 +64,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, cfg *ServeConfig) e
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	hs := s.httpServer()
-	hs.TLSConfig = c.TLS
+	ln = s.wrapListener(ln, c.TLS)
 	runCtx, stopRun := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
 	go func() {
@@ -72,13 +72,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, cfg *ServeConfig) e
 		s.Run(runCtx)
 	}()
 	serveErr := make(chan error, 1)
-	go func() {
-		if c.TLS != nil {
-			serveErr <- hs.ServeTLS(ln, "", "")
-		} else {
-			serveErr <- hs.Serve(ln)
-		}
-	}()
+	go func() { serveErr <- hs.Serve(ln) }()
 	scheme := "http"
 	if c.TLS != nil {
 		scheme = "https"
@@ -135,7 +129,7 @@ func ServeLoopback(h http.Handler) (string, *http.Server, error) {
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
 	if s, ok := h.(*Server); ok {
-		hs = s.httpServer()
+		hs, ln = s.httpServer(), s.wrapListener(ln, nil)
 	}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

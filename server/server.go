@@ -20,6 +20,9 @@ const (
 	DefaultCatalogInterval = 5 * time.Second
 	DefaultCatalogTimeout  = 30 * time.Second
 	DefaultRetryAfter      = time.Second
+	// DefaultBodyTimeout bounds how long a request body may take to
+	// arrive: the largest body (1.4 MB) in a minute is 24 KB/s.
+	DefaultBodyTimeout = time.Minute
 )
 
 // PauseDrainTimeout bounds how long POST /v1/admin/pause waits for the
@@ -60,6 +63,14 @@ type Options struct {
 	// CatalogPageSize is the page limit of the catalog's List calls; zero
 	// means metastore.DefaultPageSize.
 	CatalogPageSize int
+	// CatalogMaxBytes bounds the keys and values the catalog copy may
+	// hold; a refresh that finds more fails and keeps the last good copy.
+	// Zero means DefaultCatalogMaxBytes.
+	CatalogMaxBytes int64
+	// BodyTimeout bounds how long a request body may take to arrive; a
+	// body still incomplete then is answered 408. Zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// CatalogTimeout bounds one refresh; zero means DefaultCatalogTimeout.
 	CatalogTimeout time.Duration
 	// RetryAfter is the advice sent with writes_paused and unavailable;
@@ -87,21 +98,22 @@ type Options struct {
 // Server is the node's http.Handler. Make one with New, serve it with an
 // http.Server, and run Run in a goroutine for readiness and the catalog.
 type Server struct {
-	store      *metastore.Store
-	tokenSum   [32]byte
-	hasToken   bool
-	nodeID     string
-	admission  *Admission
-	migration  *MigrationWatcher
-	catalog    *catalog
-	interval   time.Duration
-	timeout    time.Duration
-	retryAfter string
-	log        *slog.Logger
-	metrics    *metrics
-	promH      http.Handler
-	ready      atomic.Bool
-	running    atomic.Bool
+	store       *metastore.Store
+	tokenSum    [32]byte
+	hasToken    bool
+	nodeID      string
+	admission   *Admission
+	migration   *MigrationWatcher
+	catalog     *catalog
+	interval    time.Duration
+	timeout     time.Duration
+	retryAfter  string
+	bodyTimeout time.Duration
+	log         *slog.Logger
+	metrics     *metrics
+	promH       http.Handler
+	ready       atomic.Bool
+	running     atomic.Bool
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -127,13 +139,19 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("lake: catalog prefix: %w", err)
 	}
 	switch {
-	case o.CatalogInterval < 0, o.CatalogTimeout < 0, o.RetryAfter < 0:
+	case o.CatalogInterval < 0, o.CatalogTimeout < 0, o.RetryAfter < 0, o.BodyTimeout < 0, o.CatalogMaxBytes < 0:
 		return nil, fmt.Errorf("%w: server: negative duration", metastore.ErrInvalidArgument)
 	case o.CatalogPageSize < 0 || o.CatalogPageSize > metastore.MaxListLimit:
 		return nil, fmt.Errorf("%w: catalog page size %d is outside 1..%d", metastore.ErrInvalidArgument, o.CatalogPageSize, metastore.MaxListLimit)
 	}
 	if o.CatalogInterval == 0 {
 		o.CatalogInterval = DefaultCatalogInterval
+	}
+	if o.CatalogMaxBytes == 0 {
+		o.CatalogMaxBytes = DefaultCatalogMaxBytes
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
 	if o.CatalogTimeout == 0 {
 		o.CatalogTimeout = DefaultCatalogTimeout
@@ -160,18 +178,19 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 		o.Registry = newRegistry()
 	}
 	s := &Server{
-		store:      store,
-		hasToken:   o.Token != "",
-		tokenSum:   sha256.Sum256([]byte(o.Token)),
-		nodeID:     o.NodeID,
-		admission:  o.Admission,
-		migration:  o.Migration,
-		catalog:    &catalog{store: store, prefix: o.CatalogPrefix, pageSize: o.CatalogPageSize},
-		interval:   o.CatalogInterval,
-		timeout:    o.CatalogTimeout,
-		retryAfter: strconv.Itoa(int((o.RetryAfter + time.Second - 1) / time.Second)),
-		log:        o.Logger,
-		promH:      promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}),
+		store:       store,
+		hasToken:    o.Token != "",
+		tokenSum:    sha256.Sum256([]byte(o.Token)),
+		nodeID:      o.NodeID,
+		admission:   o.Admission,
+		migration:   o.Migration,
+		catalog:     &catalog{store: store, prefix: o.CatalogPrefix, pageSize: o.CatalogPageSize, maxBytes: o.CatalogMaxBytes},
+		bodyTimeout: o.BodyTimeout,
+		interval:    o.CatalogInterval,
+		timeout:     o.CatalogTimeout,
+		retryAfter:  strconv.Itoa(int((o.RetryAfter + time.Second - 1) / time.Second)),
+		log:         o.Logger,
+		promH:       promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}),
 	}
 	m, err := newMetrics(o.Registry, s, o.Collectors)
 	if err != nil {
