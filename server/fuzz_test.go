@@ -71,7 +71,14 @@ func FuzzHTTPAPI(f *testing.F) {
 		{"PUT", "/v1/kv/tbl/a", "Transfer-Encoding: gzip\r\n", "x"},
 		// Row 7: a body that stops before its declared length.
 		{"PUT", "/v1/kv/tbl/slow", "Content-Length: 10\r\n", "abc"},
-		// Odd shapes.
+		// Odd shapes (the seeds of the handler-only fuzz target this one
+		// replaces).
+		{"PUT", "/v1/kv/tbl%2Fa", "If-Match: *\r\n", "v"},
+		{"PUT", "/v1/kv/%00", "If-Match: \"x\"\r\nIf-None-Match: \"x\"\r\n", "v"},
+		{"DELETE", "/v1/kv/a//b", "If-Match: W/\"x\", *\r\n", ""},
+		{"POST", "/v1/guarded-mutate", "", `{"guard":{"key":"a","value":null},"target":{}}`},
+		{"GET", "/v1/list?prefix=%FF&limit=-1&cursor=AAAA", "", ""},
+		{"GET", "/metrics", "", ""},
 		{"BREW", "/v1/kv/tbl/a", "", ""},
 		{"GET", "/v1/kv/a//b/../c", "", ""},
 		{"GET", "*", "", ""},
