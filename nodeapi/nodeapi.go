@@ -2,7 +2,7 @@
 // serve`): paths, headers, JSON bodies, error codes and the ETag function.
 // The server (package server) and its client (package
 // backend/remotestore) both use it, so that the two sides cannot drift
-// apart; the README ("The metadata node") describes the same API for people and other
+// apart; docs/node.md describes the same API for people and other
 // languages.
 //
 // NB: everything here is on the wire between nodes and clients of different

@@ -3,7 +3,7 @@
 // *metastore.Store, plus the node's own duties: write admission, a catalog
 // cache, health, readiness and Prometheus metrics. Package
 // backend/remotestore is its client; package nodeapi holds the wire
-// format both use, and the README section "The metadata node" describes the API for people.
+// format both use, and docs/node.md describes the API for people.
 //
 // # Endpoints
 //

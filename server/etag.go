@@ -85,6 +85,6 @@ func (c condition) matches(etag string, weak bool) bool {
 	return false
 }
 
-// setETag sets the ETag header spelled as RFC 9110 and the README spell it
+// setETag sets the ETag header spelled as RFC 9110 and docs/node.md spell it
 // (Header.Set would send "Etag").
 func setETag(h http.Header, etag string) { h["ETag"] = []string{etag} }

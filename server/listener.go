@@ -21,7 +21,7 @@ import (
 const coreErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
 // jsonErrorListener wraps the node's listener so that the errors net/http
-// answers itself are the README's JSON error too, counted in
+// answers itself are the JSON error of docs/node.md too, counted in
 // lake_http_requests_total (op "unknown") and logged at debug like any
 // other request. With TLS it terminates TLS itself, beneath the rewrite, so
 // that the rewrite sees plain HTTP (the node then speaks HTTP/1.1 only).

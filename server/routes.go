@@ -78,7 +78,7 @@ func (s *Server) route(rq *request) {
 		}
 		ep.handle(s, rq)
 	default:
-		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see the README, section HTTP API)"))
+		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see docs/node.md, section HTTP API)"))
 	}
 }
 

@@ -131,7 +131,7 @@ func TestStrictJSON(t *testing.T) {
 }
 
 // TestCoreErrorsAreJSON (issue 12, row 6): what net/http answers before any
-// handler runs is the README's JSON error too, and is counted.
+// handler runs is the JSON error of docs/node.md too, and is counted.
 func TestCoreErrorsAreJSON(t *testing.T) {
 	n := newNode(t, nil)
 	for _, tc := range []struct {

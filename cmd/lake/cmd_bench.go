@@ -228,6 +228,7 @@ then no existing key is overwritten: an existing tbl/benchNNNNN is refused.`,
 type benchNodeMemoryOptions struct {
 	values, valueSize, clients, rounds, limit int
 	keep                                      bool
+	nodeBinary                                string
 }
 
 func newBenchNodeMemoryCommand() *cobra.Command {
@@ -247,9 +248,12 @@ while the clients listed (VmHWM, reset after idle, and VmRSS sampled every
   lake bench node-memory --values 300 --value-size 358400 --clients 4`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("lake: finding this binary to run the node: %w", err)
+			bin := o.nodeBinary
+			if bin == "" {
+				var err error
+				if bin, err = os.Executable(); err != nil {
+					return fmt.Errorf("lake: finding this binary to run the node: %w", err)
+				}
 			}
 			dir, err := os.MkdirTemp("", "lake-node-memory")
 			if err != nil {
@@ -277,5 +281,6 @@ while the clients listed (VmHWM, reset after idle, and VmRSS sampled every
 	f.IntVar(&o.rounds, "rounds", 3, "full listings per client")
 	f.IntVar(&o.limit, "limit", 1000, "page limit of each list request")
 	f.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	f.StringVar(&o.nodeBinary, "node-binary", "", "run this lake binary as the node (default: this one), to compare builds")
 	return cmd
 }

@@ -23,6 +23,7 @@ type serveOptions struct {
 	tlsKey          string
 	catalogPrefix   string
 	catalogInterval time.Duration
+	catalogMaxBytes int64
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
@@ -35,7 +36,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 		Use:   "serve",
 		Short: "Run a metadata node: the store's whole contract over HTTP",
 		Long: `Run a long-lived metadata node that serves the store named by --store over HTTP
-(the API is described in the README, "The metadata node"). Other processes then use the store
+(the API is described in docs/node.md). Other processes then use the store
 through the node with --store http://HOST:PORT, which is how several processes
 share one bolt file: the node holds the file, and a CLI pointed at the file
 itself fails fast with "locked by another process".
@@ -56,6 +57,11 @@ writes_paused (exit code 5 on the CLI) until POST /v1/admin/resume; reads go on.
 Catalog cache: the node reads --catalog-prefix through paged List every
 --catalog-interval and serves it from memory at /v1/catalog; when a refresh
 fails it keeps serving the last good copy and reports its age and the error.
+The copy holds at most --catalog-max-bytes (32 MiB) of keys and values: a
+refresh that finds more fails, so memory stays bounded.
+
+Memory: a list page holds at most 1 MiB of keys and values (or one item), and
+list and catalog responses are streamed, never built whole.
 
 Node id: --node-id, else one kept in PATH.node-id beside a bolt file (created
 on first start), else derived from the host name and --listen. It labels the
@@ -95,6 +101,7 @@ errors at warn and error.`,
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	f.StringVar(&o.catalogPrefix, "catalog-prefix", server.DefaultCatalogPrefix, "prefix the catalog cache holds and serves at /v1/catalog")
 	f.DurationVar(&o.catalogInterval, "catalog-interval", server.DefaultCatalogInterval, "time between catalog refreshes")
+	f.Int64Var(&o.catalogMaxBytes, "catalog-max-bytes", server.DefaultCatalogMaxBytes, "limit of the catalog copy (bytes of keys and values); a refresh that finds more fails")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug (one line per request), info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.role, "role", "commit", "role in the migration's node registry: commit (writes metadata) or reader")
@@ -110,8 +117,8 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if o.role != "commit" && o.role != "reader" {
 		return usagef("--role must be commit or reader, not %q", o.role)
 	}
-	if o.catalogInterval <= 0 || o.shutdownTimeout <= 0 {
-		return usagef("--catalog-interval and --shutdown-timeout must be positive")
+	if o.catalogInterval <= 0 || o.shutdownTimeout <= 0 || o.catalogMaxBytes <= 0 {
+		return usagef("--catalog-interval, --catalog-max-bytes and --shutdown-timeout must be positive")
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usagef("give --tls-cert and --tls-key together")
@@ -164,6 +171,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 		NodeID:          nodeID,
 		CatalogPrefix:   o.catalogPrefix,
 		CatalogInterval: o.catalogInterval,
+		CatalogMaxBytes: o.catalogMaxBytes,
 		Logger:          logger,
 	}
 	cfg := &server.ServeConfig{TLS: tlsConfig, ShutdownTimeout: o.shutdownTimeout}
