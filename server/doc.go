@@ -37,6 +37,17 @@
 // (nodeapi.CodeOf); remotestore maps it back so that errors.Is works on the
 // client. writes_paused and unavailable come with Retry-After.
 //
+// # Serving and memory
+//
+// Listen binds the address (before anything is created); Serve runs the
+// node on it with its timeouts and shutdown order, and rewrites the errors
+// net/http answers before any handler (a malformed request line, a bad
+// Content-Length) into the same JSON errors. A list page is bounded by
+// metastore.MaxPageBytes and streamed; the catalog copy is bounded by
+// Options.CatalogMaxBytes; a body must arrive within Options.BodyTimeout
+// (408 after it). Query strings, If-Match/If-None-Match and JSON bodies are
+// parsed strictly: what cannot be read exactly is refused, never guessed.
+//
 // # Authentication
 //
 // With Options.Token set, every /v1/ request needs "Authorization: Bearer

@@ -63,6 +63,16 @@ func (c *jsonErrorConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// CloseWrite half-closes the connection when the one beneath can (TCP,
+// TLS): net/http uses it to let a client read an error answer before the
+// connection closes, instead of a reset.
+func (c *jsonErrorConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // rewriteCoreError turns one of net/http's plain-text error answers into
 // the same status with a JSON nodeapi.Error body.
 func (s *Server) rewriteCoreError(p []byte, remote net.Addr) ([]byte, bool) {
