@@ -223,3 +223,21 @@ func TestListAndCatalogBoundedByBytes(t *testing.T) {
 		t.Fatalf("catalog size metrics:\n%s", grepLines(m.body, "lake_catalog_"))
 	}
 }
+
+// TestETagSpelledAsDocumented: the header goes out as "ETag", as
+// docs/node.md and RFC 9110 spell it, not Go's canonical "Etag" (issue 12).
+func TestETagSpelledAsDocumented(t *testing.T) {
+	n := newNode(t, nil)
+	n.store.Put(t.Context(), "tbl/e", []byte("v"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(n.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET "+kv("tbl/e")+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	raw, _ := io.ReadAll(c)
+	if !bytes.Contains(raw, []byte("\r\nETag: "+nodeapi.ETag([]byte("v"))+"\r\n")) {
+		t.Fatalf("no ETag header spelled ETag in:\n%s", raw)
+	}
+}
