@@ -226,6 +226,9 @@ type CatalogResponse struct {
 	LastError string `json:"last_error,omitempty"`
 	// LastErrorAt is when that refresh failed (RFC 3339).
 	LastErrorAt string `json:"last_error_at,omitempty"`
+	// Next, in a paged read (?limit=N), is the last key of this page:
+	// pass it as ?after= for the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
 }
 
 // PauseRequest is the optional body of POST /v1/admin/pause.

@@ -12,7 +12,7 @@
 //	DELETE /v1/kv/{key}          delete-if-equals; If-Match is required (428 without)
 //	POST   /v1/guarded-mutate    GuardedMutate, JSON body
 //	GET    /v1/list              one page of List (?prefix=&limit=&cursor=)
-//	GET    /v1/catalog           the cached catalog prefix, with its age and last error
+//	GET    /v1/catalog           the cached catalog prefix, with its age and last error (?limit=&after= pages it)
 //	POST   /v1/admin/pause       pause write admission (and wait for in-flight writes)
 //	POST   /v1/admin/resume      resume it
 //	GET    /healthz              the process is alive

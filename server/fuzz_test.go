@@ -42,6 +42,7 @@ func FuzzHTTPAPI(f *testing.F) {
 		{"POST", "/v1/admin/pause", "", `{"reason":"fuzz"}`},
 		{"POST", "/v1/admin/resume", "", ""},
 		{"GET", "/v1/catalog", "", ""},
+		{"GET", "/v1/catalog?limit=1&after=tbl/a", "", ""},
 		{"GET", "/healthz", "", ""},
 		{"GET", "/readyz", "", ""},
 		// Row 1: a page as large as the limit allows.

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -19,6 +20,8 @@ type request struct {
 	status  int
 	// bodyTimeout bounds the arrival of the request's body.
 	bodyTimeout time.Duration
+	// query is the parsed query string of a fixed /v1/ endpoint.
+	query url.Values
 }
 
 // ServeHTTP routes one request. Keys are taken from the escaped path by
@@ -68,13 +71,15 @@ func (s *Server) route(rq *request) {
 		if !s.allow(rq, ep.method) {
 			return
 		}
-		if strings.HasPrefix(path, "/v1/") && ep.op != "list" {
-			// The list handler parses its own parameters; every other
-			// /v1/ endpoint takes none, and says so rather than ignore one.
-			if _, err := query(rq); err != nil {
+		if strings.HasPrefix(path, "/v1/") {
+			// Every /v1/ endpoint names the parameters it takes and refuses
+			// the rest rather than ignore them.
+			q, err := query(rq, ep.params...)
+			if err != nil {
 				s.fail(rq, err)
 				return
 			}
+			rq.query = q
 		}
 		ep.handle(s, rq)
 	default:
@@ -87,21 +92,22 @@ type endpoint struct {
 	op     string // the op label of metrics and logs
 	method string
 	handle func(*Server, *request)
+	params []string // the query parameters it takes (/v1/ endpoints)
 }
 
 // endpoints maps each fixed path to its endpoint.
 var endpoints = map[string]endpoint{
-	nodeapi.GuardedPath: {"guarded_mutate", http.MethodPost, (*Server).handleGuarded},
-	nodeapi.ListPath:    {"list", http.MethodGet, (*Server).handleList},
-	nodeapi.CatalogPath: {"catalog", http.MethodGet, (*Server).handleCatalog},
-	nodeapi.PausePath:   {"pause", http.MethodPost, (*Server).handlePause},
-	nodeapi.ResumePath:  {"resume", http.MethodPost, (*Server).handleResume},
-	nodeapi.HealthPath:  {"healthz", http.MethodGet, func(s *Server, rq *request) { s.text(rq, http.StatusOK, "ok\n") }},
-	nodeapi.ReadyPath:   {"readyz", http.MethodGet, (*Server).handleReady},
+	nodeapi.GuardedPath: {"guarded_mutate", http.MethodPost, (*Server).handleGuarded, nil},
+	nodeapi.ListPath:    {"list", http.MethodGet, (*Server).handleList, []string{"prefix", "limit", "cursor"}},
+	nodeapi.CatalogPath: {"catalog", http.MethodGet, (*Server).handleCatalog, []string{"after", "limit"}},
+	nodeapi.PausePath:   {"pause", http.MethodPost, (*Server).handlePause, nil},
+	nodeapi.ResumePath:  {"resume", http.MethodPost, (*Server).handleResume, nil},
+	nodeapi.HealthPath:  {"healthz", http.MethodGet, func(s *Server, rq *request) { s.text(rq, http.StatusOK, "ok\n") }, nil},
+	nodeapi.ReadyPath:   {"readyz", http.MethodGet, (*Server).handleReady, nil},
 	nodeapi.MetricsPath: {"metrics", http.MethodGet, func(s *Server, rq *request) {
 		rq.status, rq.outcome = http.StatusOK, "ok"
 		s.promH.ServeHTTP(rq.w, rq.r)
-	}},
+	}, nil},
 }
 
 // allow admits method (and HEAD for GET) or answers 405.

@@ -93,7 +93,9 @@ func TestStrictQuery(t *testing.T) {
 	} {
 		want(t, q, n.call(t, "GET", nodeapi.ListPath+"?"+q, nil), 400, nodeapi.CodeInvalidArgument)
 	}
-	want(t, "catalog with a parameter", n.call(t, "GET", nodeapi.CatalogPath+"?limit=1", nil), 400, nodeapi.CodeInvalidArgument)
+	for _, q := range []string{"bogus=1", "after=tbl/a", "limit=0", "limit=1&limit=2", "limit=1;after=x", "limit=%zz"} {
+		want(t, "catalog?"+q, n.call(t, "GET", nodeapi.CatalogPath+"?"+q, nil), 400, nodeapi.CodeInvalidArgument)
+	}
 	want(t, "resume with a parameter", n.call(t, "POST", nodeapi.ResumePath+"?x", nil), 400, nodeapi.CodeInvalidArgument)
 }
 
@@ -239,5 +241,44 @@ func TestETagSpelledAsDocumented(t *testing.T) {
 	raw, _ := io.ReadAll(c)
 	if !bytes.Contains(raw, []byte("\r\nETag: "+nodeapi.ETag([]byte("v"))+"\r\n")) {
 		t.Fatalf("no ETag header spelled ETag in:\n%s", raw)
+	}
+}
+
+// TestCatalogPaged: ?limit=N pages through the copy in key order, "next"
+// naming where to continue, so a client never has to take the whole copy
+// at once.
+func TestCatalogPaged(t *testing.T) {
+	n := newNode(t, nil)
+	seedCatalog(t, n, 25)
+	if _, err := n.srv.catalog.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	after, pages := "", 0
+	for {
+		path := nodeapi.CatalogPath + "?limit=10"
+		if after != "" {
+			path += "&after=" + after
+		}
+		r := n.call(t, "GET", path, nil)
+		want(t, path, r, 200, "")
+		var c nodeapi.CatalogResponse
+		if err := json.Unmarshal(r.body, &c); err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(c.Items) > 10 || c.Size != 25 {
+			t.Fatalf("page %d: %d items, size %d", pages, len(c.Items), c.Size)
+		}
+		for _, it := range c.Items {
+			keys = append(keys, it.Key)
+		}
+		if c.Next == "" {
+			break
+		}
+		after = c.Next
+	}
+	if pages != 3 || len(keys) != 25 || keys[0] != "tbl/t000" || keys[24] != "tbl/t024" {
+		t.Fatalf("%d pages, keys %q", pages, keys)
 	}
 }
