@@ -141,12 +141,14 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 				k, v = c.Next()
 			}
 		}
+		used := 0
 		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if len(items) == limit {
+			if len(items) == limit || metastore.PageFull(len(items), used, len(k)+len(v)) {
 				// One more matching key exists: the listing goes on.
 				next = []byte(items[len(items)-1].Key)
 				return nil
 			}
+			used += len(k) + len(v)
 			items = append(items, metastore.Item{Key: string(k), Value: bytes.Clone(v)})
 		}
 		return nil

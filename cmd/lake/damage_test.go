@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 	bolt "go.etcd.io/bbolt"
 )
 

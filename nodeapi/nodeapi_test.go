@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 func TestEscapeKeyRoundTrip(t *testing.T) {
