@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -23,13 +24,15 @@ const (
 	exitConflict = 4
 	exitPaused   = 5
 	exitRefused  = 6
+	exitLockWait = 8 // a wait for a lock ran out
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
-	if err != nil {
+	var st exitStatus // a command run under a lock: its status, silently
+	if err != nil && !errors.As(err, &st) {
 		fmt.Fprintln(os.Stderr, errorLine(err))
 	}
 	os.Exit(exitCode(err))
@@ -48,9 +51,14 @@ func usagef(format string, args ...any) error {
 // exitCode maps an error to the documented exit code.
 func exitCode(err error) int {
 	var ue usageError
+	var st exitStatus
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &st):
+		return int(st)
+	case errors.Is(err, lock.ErrTimeout):
+		return exitLockWait
 	case errors.As(err, &ue),
 		errors.Is(err, metastore.ErrInvalidKey),
 		errors.Is(err, metastore.ErrInvalidValue),
