@@ -161,7 +161,7 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 			return nil, err
 		}
 		now := time.Now()
-		if l.opts.Wait == NoWait || !now.Before(deadline) {
+		if (l.opts.Wait == NoWait || !now.Before(deadline)) && pending == nil {
 			if !last.Held && lastErr != nil {
 				return nil, fmt.Errorf("lake: acquire %s: %w", n, lastErr)
 			}
