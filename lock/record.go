@@ -29,8 +29,9 @@ type lockRecord struct {
 	// Expires is the initial expiry (Acquired + lease); renewals extend it
 	// in the expiry record.
 	Expires time.Time `json:"expires,omitzero"`
-	// Released is when the lock was last released; Broken names the token
-	// a forced release or a takeover broke.
+	// Released is when the lock was last released; Forced is set when a
+	// forced release (or a takeover to free, when the sequence is exhausted)
+	// broke the holder of Token.
 	Released time.Time `json:"released,omitzero"`
 	Forced   bool      `json:"forced,omitempty"`
 }
