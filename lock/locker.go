@@ -147,9 +147,12 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 		case err == nil:
 			// Held, not expired: wait below.
 		case errors.Is(err, metastore.ErrConflict):
-			// Someone else moved first: read again, at once.
+			// Someone else moved first: read again, at once, while the
+			// wait lasts.
 			known = false
-			continue
+			if l.opts.Wait != NoWait && time.Now().Before(deadline) {
+				continue
+			}
 		case retryable(err):
 			// Outcome unknown (or paused): read back before trying again.
 			if at != nil && errors.Is(err, metastore.ErrUnavailable) {
