@@ -190,16 +190,20 @@ func TestFencingWorkload(t *testing.T) {
 }
 
 // pauseSome stops a contender with SIGSTOP for pause, then resumes it,
-// over and over until d has passed; it returns the number of pauses. Most
-// pauses hit the current holder (as holder reports it from the store), the
-// rest a random contender.
+// over and over until d has passed; it returns the number of pauses. Nine
+// in ten pauses hit the current holder (as holder reports it from the
+// store), the rest a random contender.
 func pauseSome(cs []*contender, d, pause time.Duration, holder func() int) int {
 	n := 0
 	end := time.Now().Add(d - pause)
 	for time.Now().Before(end) {
-		time.Sleep(time.Duration(150+rand.N(250)) * time.Millisecond)
+		time.Sleep(time.Duration(50+rand.N(150)) * time.Millisecond)
 		i := holder()
-		if i < 0 || i >= len(cs) || rand.N(5) == 0 {
+		for try := 0; i < 0 && try < 20; try++ { // between two holders
+			time.Sleep(10 * time.Millisecond)
+			i = holder()
+		}
+		if i < 0 || i >= len(cs) || rand.N(10) == 0 {
 			i = rand.N(len(cs))
 		}
 		c := cs[i]
