@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -25,13 +26,15 @@ const (
 	exitPaused   = 5
 	exitRefused  = 6
 	exitDiverged = 7
+	exitLockWait = 8 // a wait for a lock ran out
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
-	if err != nil {
+	var st exitStatus // a command run under a lock: its status, silently
+	if err != nil && !errors.As(err, &st) {
 		fmt.Fprintln(os.Stderr, errorLine(err))
 	}
 	os.Exit(exitCode(err))
@@ -50,9 +53,14 @@ func usagef(format string, args ...any) error {
 // exitCode maps an error to the documented exit code.
 func exitCode(err error) int {
 	var ue usageError
+	var st exitStatus
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &st):
+		return int(st)
+	case errors.Is(err, lock.ErrTimeout):
+		return exitLockWait
 	case errors.As(err, &ue),
 		errors.Is(err, metastore.ErrInvalidKey),
 		errors.Is(err, metastore.ErrInvalidValue),
