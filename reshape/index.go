@@ -26,7 +26,9 @@ type IndexStatus struct {
 }
 
 // Ready says the index is ACTIVE and done backfilling.
-func (s IndexStatus) Ready() bool { return s.Status == string(types.IndexStatusActive) && !s.Backfilling }
+func (s IndexStatus) Ready() bool {
+	return s.Status == string(types.IndexStatusActive) && !s.Backfilling
+}
 
 // IndexOptions configure EnsureIndex.
 type IndexOptions struct {

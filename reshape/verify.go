@@ -333,7 +333,7 @@ func ParseTimestamp(v types.AttributeValue) (time.Time, bool) {
 // whatever the scan order), by what the items hold, not what they derive:
 // the index indexes what is stored.
 type sampler struct {
-	k      int
+	k     int
 	byVal map[string]*sampled
 }
 
@@ -341,7 +341,7 @@ type sampled struct {
 	hash  uint64
 	value types.AttributeValue
 	keys  map[string]map[string]types.AttributeValue // KeyString → key
-	full  bool // more than maxSampleItems: not checked
+	full  bool                                       // more than maxSampleItems: not checked
 }
 
 func newSampler(k int) *sampler { return &sampler{k: k, byVal: map[string]*sampled{}} }
