@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -60,8 +61,11 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 				return
 			}
 			cond, _ := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name("PK"))).Build()
-			_, err = api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: full,
-				ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()})
+			err = retry5xx(ctx, func() error {
+				_, err := api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: full,
+					ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()})
+				return err
+			})
 			if err != nil {
 				t.Error(err)
 				return
@@ -80,9 +84,12 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 			expr, _ := expression.NewBuilder().
 				WithCondition(expression.AttributeExists(expression.Name("PK"))).
 				WithUpdate(expression.Set(expression.Name("body"), expression.Value(body))).Build()
-			_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
-				ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
-				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+			err := retry5xx(ctx, func() error {
+				_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
+					ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
+					ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+				return err
+			})
 			if err != nil {
 				t.Error(err)
 				return
@@ -98,7 +105,10 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 				return
 			}
 			key := map[string]types.AttributeValue{"PK": it["PK"], "SK": it["SK"]}
-			if _, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key}); err != nil {
+			if err := retry5xx(ctx, func() error {
+				_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key})
+				return err
+			}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -108,6 +118,24 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 		}
 	}()
 	return &wg
+}
+
+// retry5xx retries f while it fails with a server error, as an application
+// does. DynamoDB Local fails writes with a 500 while an UpdateTable adds an
+// index (its SQLite schema changes under them; DynamoDB itself keeps
+// serving). In DynamoDB Local a 500 means nothing was applied, so the
+// writers' records stay exact.
+func retry5xx(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		var re *awshttp.ResponseError
+		if err == nil || attempt == 100 || !errors.As(err, &re) || re.HTTPStatusCode() < 500 {
+			return err
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // TestApplyWithLiveWriters is the first "done when": on the demo
