@@ -128,16 +128,6 @@ func TestTemplate(t *testing.T) {
 func TestClassify(t *testing.T) {
 	s := exampleSpec(t)
 	comment := DemoComment("a91", "DOC#2026-04-01#x7", "c1", "u44", mustTime("2026-04-01T09:00:00Z"))
-	with := func(m map[string]types.AttributeValue, kv ...string) map[string]types.AttributeValue {
-		out := map[string]types.AttributeValue{}
-		for k, v := range m {
-			out[k] = v
-		}
-		for k, v := range av(kv...) {
-			out[k] = v
-		}
-		return out
-	}
 	noMember := with(comment)
 	delete(noMember, "memberId")
 	cases := []struct {
