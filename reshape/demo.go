@@ -225,3 +225,30 @@ func waitTable(ctx context.Context, api API, table string, period time.Duration)
 		}
 	}
 }
+
+// demoSpecJSON is examples/reshape/saas-comments.json with the table left
+// open; a test keeps the two equal.
+const demoSpecJSON = `{
+  "kind": "add-index",
+  "table": %q,
+  "index": {
+    "name": "GSI1",
+    "type": "global",
+    "partitionKey": {"attribute": "GSI1PK", "type": "S"},
+    "sortKey": {"attribute": "GSI1SK", "type": "S"},
+    "projection": "ALL"
+  },
+  "covers": {
+    "keyPrefixes": {"PK": "WS#", "SK": "DOC#"},
+    "present": ["commentId"]
+  },
+  "derive": {
+    "GSI1PK": "MEMBER#{memberId}",
+    "GSI1SK": "CMT#{createdAt}#{commentId}"
+  },
+  "timestamp": "createdAt"
+}
+`
+
+// DemoSpec returns the demo's spec (the shipped example) for table.
+func DemoSpec(table string) (*Spec, error) { return Parse(fmt.Appendf(nil, demoSpecJSON, table)) }

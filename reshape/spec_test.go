@@ -2,6 +2,7 @@ package reshape
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -149,5 +150,18 @@ func TestClassify(t *testing.T) {
 		if got := s.Classify(c.item); got.State != c.want {
 			t.Errorf("%s: %v (%s), want %v", c.name, got.State, got.Reason, c.want)
 		}
+	}
+}
+
+func TestDemoSpecIsTheExample(t *testing.T) {
+	b, err := os.ReadFile("../examples/reshape/saas-comments.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(demoSpecJSON, "saas"); string(b) != want {
+		t.Fatalf("examples/reshape/saas-comments.json differs from DemoSpec:\n%s\nwant\n%s", b, want)
+	}
+	if _, err := DemoSpec("saas"); err != nil {
+		t.Fatal(err)
 	}
 }
