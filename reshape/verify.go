@@ -133,7 +133,10 @@ type VerifyReport struct {
 	NotDerivable   []ItemRef       `json:"notDerivableItems,omitempty"`
 	Obsolete       []ItemRef       `json:"obsoleteItems,omitempty"`
 	IndexCheck     IndexCheck      `json:"indexCheck"`
-	Complete       bool            `json:"complete"`
+	// ReadUnits is the read capacity the table scan used (the index check
+	// not included).
+	ReadUnits float64 `json:"readUnits"`
+	Complete  bool    `json:"complete"`
 	// Reasons say why coverage is incomplete.
 	Reasons []string `json:"reasons,omitempty"`
 }
@@ -204,6 +207,7 @@ func (r *Reshaper) Verify(ctx context.Context, opts VerifyOptions) (*VerifyRepor
 	if err != nil {
 		return nil, err
 	}
+	rep.ReadUnits = sum.ReadUnits
 	var total [sha256.Size]byte
 	for seg := range sum.Segments {
 		sr := segs[seg]
