@@ -3,7 +3,6 @@ package reshape
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -291,5 +290,3 @@ func (s *Spec) keyType(name string) string {
 	return ""
 }
 
-// errSpecTable wraps problems found when the spec meets the live table.
-var errSpecTable = errors.New("lake: reshape spec does not fit the table")
