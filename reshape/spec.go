@@ -289,4 +289,3 @@ func (s *Spec) keyType(name string) string {
 	}
 	return ""
 }
-
