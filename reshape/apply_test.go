@@ -70,7 +70,7 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 				t.Error(err)
 				return
 			}
-			w.created.Store(KeyString(r.table.key(full)), full)
+			w.created.Store(KeyString(r.tab().key(full)), full)
 			w.n.Add(1)
 		}
 	}()
@@ -186,7 +186,7 @@ func TestApplyWithLiveWriters(t *testing.T) {
 	final := scanAll(t, client, spec.Table)
 	byKey := map[string]map[string]types.AttributeValue{}
 	for _, it := range final {
-		byKey[KeyString(r.table.key(it))] = it
+		byKey[KeyString(r.tab().key(it))] = it
 	}
 	// No deleted item came back.
 	w.deleted.Range(func(k, _ any) bool {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -22,7 +23,7 @@ import (
 type Reshaper struct {
 	spec  *Spec
 	api   API
-	table *tableInfo
+	table atomic.Pointer[tableInfo] // replaced by refresh
 	// MaxAttempts bounds how often one item is re-read and tried again when
 	// its condition keeps failing because others keep writing it.
 	MaxAttempts int
@@ -40,8 +41,13 @@ func New(ctx context.Context, api API, spec *Spec) (*Reshaper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reshaper{spec: spec, api: api, table: t, MaxAttempts: DefaultMaxAttempts}, nil
+	r := &Reshaper{spec: spec, api: api, MaxAttempts: DefaultMaxAttempts}
+	r.table.Store(t)
+	return r, nil
 }
+
+// tab returns the table's last description.
+func (r *Reshaper) tab() *tableInfo { return r.table.Load() }
 
 // Spec returns the spec the Reshaper applies.
 func (r *Reshaper) Spec() *Spec { return r.spec }
@@ -60,7 +66,7 @@ func (r *Reshaper) WithDerived(item map[string]types.AttributeValue) (map[string
 	}
 	want, err := r.spec.DeriveValues(item)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reshape: item %s: %v", metastore.ErrInvalidArgument, KeyString(r.table.key(item)), err)
+		return nil, fmt.Errorf("%w: reshape: item %s: %v", metastore.ErrInvalidArgument, KeyString(r.tab().key(item)), err)
 	}
 	maps.Copy(out, want)
 	return out, nil
@@ -187,7 +193,7 @@ func (r *Reshaper) convert(ctx context.Context, item map[string]types.AttributeV
 			return res, err
 		}
 		res.Retries++
-		item, err = r.read(ctx, r.table.key(item))
+		item, err = r.read(ctx, r.tab().key(item))
 		if err != nil {
 			return res, err
 		}
@@ -228,7 +234,7 @@ func (r *Reshaper) update(ctx context.Context, item, want map[string]types.Attri
 		}
 	}
 	if err != nil && !errors.As(err, &ccf) {
-		return used, fmt.Errorf("lake: reshape: update item %s: %w", KeyString(r.table.key(item)), err)
+		return used, fmt.Errorf("lake: reshape: update item %s: %w", KeyString(r.tab().key(item)), err)
 	}
 	return used, err
 }
@@ -236,7 +242,7 @@ func (r *Reshaper) update(ctx context.Context, item, want map[string]types.Attri
 // updateInput builds the conditional UpdateItem with the expression builder.
 func (r *Reshaper) updateInput(item, want map[string]types.AttributeValue) (*dynamodb.UpdateItemInput, error) {
 	s := r.spec
-	cond := expression.AttributeExists(expression.Name(r.table.keyNames[0]))
+	cond := expression.AttributeExists(expression.Name(r.tab().keyNames[0]))
 	and := func(c expression.ConditionBuilder) { cond = expression.And(cond, c) }
 	for _, src := range s.sources {
 		and(expression.Name(src).Equal(expression.Value(item[src])))
@@ -269,11 +275,11 @@ func (r *Reshaper) updateInput(item, want map[string]types.AttributeValue) (*dyn
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
-		return nil, fmt.Errorf("lake: reshape: build update of %s: %w", KeyString(r.table.key(item)), err)
+		return nil, fmt.Errorf("lake: reshape: build update of %s: %w", KeyString(r.tab().key(item)), err)
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.Table),
-		Key:                       r.table.key(item),
+		Key:                       r.tab().key(item),
 		ConditionExpression:       expr.Condition(),
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -283,7 +289,7 @@ func (r *Reshaper) updateInput(item, want map[string]types.AttributeValue) (*dyn
 }
 
 func (r *Reshaper) isKey(a string) bool {
-	for _, k := range r.table.keyNames {
+	for _, k := range r.tab().keyNames {
 		if k == a {
 			return true
 		}

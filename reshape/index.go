@@ -44,7 +44,7 @@ const DefaultPollInterval = 5 * time.Second
 
 // IndexExists reports whether the table has the spec's index, as last
 // described.
-func (r *Reshaper) IndexExists() bool { return r.table.index(r.spec.Index.Name) != nil }
+func (r *Reshaper) IndexExists() bool { return r.tab().index(r.spec.Index.Name) != nil }
 
 // EnsureIndex adds the spec's global secondary index to the live table with
 // UpdateTable if the table does not have it yet, then waits, reporting
@@ -77,12 +77,12 @@ func (r *Reshaper) createIndex(ctx context.Context, opts IndexOptions) error {
 	if s.Index.Projection == "INCLUDE" {
 		gsi.Projection.NonKeyAttributes = s.Index.Include
 	}
-	if bm := r.table.desc.BillingModeSummary; bm == nil || bm.BillingMode != types.BillingModePayPerRequest {
+	if bm := r.tab().desc.BillingModeSummary; bm == nil || bm.BillingMode != types.BillingModePayPerRequest {
 		// A PROVISIONED table (no summary also means PROVISIONED) needs the
 		// index's throughput: the spec's, else the table's.
 		c := s.Index.Provisioned
-		if c == nil && r.table.desc.ProvisionedThroughput != nil {
-			pt := r.table.desc.ProvisionedThroughput
+		if c == nil && r.tab().desc.ProvisionedThroughput != nil {
+			pt := r.tab().desc.ProvisionedThroughput
 			c = &Capacity{Read: max(aws.ToInt64(pt.ReadCapacityUnits), 1), Write: max(aws.ToInt64(pt.WriteCapacityUnits), 1)}
 		}
 		if c != nil {
@@ -139,7 +139,7 @@ func (r *Reshaper) waitIndex(ctx context.Context, opts IndexOptions) error {
 			return err
 		}
 		st := IndexStatus{Elapsed: time.Since(start)}
-		if g := r.table.index(r.spec.Index.Name); g != nil {
+		if g := r.tab().index(r.spec.Index.Name); g != nil {
 			st.Status = string(g.IndexStatus)
 			st.Backfilling = aws.ToBool(g.Backfilling)
 			st.ItemCount = aws.ToInt64(g.ItemCount)
@@ -166,7 +166,7 @@ func (r *Reshaper) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.table = t
+	r.table.Store(t)
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 // checkIndex queries the index for each sampled value and compares what it
 // returns with the items the table holds under that value.
 func (r *Reshaper) checkIndex(ctx context.Context, s *sampler, opts VerifyOptions, out *IndexCheck) error {
-	g := r.table.index(r.spec.Index.Name)
+	g := r.tab().index(r.spec.Index.Name)
 	if g == nil {
 		out.Skipped = fmt.Sprintf("index %s does not exist (run apply)", r.spec.Index.Name)
 		return nil
@@ -59,8 +59,8 @@ func (r *Reshaper) checkIndex(ctx context.Context, s *sampler, opts VerifyOption
 // value.
 func (r *Reshaper) queryIndex(ctx context.Context, value types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
 	keyCond := expression.Key(r.spec.Index.PartitionKey.Attribute).Equal(expression.Value(value))
-	proj := expression.NamesList(expression.Name(r.table.keyNames[0]))
-	for _, k := range r.table.keyNames[1:] {
+	proj := expression.NamesList(expression.Name(r.tab().keyNames[0]))
+	for _, k := range r.tab().keyNames[1:] {
 		proj = proj.AddNames(expression.Name(k))
 	}
 	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).WithProjection(proj).Build()
@@ -83,7 +83,7 @@ func (r *Reshaper) queryIndex(ctx context.Context, value types.AttributeValue) (
 			return nil, fmt.Errorf("lake: reshape: query index %s: %w", r.spec.Index.Name, err)
 		}
 		for _, it := range out.Items {
-			k := r.table.key(it)
+			k := r.tab().key(it)
 			got[KeyString(k)] = k
 		}
 		if len(out.LastEvaluatedKey) == 0 {

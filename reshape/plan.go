@@ -93,7 +93,7 @@ func (r *Reshaper) Plan(ctx context.Context, opts PlanOptions) (PlanReport, erro
 		opts.HotShare = DefaultHotShare
 	}
 	rep := PlanReport{Table: r.spec.Table, Index: r.spec.Index.Name}
-	if g := r.table.index(r.spec.Index.Name); g != nil {
+	if g := r.tab().index(r.spec.Index.Name); g != nil {
 		rep.IndexStatus = string(g.IndexStatus)
 	}
 	var mu sync.Mutex
@@ -114,7 +114,7 @@ func (r *Reshaper) Plan(ctx context.Context, opts PlanOptions) (PlanReport, erro
 			case NotDerivable:
 				rep.NotDerivable++
 				if len(rep.Examples) < opts.Examples {
-					rep.Examples = append(rep.Examples, Example{Key: KeyString(r.table.key(item)), Reason: v.Reason})
+					rep.Examples = append(rep.Examples, Example{Key: KeyString(r.tab().key(item)), Reason: v.Reason})
 				}
 			case Converted:
 				rep.Converted++

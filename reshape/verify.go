@@ -252,7 +252,7 @@ func (r *Reshaper) verifyItem(item map[string]types.AttributeValue, sr *SegmentR
 		return
 	}
 	sr.Covered++
-	key := KeyString(r.table.key(item))
+	key := KeyString(r.tab().key(item))
 	ref := ItemRef{Key: key, State: v.State.String()}
 	list := func(l *[]ItemRef) {
 		if len(*l) < opts.List {
@@ -361,7 +361,7 @@ func (s *sampler) offer(r *Reshaper, item map[string]types.AttributeValue) {
 			e.full = true
 			return
 		}
-		k := r.table.key(item)
+		k := r.tab().key(item)
 		e.keys[KeyString(k)] = k
 		return
 	}
@@ -382,7 +382,7 @@ func (s *sampler) offer(r *Reshaper, item map[string]types.AttributeValue) {
 		}
 		delete(s.byVal, worst)
 	}
-	k := r.table.key(item)
+	k := r.tab().key(item)
 	s.byVal[text] = &sampled{hash: hv, value: v, keys: map[string]map[string]types.AttributeValue{KeyString(k): k}}
 }
 
