@@ -14,7 +14,7 @@
 // # The spec
 //
 // A Spec (JSON, see Parse) names the table, the index to add, the items it
-// covers (key prefixes and attribute presence) and a Template per new
+// covers (key prefixes and attribute presence) and a template per new
 // attribute ("MEMBER#{memberId}"). Its Kind is "add-index"; a key rewrite
 // (copy, dual-read, delete) is a kind to come, on the same engine: the
 // per-item classification (Spec.Classify) and the conditional write

@@ -82,7 +82,7 @@ func (s *Spec) Covered(item map[string]types.AttributeValue) bool {
 func (s *Spec) DeriveValues(item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(s.derived))
 	for _, name := range s.derived {
-		v, err := s.templates[name].Render(item)
+		v, err := s.templates[name].render(item)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)
 		}

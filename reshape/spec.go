@@ -40,7 +40,7 @@ type Spec struct {
 	// verify's obsolescence cutoff.
 	Timestamp string `json:"timestamp,omitempty"`
 
-	templates map[string]Template
+	templates map[string]template
 	derived   []string // Derive's keys, sorted
 	sources   []string // every attribute a template references, sorted
 }
@@ -199,7 +199,7 @@ func (s *Spec) Validate() error {
 		}
 	}
 
-	s.templates = map[string]Template{}
+	s.templates = map[string]template{}
 	s.derived = s.derived[:0]
 	srcSet := map[string]bool{}
 	if len(s.Derive) == 0 {
@@ -210,7 +210,7 @@ func (s *Spec) Validate() error {
 			bad("derive: an empty attribute name")
 			continue
 		}
-		t, err := ParseTemplate(src)
+		t, err := parseTemplate(src)
 		if err != nil {
 			bad("derive.%s: %v", name, err)
 			continue

@@ -109,11 +109,11 @@ func TestTemplate(t *testing.T) {
 		{"X#{flag}", "", "attribute flag is a BOOL, not a string or number"},
 	}
 	for _, c := range cases {
-		tp, err := ParseTemplate(c.src)
+		tp, err := parseTemplate(c.src)
 		if err != nil {
 			t.Fatalf("%s: %v", c.src, err)
 		}
-		got, err := tp.Render(item)
+		got, err := tp.render(item)
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("%s: err %v, want %q", c.src, err, c.wantErr)

@@ -7,10 +7,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Template derives one attribute's value from an item's attributes: literal
+// template derives one attribute's value from an item's attributes: literal
 // text with references in braces, such as "MEMBER#{memberId}". "{{" and "}}"
 // stand for literal braces.
-type Template struct {
+type template struct {
 	src   string
 	parts []part
 }
@@ -20,10 +20,10 @@ type part struct {
 	ref string // an attribute name
 }
 
-// ParseTemplate parses src; an unbalanced brace or an empty reference is an
+// parseTemplate parses src; an unbalanced brace or an empty reference is an
 // error.
-func ParseTemplate(src string) (Template, error) {
-	t := Template{src: src}
+func parseTemplate(src string) (template, error) {
+	t := template{src: src}
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
@@ -43,17 +43,17 @@ func ParseTemplate(src string) (Template, error) {
 		case c == '{':
 			end := strings.IndexAny(src[i+1:], "{}")
 			if end < 0 || src[i+1+end] != '}' {
-				return Template{}, fmt.Errorf("template %q: the brace at byte %d is not closed (write {{ for a literal brace)", src, i)
+				return template{}, fmt.Errorf("template %q: the brace at byte %d is not closed (write {{ for a literal brace)", src, i)
 			}
 			name := src[i+1 : i+1+end]
 			if strings.TrimSpace(name) == "" {
-				return Template{}, fmt.Errorf("template %q: empty reference {} at byte %d", src, i)
+				return template{}, fmt.Errorf("template %q: empty reference {} at byte %d", src, i)
 			}
 			flush()
 			t.parts = append(t.parts, part{ref: name})
 			i += end + 1
 		case c == '}':
-			return Template{}, fmt.Errorf("template %q: a lone } at byte %d (write }} for a literal brace)", src, i)
+			return template{}, fmt.Errorf("template %q: a lone } at byte %d (write }} for a literal brace)", src, i)
 		default:
 			lit.WriteByte(c)
 		}
@@ -63,11 +63,11 @@ func ParseTemplate(src string) (Template, error) {
 }
 
 // String returns the template as written.
-func (t Template) String() string { return t.src }
+func (t template) String() string { return t.src }
 
 // Refs returns the attribute names the template references, in order, each
 // once.
-func (t Template) Refs() []string {
+func (t template) Refs() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range t.parts {
@@ -81,12 +81,12 @@ func (t Template) Refs() []string {
 
 // single says the template is exactly one reference, so that it may derive a
 // number.
-func (t Template) single() bool { return len(t.parts) == 1 && t.parts[0].ref != "" }
+func (t template) single() bool { return len(t.parts) == 1 && t.parts[0].ref != "" }
 
-// Render derives the value from item. A referenced attribute that is missing
+// render derives the value from item. A referenced attribute that is missing
 // or is neither a string nor a number makes the item not derivable; the
 // error says which attribute and why.
-func (t Template) Render(item map[string]types.AttributeValue) (string, error) {
+func (t template) render(item map[string]types.AttributeValue) (string, error) {
 	var sb strings.Builder
 	for _, p := range t.parts {
 		if p.ref == "" {
