@@ -64,7 +64,7 @@ func (r *Reshaper) WithDerived(item map[string]types.AttributeValue) (map[string
 	if !r.spec.Covered(item) {
 		return out, nil
 	}
-	want, err := r.spec.DeriveValues(item)
+	want, err := r.spec.deriveValues(item)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reshape: item %s: %v", metastore.ErrInvalidArgument, KeyString(r.tab().key(item)), err)
 	}

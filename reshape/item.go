@@ -77,9 +77,9 @@ func (s *Spec) Covered(item map[string]types.AttributeValue) bool {
 	return true
 }
 
-// DeriveValues returns the attributes the spec derives for item, or why it cannot.
+// deriveValues returns the attributes the spec derives for item, or why it cannot.
 // It does not check coverage.
-func (s *Spec) DeriveValues(item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+func (s *Spec) deriveValues(item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(s.derived))
 	for _, name := range s.derived {
 		v, err := s.templates[name].render(item)
@@ -123,7 +123,7 @@ func (s *Spec) Classify(item map[string]types.AttributeValue) Verdict {
 	if !s.Covered(item) {
 		return Verdict{State: NotCovered}
 	}
-	want, err := s.DeriveValues(item)
+	want, err := s.deriveValues(item)
 	if err != nil {
 		return Verdict{State: NotDerivable, Reason: err.Error()}
 	}
