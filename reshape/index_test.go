@@ -79,6 +79,11 @@ func TestApplyWaitsForIndex(t *testing.T) {
 	if !res.IndexCreated || res.Sweep.Counts["wrote"] != int64(demo.Comments) {
 		t.Fatalf("apply: created=%v counts=%v, %d comments", res.IndexCreated, res.Sweep.Counts, demo.Comments)
 	}
+	// What --max-wcu counts: DynamoDB's report of each write, the index
+	// entry included (1 unit for the item, 1 for the index).
+	if got, want := res.Sweep.WriteUnits, float64(2*demo.Comments); got != want {
+		t.Fatalf("apply counted %v write units, DynamoDB reported %v", got, want)
+	}
 }
 
 // laggingIndex omits the hidden items from the first lag index queries
