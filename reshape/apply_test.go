@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -32,13 +33,17 @@ type liveWriters struct {
 
 func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Client, r *Reshaper, table string, old []map[string]types.AttributeValue, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	// Old comments are split between an editor and a deleter so that each
-	// key has one writer and the last edit is known.
-	var toEdit, toDelete []map[string]types.AttributeValue
+	// Old comments are split between a deleter, an editor and an
+	// application updating them through the dual-write helper, so that
+	// each key has one writer besides apply and its last write is known.
+	var toEdit, toDelete, toUpdate []map[string]types.AttributeValue
 	for i, it := range old {
-		if i%3 == 0 {
+		switch i % 4 {
+		case 0:
 			toDelete = append(toDelete, it)
-		} else {
+		case 1:
+			toUpdate = append(toUpdate, it)
+		default:
 			toEdit = append(toEdit, it)
 		}
 	}
@@ -50,7 +55,46 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 			return false
 		}
 	}
-	wg.Add(3)
+	wg.Add(4)
+	go func() { // the application moves old comments to another member, writing both shapes
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(3, 4))
+		for i := 0; !stopped(); i++ {
+			it := toUpdate[rng.IntN(len(toUpdate))]
+			key := map[string]types.AttributeValue{"PK": it["PK"], "SK": it["SK"]}
+			var cur map[string]types.AttributeValue
+			err := retry5xx(ctx, func() error {
+				out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+				if err == nil {
+					cur = out.Item
+				}
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			next := maps.Clone(cur)
+			next["memberId"] = &types.AttributeValueMemberS{Value: fmt.Sprintf("u10%d", i%8)}
+			full, err := r.WithDerived(next)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// The application's own optimistic check: the item it read.
+			cond, _ := expression.NewBuilder().WithCondition(expression.Name("memberId").Equal(expression.Value(cur["memberId"]))).Build()
+			err = retry5xx(ctx, func() error {
+				_, err := api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: full,
+					ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			w.n.Add(1)
+		}
+	}()
 	go func() { // dual-writer: new comments with their derived attributes
 		defer wg.Done()
 		for i := 0; !stopped(); i++ {
@@ -178,7 +222,7 @@ func TestApplyWithLiveWriters(t *testing.T) {
 	if rep.IndexCheck.Checked == 0 || rep.IndexCheck.Matched != rep.IndexCheck.Checked {
 		t.Fatalf("index check: %+v", rep.IndexCheck)
 	}
-	t.Logf("apply %v; %d live writes; verify %+v", res.Sweep.Counts, w.n.Load(), rep.Total)
+	t.Logf("apply %v; %d live writes; verify %+v, index check %+v", res.Sweep.Counts, w.n.Load(), rep.Total, rep.IndexCheck)
 	if res.Sweep.Counts["wrote"] == 0 || res.Sweep.Counts["gone"]+res.Sweep.Counts["wrote"] == 0 {
 		t.Fatalf("apply converted nothing: %v", res.Sweep.Counts)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,12 +29,18 @@ func (r *Reshaper) checkIndex(ctx context.Context, s *sampler, opts VerifyOption
 		out.Checked++
 		want := maps.Clone(e.keys)
 		delay := opts.RetryDelay
+		// prev holds the items that differed at the previous attempt, as
+		// read then: a difference counts only if its item did not change
+		// from one attempt to the next (across the query between them),
+		// so that a writer moving items in and out of the key while the
+		// check runs is not taken for an index fault.
+		var prev map[string]map[string]types.AttributeValue
 		for attempt := 0; ; attempt++ {
 			got, err := r.queryIndex(ctx, e.value)
 			if err != nil {
 				return err
 			}
-			missing, extra, err := r.resolve(ctx, e.value, want, got)
+			missing, extra, reads, err := r.resolve(ctx, e.value, want, got)
 			if err != nil {
 				return err
 			}
@@ -41,10 +48,28 @@ func (r *Reshaper) checkIndex(ctx context.Context, s *sampler, opts VerifyOption
 				out.Matched++
 				break
 			}
+			stable := func(keys []string) []string {
+				if attempt == 0 {
+					return keys // nothing to compare with: every difference counts
+				}
+				var out []string
+				for _, k := range keys {
+					if p, ok := prev[k]; ok && reflect.DeepEqual(p, reads[k]) {
+						out = append(out, k)
+					}
+				}
+				return out
+			}
 			if attempt >= opts.IndexRetries {
-				out.Mismatches = append(out.Mismatches, IndexMismatch{Value: scalarText(e.value), Missing: missing, Extra: extra})
+				sm, se := stable(missing), stable(extra)
+				if len(sm)+len(se) > 0 {
+					out.Mismatches = append(out.Mismatches, IndexMismatch{Value: scalarText(e.value), Missing: sm, Extra: se})
+				} else {
+					out.Unsettled++
+				}
 				break
 			}
+			prev = reads
 			out.Retries++
 			if err := sleep(ctx, delay); err != nil {
 				return err
@@ -96,12 +121,17 @@ func (r *Reshaper) queryIndex(ctx context.Context, value types.AttributeValue) (
 // resolve compares the index's answer with what the table held when it was
 // scanned, re-reading each differing item: an item deleted or moved since
 // the scan leaves want, one written since joins it. It returns what still
-// differs after that, sorted.
-func (r *Reshaper) resolve(ctx context.Context, value types.AttributeValue, want, got map[string]map[string]types.AttributeValue) (missing, extra []string, err error) {
+// differs after that, sorted, and the items it read (nil: absent).
+func (r *Reshaper) resolve(ctx context.Context, value types.AttributeValue, want, got map[string]map[string]types.AttributeValue) (missing, extra []string, reads map[string]map[string]types.AttributeValue, err error) {
+	reads = map[string]map[string]types.AttributeValue{}
 	check := func(k map[string]types.AttributeValue) (bool, error) {
 		item, err := r.read(ctx, k)
-		if err != nil || item == nil {
+		if err != nil {
 			return false, err
+		}
+		reads[KeyString(k)] = item
+		if item == nil {
+			return false, nil
 		}
 		v, ok := r.indexValue(item)
 		return ok && sameScalar(v, value), nil
@@ -112,7 +142,7 @@ func (r *Reshaper) resolve(ctx context.Context, value types.AttributeValue, want
 		}
 		in, err := check(k)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if in {
 			missing = append(missing, ks)
@@ -126,7 +156,7 @@ func (r *Reshaper) resolve(ctx context.Context, value types.AttributeValue, want
 		}
 		in, err := check(k)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if in {
 			want[ks] = k
@@ -136,5 +166,5 @@ func (r *Reshaper) resolve(ctx context.Context, value types.AttributeValue, want
 	}
 	sort.Strings(missing)
 	sort.Strings(extra)
-	return missing, extra, nil
+	return missing, extra, reads, nil
 }

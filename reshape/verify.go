@@ -105,6 +105,9 @@ type IndexCheck struct {
 	Matched    int             `json:"matched"`
 	Retries    int             `json:"retries"`
 	Mismatches []IndexMismatch `json:"mismatches,omitempty"`
+	// Unsettled counts sampled keys whose items kept changing under the
+	// check (a live writer moving them): not judged, not a fault.
+	Unsettled int `json:"unsettled,omitempty"`
 	// Skipped says why no check was made (the index does not exist).
 	Skipped string `json:"skipped,omitempty"`
 }

@@ -469,6 +469,9 @@ func printVerify(w io.Writer, rep *reshape.VerifyReport, list int, path string) 
 		fmt.Fprintf(w, "index check: skipped: %s\n", ic.Skipped)
 	} else {
 		fmt.Fprintf(w, "index check: %d of %d sampled keys match the table (%d retries for the index's eventual consistency)\n", ic.Matched, ic.Checked, ic.Retries)
+		if ic.Unsettled > 0 {
+			fmt.Fprintf(w, "  %d sampled keys kept changing under the check (live writes): not judged\n", ic.Unsettled)
+		}
 		for _, m := range ic.Mismatches {
 			fmt.Fprintf(w, "  %s: %d missing from the index, %d extra\n", m.Value, len(m.Missing), len(m.Extra))
 		}
