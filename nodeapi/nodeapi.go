@@ -82,6 +82,7 @@ const (
 	CodeCursorExpired   = "cursor_expired"
 	CodeWritesPaused    = "writes_paused"
 	CodeRefused         = "refused"
+	CodeDiverged        = "diverged"
 	CodeUnavailable     = "unavailable"
 	CodeUnauthorized    = "unauthorized"
 	CodeTooLarge        = "too_large"
@@ -109,6 +110,8 @@ var codes = []struct {
 	{CodeCursorExpired, metastore.ErrCursorExpired},
 	{CodeWritesPaused, metastore.ErrWritesPaused},
 	{CodeRefused, metastore.ErrRefused},
+	// Before CodeUnavailable, which ErrDiverged matches too.
+	{CodeDiverged, metastore.ErrDiverged},
 	{CodeUnavailable, metastore.ErrUnavailable},
 	// A store closed under a request (the node shutting down) is, for
 	// the client, a node that is not available right now.

@@ -68,7 +68,7 @@ func statusOf(code string, conditional bool) int {
 			return http.StatusPreconditionFailed
 		}
 		return http.StatusConflict
-	case nodeapi.CodeRefused:
+	case nodeapi.CodeRefused, nodeapi.CodeDiverged:
 		return http.StatusConflict
 	case nodeapi.CodeWritesPaused, nodeapi.CodeUnavailable:
 		return http.StatusServiceUnavailable

@@ -434,6 +434,9 @@ func TestStoreErrorStatuses(t *testing.T) {
 		{fmt.Errorf("%w: throttled", metastore.ErrUnavailable), 503, nodeapi.CodeUnavailable},
 		{fmt.Errorf("%w: barrier installed", metastore.ErrWritesPaused), 503, nodeapi.CodeWritesPaused},
 		{fmt.Errorf("%w: out of order", metastore.ErrRefused), 409, nodeapi.CodeRefused},
+		// Its own code, not unavailable, though it matches ErrUnavailable:
+		// the client must learn which command repairs it.
+		{fmt.Errorf("%w: v2 copy differs", metastore.ErrDiverged), 409, nodeapi.CodeDiverged},
 		{fmt.Errorf("%w: layout changed", metastore.ErrCursorExpired), 400, nodeapi.CodeCursorExpired},
 		{context.DeadlineExceeded, 503, nodeapi.CodeUnavailable},
 		{errBoom, 500, nodeapi.CodeInternal},

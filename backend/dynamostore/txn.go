@@ -125,14 +125,9 @@ func condCopy(e metastore.Expect, staleBefore time.Time) *expression.ConditionBu
 // ErrDiverged is returned in dual mode when the v2 copy of a key differs
 // from what v1, the authority, holds: the mutation fails closed, changing
 // neither. `lake dynamo-migrate repair` (or `backfill --again`) converges v2
-// to v1; retry after it. It matches metastore.ErrUnavailable too (the write
-// may succeed once repaired), so generic callers treat it as retryable.
-var ErrDiverged error = divergedError{}
-
-type divergedError struct{}
-
-func (divergedError) Error() string        { return "lake: diverged" }
-func (divergedError) Is(target error) bool { return target == metastore.ErrUnavailable }
+// to v1; retry after it. It is metastore.ErrDiverged, so that it crosses a
+// node with its meaning (and matches metastore.ErrUnavailable too).
+var ErrDiverged = metastore.ErrDiverged
 
 // errBarrier: a dual mutation found the write barrier held.
 var errBarrier = errors.New("lake: write barrier held")

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -68,7 +67,7 @@ func exitCode(err error) int {
 		errors.Is(err, metastore.ErrInvalidArgument),
 		errors.Is(err, metastore.ErrInvalidCursor):
 		return exitUsage
-	case errors.Is(err, dynamostore.ErrDiverged):
+	case errors.Is(err, metastore.ErrDiverged):
 		// Before ErrUnavailable's exit 1: a diverged copy has its own fix.
 		return exitDiverged
 	case errors.Is(err, metastore.ErrNotFound):
