@@ -105,6 +105,8 @@ type Records interface {
 	// DeleteRecord deletes the record if it holds exactly expected, else
 	// returns an error matching metastore.ErrConflict.
 	DeleteRecord(ctx context.Context, key string, expected []byte) error
-	// ListRecords returns the records under prefix, sorted by key.
+	// ListRecords returns the records of one directory whose keys start
+	// with prefix: keys with no "/" after the last "/" of prefix (lock
+	// names are NAMESPACE/NAME, so "lock/NS/" lists a namespace), sorted.
 	ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error)
 }

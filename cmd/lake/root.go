@@ -50,6 +50,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 		newBenchCommand(&g),
 		newServeCommand(&g),
 		newMigrateCommand(&g),
+		newDataCommand(&g),
 	)
 	// Unknown subcommands and bad argument counts are usage errors too.
 	root.Args = func(_ *cobra.Command, args []string) error {

@@ -3,6 +3,7 @@ package boltfs
 import (
 	"bytes"
 	"context"
+	"strings"
 
 	"github.com/lakemeta/lake/metastore"
 	bolt "go.etcd.io/bbolt"
@@ -54,7 +55,11 @@ func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.It
 	var out []metastore.Item
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bRecords).Cursor()
+		dir := strings.LastIndexByte(prefix, '/') + 1
 		for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+			if bytes.IndexByte(k[dir:], '/') >= 0 {
+				continue // a deeper directory's record
+			}
 			out = append(out, metastore.Item{Key: string(k), Value: bytes.Clone(v)})
 		}
 		return nil

@@ -291,8 +291,10 @@ func testRecords(t *testing.T, s *datastore.Store) {
 	if err := r.CASRecord(ctx, "lock/ns/b", metastore.ExpectAbsent(), []byte("b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.CASRecord(ctx, "lock/other/c", metastore.ExpectAbsent(), []byte("c")); err != nil {
-		t.Fatal(err)
+	for _, k := range []string{"lock/other/c", "lock/ns/deeper/d", "lock/nsx"} {
+		if err := r.CASRecord(ctx, k, metastore.ExpectAbsent(), []byte("c")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	items, err := r.ListRecords(ctx, "lock/ns/")
 	if err != nil || len(items) != 2 || items[0].Key != "lock/ns/a" || items[1].Key != "lock/ns/b" {
