@@ -1,9 +1,11 @@
 package boltfs_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
@@ -67,4 +69,21 @@ func TestSharesTheMetastoreFile(t *testing.T) {
 	if _, got, err := s.Get(t.Context(), "data/m/1/f"); err != nil || string(got) != "file" {
 		t.Fatalf("datastore file after reopening: %q, %v", got, err)
 	}
+}
+
+func TestKilledWriter(t *testing.T) {
+	path := os.Getenv("LAKE_BOLTFS_TEST_FILE")
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "lake.db")
+		t.Setenv("LAKE_BOLTFS_TEST_FILE", path)
+	}
+	dstest.RunKilledWriter(t, "TestKilledWriter", func(t *testing.T) *datastore.Store {
+		d, err := boltfs.Open(path, &boltfs.Options{Create: true, LockTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := datastore.New(d)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
 }
