@@ -57,8 +57,8 @@ func ValidatePath(p string) error {
 	return nil
 }
 
-// Partition returns the partition of a valid path: "T/I" for data/T/I/…,
-// otherwise the path's first segment.
+// Partition returns the partition of a valid path: "T/I" for data/T/I/…
+// (at least one segment below I), otherwise the path's first segment.
 func Partition(p string) string {
 	if rest, ok := strings.CutPrefix(p, ModelPrefix); ok {
 		segs := strings.SplitN(rest, "/", 3)
@@ -78,15 +78,12 @@ func PartitionPrefix(partition string) string {
 	return partition + "/"
 }
 
-// ValidatePartition returns nil if name can be a partition: a model "T/I" or
-// a first segment other than "data".
+// ValidatePartition returns nil if name can be a partition: a model "T/I",
+// or a first segment (which may be "data": the partition of the odd paths
+// under data/ that name no model, such as data/README).
 func ValidatePartition(name string) error {
-	if err := ValidatePath(name); err != nil {
-		return fmt.Errorf("%w: partition %q is not a valid name", metastore.ErrInvalidArgument, name)
-	}
-	segs := strings.Split(name, "/")
-	if len(segs) > 2 || (len(segs) == 1 && name == strings.TrimSuffix(ModelPrefix, "/")) {
-		return fmt.Errorf("%w: partition %q: want a model TYPE/ID or a top-level directory other than %q", metastore.ErrInvalidArgument, name, "data")
+	if err := ValidatePath(name); err != nil || strings.Count(name, "/") > 1 {
+		return fmt.Errorf("%w: partition %q: want a model TYPE/ID or a top-level directory", metastore.ErrInvalidArgument, name)
 	}
 	return nil
 }

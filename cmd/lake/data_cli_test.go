@@ -80,7 +80,7 @@ func testDataCLI(t *testing.T, store string) {
 		{[]string{"data", "put", "only-one-arg"}, exitUsage},
 		{[]string{"data", "put", "x/y", "/no/such/file"}, exitUsage},
 		{[]string{"data", "changes", "command/shell", "--after", "99"}, exitUsage},
-		{[]string{"data", "changes", "data"}, exitUsage},
+		{[]string{"data", "changes", "a/b/c"}, exitUsage},
 		{[]string{"data", "nosuch"}, exitUsage},
 	} {
 		r := lake("", tc.args...)

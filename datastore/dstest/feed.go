@@ -46,11 +46,18 @@ func testChanges(t *testing.T, s *datastore.Store) {
 	if len(ch) != 0 || upTo != 0 {
 		t.Fatalf("unknown partition = %s up to %d", paths(ch), upTo)
 	}
-	// Non-model paths belong to their first segment's partition.
+	// Non-model paths belong to their first segment's partition, and so do
+	// the paths under data/ that name no model.
 	put(t, s, "definitions/a/b.yaml", "d")
 	ch, _ = pullAll(t, s, "definitions", 0)
 	if paths(ch) != "definitions/a/b.yaml@1" {
 		t.Fatalf("definitions changes = %s", paths(ch))
+	}
+	put(t, s, "data/README", "r")
+	put(t, s, "data/m/notes", "n")
+	ch, _ = pullAll(t, s, "data", 0)
+	if paths(ch) != "data/README@1 data/m/notes@2" {
+		t.Fatalf("data changes = %s", paths(ch))
 	}
 }
 
@@ -179,6 +186,9 @@ func testFencedCommit(t *testing.T, s *datastore.Store) {
 			t.Fatalf("stale fence error does not say it is the fence: %v", err)
 		}
 	}
+	// A commit that would change nothing still answers for its fence.
+	_, err = s.Commit(ctx, &datastore.Fence{Key: lockKey, Token: []byte("token-1")}, []datastore.Entry{{Delete: "data/m/9/absent"}})
+	wantErr(t, "no-op commit under a stale fence", err, metastore.ErrConflict)
 	wantContent(t, s, "data/m/1/a", "a1")
 	wantContent(t, s, "data/m/2/b", "b1")
 	wantNotFound(t, s, "data/m/3/c")

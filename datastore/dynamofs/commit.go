@@ -1,9 +1,11 @@
 package dynamofs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -87,8 +89,21 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	}
 	for attempt := 1; ; attempt++ {
 		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now)
-		if err != nil || len(out) == 0 {
+		if err != nil {
 			return nil, err
+		}
+		if len(out) == 0 {
+			// Nothing to change: still answer for the fence, as bolt does.
+			if fence != nil {
+				v, err := d.GetRecord(ctx, fence.Key)
+				if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+					return nil, err
+				}
+				if err != nil || !bytes.Equal(v, fence.Token) {
+					return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
+				}
+			}
+			return nil, nil
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
