@@ -105,8 +105,17 @@ type Records interface {
 	// DeleteRecord deletes the record if it holds exactly expected, else
 	// returns an error matching metastore.ErrConflict.
 	DeleteRecord(ctx context.Context, key string, expected []byte) error
-	// ListRecords returns the records of one directory whose keys start
-	// with prefix: keys with no "/" after the last "/" of prefix (lock
-	// names are NAMESPACE/NAME, so "lock/NS/" lists a namespace), sorted.
+	// ListRecords returns the records whose keys start with prefix, sorted.
+	// The prefix MUST name at least two whole segments ("rec/NS/"): a
+	// DynamoDB driver keeps the records of each two-segment directory in
+	// one item collection and reads exactly that one.
 	ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error)
+	// FencedRecord writes value under key if the record satisfies expect,
+	// only while fence.Key holds exactly fence.Token, in one atomic write;
+	// otherwise nothing changes and the error matches
+	// metastore.ErrConflict (a ConflictError with FenceReason when it was
+	// the fence). fence.Key differs from key. It is the lock package's
+	// fenced write (a renewal of an expiry record guarded on the lock
+	// record).
+	FencedRecord(ctx context.Context, fence Fence, key string, expect metastore.Expect, value []byte) error
 }

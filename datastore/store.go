@@ -36,7 +36,8 @@ func New(d Driver) *Store { return &Store{d: d, now: time.Now} }
 func (s *Store) Driver() Driver { return s.d }
 
 // Records returns the key-value surface on which the datastore's locks live.
-func (s *Store) Records() Records { return s.d }
+// It checks keys and list prefixes before calling the driver.
+func (s *Store) Records() Records { return checkedRecords{s.d} }
 
 // SetClock replaces the clock of upload intents and change times, for
 // tests of the grace period and the horizon.

@@ -3,8 +3,8 @@ package boltfs
 import (
 	"bytes"
 	"context"
-	"strings"
 
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 	bolt "go.etcd.io/bbolt"
 )
@@ -25,9 +25,6 @@ func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
 
 // CASRecord writes a lock record if it satisfies expect.
 func (d *Driver) CASRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) error {
-	if err := metastore.ValidateKey(key); err != nil {
-		return err
-	}
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bRecords)
 		cur := b.Get([]byte(key))
@@ -55,14 +52,25 @@ func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.It
 	var out []metastore.Item
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bRecords).Cursor()
-		dir := strings.LastIndexByte(prefix, '/') + 1
 		for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
-			if bytes.IndexByte(k[dir:], '/') >= 0 {
-				continue // a deeper directory's record
-			}
 			out = append(out, metastore.Item{Key: string(k), Value: bytes.Clone(v)})
 		}
 		return nil
 	})
 	return out, err
+}
+
+// FencedRecord writes a record if it satisfies expect while the fence holds.
+func (d *Driver) FencedRecord(ctx context.Context, fence datastore.Fence, key string, expect metastore.Expect, value []byte) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bRecords)
+		if f := b.Get([]byte(fence.Key)); f == nil || !bytes.Equal(f, fence.Token) {
+			return metastore.Conflict(fence.Key, datastore.FenceReason)
+		}
+		cur := b.Get([]byte(key))
+		if !expect.Matches(cur != nil, cur) {
+			return metastore.Conflict(key, "record differs from expected")
+		}
+		return b.Put([]byte(key), bytes.Clone(value))
+	})
 }

@@ -291,7 +291,7 @@ func testRecords(t *testing.T, s *datastore.Store) {
 	if err := r.CASRecord(ctx, "lock/ns/b", metastore.ExpectAbsent(), []byte("b")); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"lock/other/c", "lock/ns/deeper/d", "lock/nsx"} {
+	for _, k := range []string{"lock/other/c", "lock/nsx/e", "gen/ns"} {
 		if err := r.CASRecord(ctx, k, metastore.ExpectAbsent(), []byte("c")); err != nil {
 			t.Fatal(err)
 		}
@@ -300,6 +300,29 @@ func testRecords(t *testing.T, s *datastore.Store) {
 	if err != nil || len(items) != 2 || items[0].Key != "lock/ns/a" || items[1].Key != "lock/ns/b" {
 		t.Fatalf("ListRecords = %v, %v", items, err)
 	}
+	for _, bad := range []string{"lock/", "gen/ns", "", "/x/"} {
+		_, err = r.ListRecords(ctx, bad)
+		wantErr(t, fmt.Sprintf("ListRecords(%q)", bad), err, metastore.ErrInvalidArgument)
+	}
+	// A fenced write lands only while the fence holds its token.
+	fence := datastore.Fence{Key: "lock/ns/a", Token: []byte("t2")}
+	if err := r.FencedRecord(ctx, fence, "exp/ns/a", metastore.ExpectAbsent(), []byte("e1")); err != nil {
+		t.Fatalf("fenced create: %v", err)
+	}
+	err = r.FencedRecord(ctx, fence, "exp/ns/a", metastore.ExpectValue([]byte("zz")), []byte("e2"))
+	wantErr(t, "fenced write with a wrong expected value", err, metastore.ErrConflict)
+	if datastore.IsFenceConflict(err) {
+		t.Fatalf("a failed expectation is reported as the fence: %v", err)
+	}
+	stale := datastore.Fence{Key: "lock/ns/a", Token: []byte("t1")}
+	err = r.FencedRecord(ctx, stale, "exp/ns/a", metastore.ExpectValue([]byte("e1")), []byte("e2"))
+	if !datastore.IsFenceConflict(err) {
+		t.Fatalf("fenced write under a stale token: %v, want a fence conflict", err)
+	}
+	if v, _ := r.GetRecord(ctx, "exp/ns/a"); string(v) != "e1" {
+		t.Fatalf("a refused fenced write changed the record to %q", v)
+	}
+	wantErr(t, "fence is its own target", r.FencedRecord(ctx, fence, "lock/ns/a", metastore.ExpectAbsent(), nil), metastore.ErrInvalidArgument)
 	wantErr(t, "delete wrong value", r.DeleteRecord(ctx, "lock/ns/a", []byte("t1")), metastore.ErrConflict)
 	if err := r.DeleteRecord(ctx, "lock/ns/a", []byte("t2")); err != nil {
 		t.Fatalf("delete: %v", err)

@@ -8,21 +8,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 )
 
-// recordKey files a lock record under its directory, so that the records of
-// one namespace are one item collection a Query lists.
+// recordKey files a lock record under its first two segments ("rec/NS"),
+// so that the records of one namespace are one item collection a Query
+// lists, and two namespaces share none.
 func recordKey(k string) item {
-	dir, _ := splitDir(k)
-	return key("k#"+dir, k)
+	return key("k#"+recordDir(k), k)
 }
 
-func splitDir(k string) (dir, base string) {
-	if i := strings.LastIndexByte(k, '/'); i >= 0 {
-		return k[:i], k[i+1:]
+func recordDir(k string) string {
+	first, rest, _ := strings.Cut(k, "/")
+	second, _, _ := strings.Cut(rest, "/")
+	if second == "" {
+		return first
 	}
-	return "", k
+	return first + "/" + second
 }
 
 // GetRecord reads a lock record, strongly consistent.
@@ -46,9 +49,6 @@ func expectCond(expect metastore.Expect) expression.ConditionBuilder {
 
 // CASRecord writes a lock record with one conditional PutItem.
 func (d *Driver) CASRecord(ctx context.Context, k string, expect metastore.Expect, value []byte) error {
-	if err := metastore.ValidateKey(k); err != nil {
-		return err
-	}
 	c, err := build(expression.NewBuilder().WithCondition(expectCond(expect)))
 	if err != nil {
 		return err
@@ -76,11 +76,7 @@ func (d *Driver) DeleteRecord(ctx context.Context, k string, expected []byte) er
 
 // ListRecords queries the directory of prefix.
 func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
-	dir, _ := splitDir(prefix)
-	kc := expression.Key(attrPK).Equal(expression.Value("k#" + dir))
-	if prefix != "" {
-		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
-	}
+	kc := expression.Key(attrPK).Equal(expression.Value("k#" + recordDir(prefix))).And(expression.Key(attrSK).BeginsWith(prefix))
 	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
 	if err != nil {
 		return nil, err
@@ -102,4 +98,32 @@ func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.It
 	}
 	slices.SortFunc(out, func(a, b metastore.Item) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+// FencedRecord writes a record under a ConditionCheck on the fence, in one
+// TransactWriteItems.
+func (d *Driver) FencedRecord(ctx context.Context, fence datastore.Fence, k string, expect metastore.Expect, value []byte) error {
+	f, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
+	if err != nil {
+		return err
+	}
+	c, err := build(expression.NewBuilder().WithCondition(expectCond(expect)))
+	if err != nil {
+		return err
+	}
+	it := recordKey(k)
+	it["v"] = &types.AttributeValueMemberB{Value: value}
+	err = d.transact(ctx, []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key), ConditionExpression: f.Condition(),
+			ExpressionAttributeNames: f.Names(), ExpressionAttributeValues: f.Values()}},
+		{Put: &types.Put{TableName: &d.table, Item: it, ConditionExpression: c.Condition(),
+			ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}},
+	})
+	if idx, ok := failedIndexes(err); ok && len(idx) > 0 {
+		if idx[0] == 0 {
+			return metastore.Conflict(fence.Key, datastore.FenceReason)
+		}
+		return metastore.Conflict(k, "record differs from expected")
+	}
+	return d.classify(err, k)
 }
