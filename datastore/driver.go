@@ -70,7 +70,9 @@ type Driver interface {
 	// metastore.ErrInvalidArgument.
 	Changes(ctx context.Context, partition string, after uint64, limit int) (changes []Info, upTo uint64, err error)
 
-	// Partitions returns every registered partition, sorted.
+	// Partitions returns every registered partition, sorted: each partition
+	// that has had a change (and, on DynamoDB, any whose first commit was
+	// refused after it registered).
 	Partitions(ctx context.Context) ([]string, error)
 
 	// ChangedPartitions returns the heads of the partitions that changed

@@ -346,7 +346,9 @@ func (s *Store) Changes(ctx context.Context, partition string, after uint64, lim
 	return s.d.Changes(ctx, partition, after, limit)
 }
 
-// Partitions returns every partition that has had a change, sorted.
+// Partitions returns every partition that has had a change, sorted (a
+// driver may also list one whose first commit was refused after it joined
+// the registry; its head is then zero).
 func (s *Store) Partitions(ctx context.Context) ([]string, error) {
 	if err := s.open(); err != nil {
 		return nil, err
