@@ -55,6 +55,7 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 		newMigrateCommand(&g),
 		newLockCommand(&g),
 		newReshapeCommand(&g),
+		newDataCommand(&g),
 	)
 	// Unknown subcommands and bad argument counts are usage errors too.
 	root.Args = func(_ *cobra.Command, args []string) error {

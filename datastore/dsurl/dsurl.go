@@ -1,0 +1,68 @@
+// Package dsurl opens a datastore from a store URL, the same URL that names
+// the metastore:
+//
+//	bolt://PATH       buckets of their own in the bbolt file at PATH (created on first use)
+//	dynamodb://TABLE  the DynamoDB table TABLE_files (created by `lake data init`)
+//
+// A dynamodb:// URL takes the same parameters as the metastore's (endpoint,
+// region; layout is the metastore's and ignored here).
+package dsurl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/boltfs"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/storeurl"
+)
+
+// Options configure Open.
+type Options struct {
+	// Create creates what the URL names if it does not exist (the DynamoDB
+	// table); a bolt file is created on first use either way.
+	Create bool
+}
+
+// Open opens the datastore named by raw. opts may be nil.
+func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, fmt.Errorf("%w: store URL %q has no scheme; the datastore supports bolt://PATH and dynamodb://TABLE", metastore.ErrInvalidArgument, raw)
+	}
+	switch scheme {
+	case "bolt":
+		if rest == "" || strings.ContainsAny(rest, "?#") {
+			return nil, fmt.Errorf("%w: bolt URL %q: want bolt://PATH", metastore.ErrInvalidArgument, raw)
+		}
+		d, err := boltfs.Open(rest, &boltfs.Options{Create: true})
+		if err != nil {
+			return nil, err
+		}
+		return datastore.New(d), nil
+	case "dynamodb":
+		api, o, err := storeurl.DynamoAPI(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		table := o.Table + dynamofs.TableSuffix
+		if opts.Create {
+			if err := dynamofs.Create(ctx, api, table); err != nil {
+				return nil, err
+			}
+		}
+		d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table})
+		if err != nil {
+			return nil, err
+		}
+		return datastore.New(d), nil
+	default:
+		return nil, fmt.Errorf("%w: the datastore does not support %s:// yet; use bolt://PATH or dynamodb://TABLE", metastore.ErrInvalidArgument, scheme)
+	}
+}
