@@ -47,3 +47,12 @@ type Driver interface {
 	// Close releases the backend's resources.
 	Close() error
 }
+
+// Health is an optional ability of a Driver that can be stopped for good
+// while it runs, such as a bolt file found damaged: Health returns nil while
+// the driver serves, and the error that stopped it afterwards. A node's
+// readiness follows it, so that a load balancer stops sending requests that
+// can only fail.
+type Health interface {
+	Health() error
+}

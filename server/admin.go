@@ -3,8 +3,11 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
+	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
 
@@ -38,9 +41,23 @@ func (s *Server) handleResume(rq *request) {
 }
 
 func (s *Server) handleReady(rq *request) {
-	if !s.ready.Load() {
-		s.fail(rq, httpErr(http.StatusServiceUnavailable, nodeapi.CodeUnavailable, "lake: backend unavailable: the store has not answered a read yet"))
+	if err := s.readiness(); err != nil {
+		s.fail(rq, httpErr(http.StatusServiceUnavailable, nodeapi.CodeUnavailable, err.Error()))
 		return
 	}
 	s.text(rq, http.StatusOK, "ready\n")
+}
+
+// readiness says why the node is not ready, or nil: the store has not
+// answered a read yet, or it has stopped for good (a damaged bolt file).
+func (s *Server) readiness() error {
+	if !s.ready.Load() {
+		return errors.New("lake: backend unavailable: the store has not answered a read yet")
+	}
+	if h, ok := s.store.Driver().(metastore.Health); ok {
+		if err := h.Health(); err != nil {
+			return fmt.Errorf("lake: backend unavailable: the store stopped serving: %w", err)
+		}
+	}
+	return nil
 }

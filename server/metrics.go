@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, s *Server, extra []prometheus.Collect
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lake_ready",
 			Help: "1 once the store has answered a read (what /readyz reports), else 0.",
-		}, func() float64 { return b2f(s.ready.Load()) }),
+		}, func() float64 { return b2f(s.readiness() == nil) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "lake_node_info",
 			Help:        "Always 1; labels identify the node and its backend.",

@@ -316,6 +316,10 @@ func nodeMeetsDamage(t *testing.T, addr string) {
 	if code, _ := httpGet(t, base+nodeapi.HealthPath); code != http.StatusOK {
 		t.Fatalf("the node is not healthy after the damage: %d", code)
 	}
+	// Alive but no longer ready: a load balancer stops sending it requests.
+	if code, body := httpGet(t, base+nodeapi.ReadyPath); code != http.StatusServiceUnavailable || !strings.Contains(string(body), "lake check") {
+		t.Fatalf("readyz after the damage: %d %s", code, body)
+	}
 	resp := httpPut(t, http.DefaultClient, base+nodeapi.KVPrefix+"tbl/new", "", []byte("v"))
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a write after the damage: %d, want 503", resp.StatusCode)
