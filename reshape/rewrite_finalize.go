@@ -1,0 +1,239 @@
+package reshape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/sweep"
+)
+
+// ErrRewriteIncomplete is the error of a finalize or rollback that could not
+// finish (items skipped or contended), and of a verify that found copies
+// missing, different or orphaned. It matches metastore.ErrRefused.
+var ErrRewriteIncomplete = fmt.Errorf("%w: reshape: the key rewrite is not complete", metastore.ErrRefused)
+
+// EndResult is what Finalize or Rollback did.
+type EndResult struct {
+	// Passes are the summaries of the sweeps made, in order.
+	Passes []sweep.Summary
+	// Phase is the phase recorded at the end.
+	Phase Phase
+}
+
+// Counts adds up the counts of every pass.
+func (e EndResult) Counts() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range e.Passes {
+		for k, v := range p.Counts {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+// Finalize deletes the old items, the last step of a key rewrite. It
+// refuses unless the last verify recorded every copy equal (VerifyRecord
+// clean). It records the phase finalizing (helpers then write the new key
+// alone and delete the old item as they write), waits Settle, and sweeps:
+// per old item one TransactWriteItems deleting it, conditioned on it being
+// unchanged since read, and removing the marker from its copy, conditioned
+// on the copy being equal to it; an orphan is removed as apply does. An old
+// item whose copy is missing or different is skipped (an old writer changed
+// it after verify): finalize then stops with ErrRewriteIncomplete, and
+// apply, verify and finalize again converge. It sweeps again until a pass
+// started afresh finds no old item left, then records finalized: helpers
+// use the new key alone. Killed at any point and run again, it resumes.
+func (r *Rewrite) Finalize(ctx context.Context, o RewriteOptions) (EndResult, error) {
+	cur, err := r.Phase(ctx)
+	if err != nil {
+		return EndResult{}, err
+	}
+	if cur == PhaseFinalized {
+		return EndResult{Phase: cur}, nil
+	}
+	if cur != PhaseFinalizing {
+		v, err := r.LastVerify(ctx)
+		if err != nil {
+			return EndResult{}, err
+		}
+		if v == nil || !v.Clean {
+			return EndResult{Phase: cur}, refusedf("finalize needs a clean verify first (every copy equal, no orphan): run lake reshape verify")
+		}
+	}
+	if o.DryRun {
+		sum, err := r.pass(ctx, "finalize", o, r.finalizeItem)
+		return EndResult{Passes: []sweep.Summary{sum}, Phase: cur}, err
+	}
+	if _, err := r.transition(ctx, PhaseFinalizing, PhaseLive); err != nil {
+		return EndResult{Phase: cur}, err
+	}
+	return r.endPasses(ctx, o, "finalize", PhaseFinalized, PhaseFinalizing, r.finalizeItem, OutMoved, OutSkipped)
+}
+
+// Rollback deletes the copies, before finalize: it records rolling-back
+// (helpers then write and read the old key alone, deleting a copy they
+// meet), waits Settle, and sweeps, deleting each copy in a transaction
+// conditioned on the copy and its old item being as read. It sweeps again
+// until a pass started afresh finds no copy, then records rolled-back: the
+// table is as it was before apply. It refuses once finalize has begun (the
+// old items of the moved ones are gone).
+func (r *Rewrite) Rollback(ctx context.Context, o RewriteOptions) (EndResult, error) {
+	cur, err := r.Phase(ctx)
+	if err != nil {
+		return EndResult{}, err
+	}
+	switch cur {
+	case PhaseRolledBack:
+		return EndResult{Phase: cur}, nil
+	case PhaseFinalizing, PhaseFinalized:
+		return EndResult{Phase: cur}, refusedf("the rewrite is %s: old items have been deleted, so it cannot be rolled back; run finalize to finish it", cur)
+	}
+	if o.DryRun {
+		sum, err := r.pass(ctx, "rollback", o, r.rollbackItem)
+		return EndResult{Passes: []sweep.Summary{sum}, Phase: cur}, err
+	}
+	if _, err := r.transition(ctx, PhaseRollingBack, PhaseNew, PhaseLive); err != nil {
+		return EndResult{Phase: cur}, err
+	}
+	if err := r.forgetVerify(ctx); err != nil {
+		return EndResult{Phase: PhaseRollingBack}, err
+	}
+	return r.endPasses(ctx, o, "rollback", PhaseRolledBack, PhaseRollingBack, r.rollbackItem, OutRemoved)
+}
+
+// endPasses sweeps with fn until a pass that started from the beginning of
+// the table did nothing (no `work` outcome, no orphan) and met no item left
+// undone, then records `done`. A pass resumed from cursors cannot prove
+// that on its own: the part before the cursors was swept by a run now dead.
+func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, done, during Phase, fn itemFunc, work ...string) (EndResult, error) {
+	res := EndResult{Phase: during}
+	if err := r.settle(ctx, o.Settle); err != nil {
+		return res, err
+	}
+	passes := o.MaxPasses
+	if passes <= 0 {
+		passes = DefaultMaxPasses
+	}
+	for range passes {
+		sum, err := r.pass(ctx, name, o, fn)
+		res.Passes = append(res.Passes, sum)
+		if err != nil {
+			return res, err
+		}
+		c := sum.Counts
+		if c[OutSkipped]+c[OutContended]+c[OutCollision]+c[OutNotDerivable] > 0 {
+			return res, fmt.Errorf("%w: %s left items undone (skipped %d, contended %d, collision %d, not derivable %d): run apply, verify and %s again",
+				ErrRewriteIncomplete, name, c[OutSkipped], c[OutContended], c[OutCollision], c[OutNotDerivable], name)
+		}
+		did := c[OutOrphanRemoved] + c[OutGone] // a gone item may leave an orphan behind the cursor
+		for _, w := range work {
+			did += c[w]
+		}
+		if did == 0 && !sum.Resumed {
+			if _, err := r.transition(ctx, done, during); err != nil {
+				return res, err
+			}
+			res.Phase = done
+			return res, nil
+		}
+	}
+	return res, fmt.Errorf("%w: %s: %d passes and writers still leave work: are all writers using the helpers?", ErrRewriteIncomplete, name, passes)
+}
+
+// finalizeItem moves one old item: deletes it and unmarks its copy.
+func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.AttributeValue, p *sweep.Page) (string, int, error) {
+	if !r.isOld(item) {
+		if oldKey, ok := r.isCopy(item); ok {
+			return r.removeOrphan(ctx, item, oldKey, p.Spend, p.DryRun)
+		}
+		return OutOther, 0, nil
+	}
+	old := item
+	oldKey := r.OldKey(old)
+	newKey, err := r.NewKey(old)
+	if err != nil {
+		return OutNotDerivable, 0, nil
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt >= r.attempts() {
+			return OutContended, attempt, nil
+		}
+		cp, err := r.read(ctx, newKey)
+		if err != nil {
+			return "", attempt, err
+		}
+		from, ok := r.isCopy(cp)
+		if cp == nil || !ok || !r.sameKey(from, oldKey) || !r.sameContent(old, cp) {
+			return OutSkipped, attempt, nil
+		}
+		if p.DryRun {
+			return OutMoved, attempt, nil
+		}
+		_, err = r.txn().del(oldKey, old).unmark(newKey, cp).run(ctx, p.Spend)
+		if err == nil {
+			return OutMoved, attempt, nil
+		}
+		if !errors.Is(err, errRaced) {
+			return "", attempt, err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return "", attempt, err
+		}
+		if old, err = r.read(ctx, oldKey); err != nil {
+			return "", attempt, err
+		}
+		if old == nil {
+			return OutGone, attempt + 1, nil
+		}
+		if !r.isOld(old) {
+			return OutOther, attempt + 1, nil
+		}
+		if newKey, err = r.NewKey(old); err != nil {
+			return OutNotDerivable, attempt + 1, nil
+		}
+	}
+}
+
+// rollbackItem deletes one copy, conditioned on it and its old item being
+// as read.
+func (r *Rewrite) rollbackItem(ctx context.Context, item map[string]types.AttributeValue, p *sweep.Page) (string, int, error) {
+	oldKey, ok := r.isCopy(item)
+	if !ok {
+		return OutOther, 0, nil
+	}
+	cp, cpKey := item, r.OldKey(item)
+	for attempt := 0; ; attempt++ {
+		if attempt >= r.attempts() {
+			return OutContended, attempt, nil
+		}
+		old, err := r.read(ctx, oldKey)
+		if err != nil {
+			return "", attempt, err
+		}
+		if p.DryRun {
+			return OutRemoved, attempt, nil
+		}
+		_, err = r.txn().check(oldKey, old).del(cpKey, cp).run(ctx, p.Spend)
+		if err == nil {
+			return OutRemoved, attempt, nil
+		}
+		if !errors.Is(err, errRaced) {
+			return "", attempt, err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return "", attempt, err
+		}
+		if cp, err = r.read(ctx, cpKey); err != nil {
+			return "", attempt, err
+		}
+		if cp == nil {
+			return OutGone, attempt + 1, nil
+		}
+		if k, ok := r.isCopy(cp); !ok || !r.sameKey(k, oldKey) {
+			return OutOther, attempt + 1, nil
+		}
+	}
+}
