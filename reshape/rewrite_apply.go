@@ -53,9 +53,7 @@ func (r *Rewrite) Apply(ctx context.Context, o RewriteOptions) (sweep.Summary, e
 			}
 		}
 	}
-	sum, err := r.pass(ctx, "apply", o, func(ctx context.Context, item map[string]types.AttributeValue, p *sweep.Page) (string, int, error) {
-		return r.applyItem(ctx, item, p.Spend, p.DryRun)
-	})
+	sum, err := r.pass(ctx, "apply", o, r.applyItem, nil)
 	if !o.DryRun && sum.Counts[OutCopied]+sum.Counts[OutRepaired]+sum.Counts[OutOrphanRemoved] > 0 {
 		if ferr := r.forgetVerify(context.WithoutCancel(ctx)); ferr != nil && err == nil {
 			err = ferr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/metastore"
@@ -64,13 +65,13 @@ func (r *Rewrite) Finalize(ctx context.Context, o RewriteOptions) (EndResult, er
 		}
 	}
 	if o.DryRun {
-		sum, err := r.pass(ctx, "finalize", o, r.finalizeItem)
+		sum, err := r.pass(ctx, "finalize", o, r.finalizeItem, nil)
 		return EndResult{Passes: []sweep.Summary{sum}, Phase: cur}, err
 	}
 	if _, err := r.transition(ctx, PhaseFinalizing, PhaseLive); err != nil {
 		return EndResult{Phase: cur}, err
 	}
-	return r.endPasses(ctx, o, "finalize", PhaseFinalized, PhaseFinalizing, r.finalizeItem, OutMoved, OutSkipped)
+	return r.endPasses(ctx, o, "finalize", PhaseFinalized, PhaseFinalizing, r.finalizeItem)
 }
 
 // Rollback deletes the copies, before finalize: it records rolling-back
@@ -92,7 +93,7 @@ func (r *Rewrite) Rollback(ctx context.Context, o RewriteOptions) (EndResult, er
 		return EndResult{Phase: cur}, refusedf("the rewrite is %s: old items have been deleted, so it cannot be rolled back; run finalize to finish it", cur)
 	}
 	if o.DryRun {
-		sum, err := r.pass(ctx, "rollback", o, r.rollbackItem)
+		sum, err := r.pass(ctx, "rollback", o, r.rollbackItem, nil)
 		return EndResult{Passes: []sweep.Summary{sum}, Phase: cur}, err
 	}
 	if _, err := r.transition(ctx, PhaseRollingBack, PhaseNew, PhaseLive); err != nil {
@@ -101,14 +102,16 @@ func (r *Rewrite) Rollback(ctx context.Context, o RewriteOptions) (EndResult, er
 	if err := r.forgetVerify(ctx); err != nil {
 		return EndResult{Phase: PhaseRollingBack}, err
 	}
-	return r.endPasses(ctx, o, "rollback", PhaseRolledBack, PhaseRollingBack, r.rollbackItem, OutRemoved)
+	return r.endPasses(ctx, o, "rollback", PhaseRolledBack, PhaseRollingBack, r.rollbackItem)
 }
 
-// endPasses sweeps with fn until a pass that started from the beginning of
-// the table did nothing (no `work` outcome, no orphan) and met no item left
-// undone, then records `done`. A pass resumed from cursors cannot prove
-// that on its own: the part before the cursors was swept by a run now dead.
-func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, done, during Phase, fn itemFunc, work ...string) (EndResult, error) {
+// endPasses sweeps with fn until a whole pass wrote nothing and met no item
+// left undone, then records `done`. Because a pass may be resumed by
+// another run after a kill, "wrote nothing" is recorded durably: before its
+// first write, each pass records StatePrefix()+name+"/dirty" (a run killed
+// right after a write has recorded it already), and a pass starting from
+// the beginning of the table clears it.
+func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, done, during Phase, fn itemFunc) (EndResult, error) {
 	res := EndResult{Phase: during}
 	if err := r.settle(ctx, o.Settle); err != nil {
 		return res, err
@@ -117,8 +120,33 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 	if passes <= 0 {
 		passes = DefaultMaxPasses
 	}
+	dirtyKey := r.StatePrefix() + name + "/dirty"
+	var dirty atomic.Bool // recorded by this pass already
+	marked := func(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (string, int, error) {
+		return fn(ctx, item, func(ctx context.Context, units float64) error {
+			if !dirty.Load() {
+				if err := r.state.Put(ctx, dirtyKey, []byte("1")); err != nil {
+					return fmt.Errorf("lake: reshape: record %s: %w", dirtyKey, err)
+				}
+				dirty.Store(true)
+			}
+			return spend(ctx, units)
+		}, dry)
+	}
+	fresh := func(ctx context.Context) error {
+		dirty.Store(false)
+		b, err := r.state.Get(ctx, dirtyKey)
+		if errors.Is(err, metastore.ErrNotFound) {
+			return nil
+		}
+		if err == nil {
+			err = r.state.Delete(ctx, dirtyKey, b)
+		}
+		return err
+	}
 	for range passes {
-		sum, err := r.pass(ctx, name, o, fn)
+		dirty.Store(false)
+		sum, err := r.pass(ctx, name, o, marked, fresh)
 		res.Passes = append(res.Passes, sum)
 		if err != nil {
 			return res, err
@@ -128,11 +156,14 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 			return res, fmt.Errorf("%w: %s left items undone (skipped %d, contended %d, collision %d, not derivable %d): run apply, verify and %s again",
 				ErrRewriteIncomplete, name, c[OutSkipped], c[OutContended], c[OutCollision], c[OutNotDerivable], name)
 		}
-		did := c[OutOrphanRemoved] + c[OutGone] // a gone item may leave an orphan behind the cursor
-		for _, w := range work {
-			did += c[w]
+		_, err = r.state.Get(ctx, dirtyKey)
+		if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+			return res, err
 		}
-		if did == 0 && !sum.Resumed {
+		if errors.Is(err, metastore.ErrNotFound) && c[OutGone] == 0 { // a gone item may leave an orphan behind the cursor
+			if err := fresh(ctx); err != nil {
+				return res, err
+			}
 			if _, err := r.transition(ctx, done, during); err != nil {
 				return res, err
 			}
@@ -144,10 +175,10 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 }
 
 // finalizeItem moves one old item: deletes it and unmarks its copy.
-func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.AttributeValue, p *sweep.Page) (string, int, error) {
+func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (string, int, error) {
 	if !r.isOld(item) {
 		if oldKey, ok := r.isCopy(item); ok {
-			return r.removeOrphan(ctx, item, oldKey, p.Spend, p.DryRun)
+			return r.removeOrphan(ctx, item, oldKey, spend, dry)
 		}
 		return OutOther, 0, nil
 	}
@@ -169,10 +200,10 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 		if cp == nil || !ok || !r.sameKey(from, oldKey) || !r.sameContent(old, cp) {
 			return OutSkipped, attempt, nil
 		}
-		if p.DryRun {
+		if dry {
 			return OutMoved, attempt, nil
 		}
-		_, err = r.txn().del(oldKey, old).unmark(newKey, cp).run(ctx, p.Spend)
+		_, err = r.txn().del(oldKey, old).unmark(newKey, cp).run(ctx, spend)
 		if err == nil {
 			return OutMoved, attempt, nil
 		}
@@ -199,7 +230,7 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 
 // rollbackItem deletes one copy, conditioned on it and its old item being
 // as read.
-func (r *Rewrite) rollbackItem(ctx context.Context, item map[string]types.AttributeValue, p *sweep.Page) (string, int, error) {
+func (r *Rewrite) rollbackItem(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (string, int, error) {
 	oldKey, ok := r.isCopy(item)
 	if !ok {
 		return OutOther, 0, nil
@@ -213,10 +244,10 @@ func (r *Rewrite) rollbackItem(ctx context.Context, item map[string]types.Attrib
 		if err != nil {
 			return "", attempt, err
 		}
-		if p.DryRun {
+		if dry {
 			return OutRemoved, attempt, nil
 		}
-		_, err = r.txn().check(oldKey, old).del(cpKey, cp).run(ctx, p.Spend)
+		_, err = r.txn().check(oldKey, old).del(cpKey, cp).run(ctx, spend)
 		if err == nil {
 			return OutRemoved, attempt, nil
 		}

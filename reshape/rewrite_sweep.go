@@ -38,13 +38,14 @@ const DefaultMaxPasses = 5
 
 // itemFunc handles one scanned item and names what it did (the counter
 // it adds to) and how often a condition failed on the way.
-type itemFunc func(ctx context.Context, item map[string]types.AttributeValue, p *sweep.Page) (outcome string, retries int, err error)
+type itemFunc func(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (outcome string, retries int, err error)
 
 // pass runs one sweep over the whole table under the durable cursors
 // StatePrefix()+name+"/", resuming an interrupted one. A pass that had
 // finished is forgotten first, so that each call makes at least one whole
-// pass over the table.
-func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn itemFunc) (sweep.Summary, error) {
+// pass over the table; fresh, when set, is called before a pass starts from
+// the beginning.
+func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn itemFunc, fresh func(context.Context) error) (sweep.Summary, error) {
 	so := sweep.Options{
 		Table: r.spec.Table, Segments: o.Segments, PageSize: o.PageSize, MaxWCU: o.MaxWCU,
 		DryRun: o.DryRun, Progress: o.Progress, ConsistentRead: true,
@@ -59,6 +60,12 @@ func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn it
 			if err := cp.Reset(ctx); err != nil {
 				return sweep.Summary{}, err
 			}
+			st = nil
+		}
+		if st == nil && fresh != nil {
+			if err := fresh(ctx); err != nil {
+				return sweep.Summary{}, err
+			}
 		}
 		so.Checkpoints = cp
 	}
@@ -68,7 +75,7 @@ func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn it
 	}
 	return sweep.Run(ctx, r.api, so, func(ctx context.Context, p *sweep.Page) error {
 		return eachItem(ctx, p, workers, func(item map[string]types.AttributeValue) error {
-			outcome, retries, err := fn(ctx, item, p)
+			outcome, retries, err := fn(ctx, item, p.Spend, p.DryRun)
 			if err != nil {
 				return err
 			}
