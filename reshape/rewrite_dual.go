@@ -54,6 +54,12 @@ func (r *Rewrite) Put(ctx context.Context, item map[string]types.AttributeValue)
 			return fmt.Errorf("%w: reshape: the new key %s of %s holds the copy of %s", metastore.ErrConflict, KeyString(newKey), KeyString(oldKey), KeyString(from))
 		}
 		t := r.txn()
+		// A write that changes a source of the new key leaves the copy
+		// at the former new key behind: delete it in the same
+		// transaction, so that no stale copy outlives the write.
+		if err := r.dropFormerCopy(ctx, t, old, newKey); err != nil {
+			return err
+		}
 		switch {
 		case phase == PhaseRollingBack || phase == PhaseRolledBack:
 			t.put(item, old)
@@ -71,6 +77,27 @@ func (r *Rewrite) Put(ctx context.Context, item map[string]types.AttributeValue)
 		_, err = t.run(ctx, nil)
 		return err
 	})
+}
+
+// dropFormerCopy adds to t the delete of old's copy when old's own new key
+// is not newKey (a source of the new key is changing) and holds old's
+// marked copy.
+func (r *Rewrite) dropFormerCopy(ctx context.Context, t *txn, old, newKey map[string]types.AttributeValue) error {
+	if old == nil || !r.isOld(old) {
+		return nil
+	}
+	former, err := r.NewKey(old)
+	if err != nil || r.sameKey(former, newKey) {
+		return nil
+	}
+	fc, err := r.read(ctx, former)
+	if err != nil {
+		return err
+	}
+	if from, ok := r.isCopy(fc); ok && r.sameKey(from, r.OldKey(old)) {
+		t.del(former, fc)
+	}
+	return nil
 }
 
 // Delete is the dual-write helper's delete: it deletes the item at ref's
@@ -93,6 +120,9 @@ func (r *Rewrite) Delete(ctx context.Context, ref map[string]types.AttributeValu
 			cp = nil // another item's copy: not this item's to delete
 		}
 		t := r.txn()
+		if err := r.dropFormerCopy(ctx, t, old, newKey); err != nil {
+			return err
+		}
 		if old != nil {
 			t.del(oldKey, old)
 		}

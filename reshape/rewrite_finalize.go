@@ -55,14 +55,12 @@ func (r *Rewrite) Finalize(ctx context.Context, o RewriteOptions) (EndResult, er
 	if cur == PhaseFinalized {
 		return EndResult{Phase: cur}, nil
 	}
-	if cur != PhaseFinalizing {
-		v, err := r.LastVerify(ctx)
-		if err != nil {
-			return EndResult{}, err
-		}
-		if v == nil || !v.Clean {
-			return EndResult{Phase: cur}, refusedf("finalize needs a clean verify first (every copy equal, no orphan): run lake reshape verify")
-		}
+	v, err := r.LastVerify(ctx)
+	if err != nil {
+		return EndResult{}, err
+	}
+	if v == nil || !v.Clean {
+		return EndResult{Phase: cur}, refusedf("finalize needs a clean verify first (every copy equal, no orphan), recorded since the last apply that wrote: run lake reshape verify")
 	}
 	if o.DryRun {
 		sum, err := r.pass(ctx, "finalize", o, r.finalizeItem, nil)
@@ -153,6 +151,11 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 		}
 		c := sum.Counts
 		if c[OutSkipped]+c[OutContended]+c[OutCollision]+c[OutNotDerivable] > 0 {
+			// The verify no longer holds: the next finalize waits for a
+			// new one, after apply has repaired what was skipped.
+			if err := r.forgetVerify(ctx); err != nil {
+				return res, err
+			}
 			return res, fmt.Errorf("%w: %s left items undone (skipped %d, contended %d, collision %d, not derivable %d): run apply, verify and %s again",
 				ErrRewriteIncomplete, name, c[OutSkipped], c[OutContended], c[OutCollision], c[OutNotDerivable], name)
 		}
@@ -188,6 +191,7 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 	if err != nil {
 		return OutNotDerivable, 0, nil
 	}
+	fresh := false // old was read after the scan
 	for attempt := 0; ; attempt++ {
 		if attempt >= r.attempts() {
 			return OutContended, attempt, nil
@@ -198,8 +202,28 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 		}
 		from, ok := r.isCopy(cp)
 		if cp == nil || !ok || !r.sameKey(from, oldKey) || !r.sameContent(old, cp) {
-			return OutSkipped, attempt, nil
+			if fresh {
+				return OutSkipped, attempt, nil
+			}
+			// The old item is as scanned, maybe before a dual-write
+			// changed both: judge on a fresh read of it.
+			fresh = true
+			if old, err = r.read(ctx, oldKey); err != nil {
+				return "", attempt, err
+			}
+			if old == nil {
+				return OutGone, attempt, nil
+			}
+			if !r.isOld(old) {
+				return OutOther, attempt, nil
+			}
+			if newKey, err = r.NewKey(old); err != nil {
+				return OutNotDerivable, attempt, nil
+			}
+			attempt--
+			continue
 		}
+		fresh = false
 		if dry {
 			return OutMoved, attempt, nil
 		}
@@ -216,6 +240,7 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 		if old, err = r.read(ctx, oldKey); err != nil {
 			return "", attempt, err
 		}
+		fresh = true
 		if old == nil {
 			return OutGone, attempt + 1, nil
 		}
