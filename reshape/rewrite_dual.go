@@ -29,6 +29,25 @@ import (
 // (the new key collides); a covered item whose new key cannot be derived is
 // an error matching metastore.ErrInvalidArgument.
 func (r *Rewrite) Put(ctx context.Context, item map[string]types.AttributeValue) error {
+	return r.put(ctx, nil, item)
+}
+
+// Replace is Put for an edit that may change an attribute the new key is
+// derived from (a key change in the new shape): before is the item as the
+// application last wrote it (at least its old key and the attributes the
+// new key reads), item the new version, under the same old key. The item at
+// before's new key (the marked copy, or the moved item once finalize has
+// moved it) is deleted in the same transaction as the write. Put does that
+// too while the old item exists (it finds the former new key from it), but
+// only Replace can once the old item is gone.
+func (r *Rewrite) Replace(ctx context.Context, before, item map[string]types.AttributeValue) error {
+	if !r.sameKey(r.OldKey(before), r.OldKey(item)) {
+		return fmt.Errorf("%w: reshape: replace: %s and %s are not one item", metastore.ErrInvalidArgument, KeyString(r.OldKey(before)), KeyString(r.OldKey(item)))
+	}
+	return r.put(ctx, before, item)
+}
+
+func (r *Rewrite) put(ctx context.Context, before, item map[string]types.AttributeValue) error {
 	if !r.isOld(item) {
 		if _, err := r.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.spec.Table), Item: item}); err != nil {
 			return fmt.Errorf("lake: reshape: put item %s: %w", KeyString(r.OldKey(item)), err)
@@ -57,7 +76,7 @@ func (r *Rewrite) Put(ctx context.Context, item map[string]types.AttributeValue)
 		// A write that changes a source of the new key leaves the copy
 		// at the former new key behind: delete it in the same
 		// transaction, so that no stale copy outlives the write.
-		if err := r.dropFormerCopy(ctx, t, old, newKey); err != nil {
+		if err := r.dropFormer(ctx, t, old, before, newKey); err != nil {
 			return err
 		}
 		switch {
@@ -79,23 +98,40 @@ func (r *Rewrite) Put(ctx context.Context, item map[string]types.AttributeValue)
 	})
 }
 
-// dropFormerCopy adds to t the delete of old's copy when old's own new key
-// is not newKey (a source of the new key is changing) and holds old's
-// marked copy.
-func (r *Rewrite) dropFormerCopy(ctx context.Context, t *txn, old, newKey map[string]types.AttributeValue) error {
-	if old == nil || !r.isOld(old) {
-		return nil
+// dropFormer adds to t the delete of the item's former new-key item when
+// its new key is changing to newKey: the marked copy at old's own new key,
+// and the copy or moved item at before's new key (before may be nil).
+func (r *Rewrite) dropFormer(ctx context.Context, t *txn, old, before, newKey map[string]types.AttributeValue) error {
+	var oldKey map[string]types.AttributeValue
+	var formers []map[string]types.AttributeValue
+	var movable []bool // an unmarked item there is this item, moved
+	if old != nil && r.isOld(old) {
+		oldKey = r.OldKey(old)
+		if k, err := r.NewKey(old); err == nil {
+			formers, movable = append(formers, k), append(movable, false)
+		}
 	}
-	former, err := r.NewKey(old)
-	if err != nil || r.sameKey(former, newKey) {
-		return nil
+	if before != nil {
+		oldKey = r.OldKey(before)
+		if k, err := r.NewKey(before); err == nil {
+			formers, movable = append(formers, k), append(movable, true)
+		}
 	}
-	fc, err := r.read(ctx, former)
-	if err != nil {
-		return err
-	}
-	if from, ok := r.isCopy(fc); ok && r.sameKey(from, r.OldKey(old)) {
-		t.del(former, fc)
+	for i, k := range formers {
+		if r.sameKey(k, newKey) || (i == 1 && len(formers) == 2 && r.sameKey(k, formers[0])) {
+			continue
+		}
+		fc, err := r.read(ctx, k)
+		if err != nil {
+			return err
+		}
+		if fc == nil {
+			continue
+		}
+		from, marked := r.isCopy(fc)
+		if (marked && r.sameKey(from, oldKey)) || (!marked && movable[i]) {
+			t.del(k, fc)
+		}
 	}
 	return nil
 }
@@ -120,7 +156,7 @@ func (r *Rewrite) Delete(ctx context.Context, ref map[string]types.AttributeValu
 			cp = nil // another item's copy: not this item's to delete
 		}
 		t := r.txn()
-		if err := r.dropFormerCopy(ctx, t, old, newKey); err != nil {
+		if err := r.dropFormer(ctx, t, old, nil, newKey); err != nil {
 			return err
 		}
 		if old != nil {

@@ -131,18 +131,25 @@ func TestRewriteLiveWritersKillsConverge(t *testing.T) {
 					model.set(cm, str(cm, "body"), false)
 					mine = append(mine, cm)
 				case op < 8:
-					cm := mine[rng.IntN(len(mine))]
+					i := rng.IntN(len(mine))
+					cm := mine[i]
 					body := fmt.Sprintf("edited by dual-writer %d, %d", w, n)
 					next := map[string]types.AttributeValue{}
 					for k, v := range cm {
 						next[k] = v
 					}
 					next["body"] = &types.AttributeValueMemberS{Value: body}
-					if err := rw.Put(ctx, next); err != nil {
+					if op == 7 {
+						// Hand the comment to another member: its new
+						// key moves, and the former copy must go.
+						next["memberId"] = &types.AttributeValueMemberS{Value: fmt.Sprintf("u9%d%d", w, n)}
+					}
+					if err := rw.Replace(ctx, cm, next); err != nil {
 						t.Errorf("dual-write edit: %v", err)
 						return
 					}
-					model.set(cm, body, false)
+					model.set(next, body, false)
+					mine[i] = next
 				default:
 					i := rng.IntN(len(mine))
 					cm := mine[i]
