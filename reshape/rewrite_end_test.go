@@ -47,6 +47,15 @@ func TestRewriteRollbackRestoresTable(t *testing.T) {
 	c, rw := rewriteDemo(t, opts, nil)
 	ctx := t.Context()
 	before := tableDump(t, c, rw.Spec().Table)
+	dry := fastRewrite
+	dry.DryRun = true
+	sum, err := rw.Apply(ctx, dry)
+	if err != nil || sum.Counts[OutCopied] != 32 {
+		t.Fatalf("dry run: %v %v, want 32 to copy", err, sum.Counts)
+	}
+	if p, _ := rw.Phase(ctx); p != PhaseNew || strings.Join(tableDump(t, c, rw.Spec().Table), "\n") != strings.Join(before, "\n") {
+		t.Fatalf("dry run wrote: phase %s", p)
+	}
 	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
 		t.Fatal(err)
 	}
