@@ -126,6 +126,10 @@ func (r *Rewrite) StatePrefix() string {
 
 func (r *Rewrite) marker() string { return r.spec.Rewrite.Marker }
 
+// KeyNames returns the table's key attributes: the partition key, then the
+// sort key if any.
+func (r *Rewrite) KeyNames() []string { return slices.Clone(r.keyNames) }
+
 // OldKey returns item's primary key (its current key: old for an old item).
 func (r *Rewrite) OldKey(item map[string]types.AttributeValue) map[string]types.AttributeValue {
 	k := make(map[string]types.AttributeValue, len(r.keyNames))

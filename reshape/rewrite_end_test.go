@@ -222,7 +222,7 @@ func TestRewriteCollisions(t *testing.T) {
 	for _, cm := range demoComments(opts) {
 		members[str(cm, "memberId")] = true
 	}
-	if plan.Covered != 6 || len(plan.Collisions) == 0 {
+	if plan.Covered != 6 || len(plan.Collisions) == 0 || plan.DistinctKeys != len(members) || len(plan.Hottest) == 0 {
 		t.Fatalf("plan: covered %d, collisions %v", plan.Covered, plan.Collisions)
 	}
 	if n := len(scanAll(t, c, s.Table)); n != len(DemoItems(opts)) {

@@ -26,6 +26,12 @@ type RewritePlan struct {
 	Collisions []Collision `json:"collisions,omitempty"`
 	// Examples show a few old keys and their new keys.
 	Examples []ItemRef `json:"examples,omitempty"`
+	// DistinctKeys counts the new partition key values; Hottest are the
+	// most used, and Warning says when one would concentrate the copies'
+	// writes (and the table's traffic after the rewrite) on one partition.
+	DistinctKeys int        `json:"distinctKeys"`
+	Hottest      []KeyShare `json:"hottest"`
+	Warning      string     `json:"warning,omitempty"`
 }
 
 // Collision is one new key claimed more than once.
@@ -48,7 +54,14 @@ func (r *Rewrite) PlanRewrite(ctx context.Context, o PlanOptions) (*RewritePlan,
 	if examples <= 0 {
 		examples = DefaultExamples
 	}
+	if o.Top <= 0 {
+		o.Top = DefaultTop
+	}
+	if o.HotShare <= 0 {
+		o.HotShare = DefaultHotShare
+	}
 	var mu sync.Mutex
+	pks := map[string]int64{}       // new partition key value → items
 	claims := map[string][]string{} // new key → old keys
 	others := map[string]string{}   // key of an item that is not old → the old key it copies ("" for none)
 	sum, err := sweep.Run(ctx, r.api, sweep.Options{Table: r.spec.Table, Segments: o.Segments, PageSize: o.PageSize, Progress: o.Progress},
@@ -75,6 +88,7 @@ func (r *Rewrite) PlanRewrite(ctx context.Context, o PlanOptions) (*RewritePlan,
 					continue
 				}
 				plan.Derivable++
+				pks[scalarText(nk[r.keyNames[0]])]++
 				nks := KeyString(nk)
 				claims[nks] = append(claims[nks], key)
 				if len(plan.Examples) < examples {
@@ -87,6 +101,8 @@ func (r *Rewrite) PlanRewrite(ctx context.Context, o PlanOptions) (*RewritePlan,
 		return nil, err
 	}
 	plan.Scanned = sum.Scanned
+	plan.DistinctKeys = len(pks)
+	plan.Hottest, plan.Warning = hottest(pks, plan.Derivable, o.Top, o.HotShare)
 	for nk, olds := range claims {
 		from, held := others[nk]
 		if len(olds) > 1 || (held && (from == "" || from != olds[0])) {

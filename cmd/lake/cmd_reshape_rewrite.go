@@ -77,7 +77,7 @@ func runRewritePlan(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spe
 	}
 	defer state.Close()
 	pp := &progressPrinter{w: cmd.ErrOrStderr(), verb: "plan"}
-	plan, err := rw.PlanRewrite(cmd.Context(), reshape.PlanOptions{Segments: po.segments, PageSize: po.pageSize, Examples: po.examples, Progress: pp.report})
+	plan, err := rw.PlanRewrite(cmd.Context(), reshape.PlanOptions{Segments: po.segments, PageSize: po.pageSize, Examples: po.examples, Top: po.top, HotShare: po.hotShare, Progress: pp.report})
 	if err != nil {
 		return err
 	}
@@ -97,6 +97,13 @@ func runRewritePlan(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spe
 			for _, e := range plan.NotDerivable {
 				fmt.Fprintf(w, "  %s: %s\n", e.Key, e.Detail)
 			}
+		}
+		fmt.Fprintf(w, "new partition key %s: %d distinct values; hottest:\n", rw.KeyNames()[0], plan.DistinctKeys)
+		for _, k := range plan.Hottest {
+			fmt.Fprintf(w, "  %-30s %8d items %6.1f%%\n", k.Value, k.Items, k.Share*100)
+		}
+		if plan.Warning != "" {
+			fmt.Fprintf(w, "warning: %s\n", plan.Warning)
 		}
 		for _, c := range plan.Collisions {
 			fmt.Fprintf(w, "collision: %s ← %s\n", c.NewKey, strings.Join(c.Claims, ", "))
