@@ -44,9 +44,10 @@ func (e EndResult) Counts() map[string]int64 {
 // on the copy being equal to it; an orphan is removed as apply does. An old
 // item whose copy is missing or different is skipped (an old writer changed
 // it after verify): finalize then stops with ErrRewriteIncomplete, and
-// apply, verify and finalize again converge. It sweeps again until a pass
-// started afresh finds no old item left, then records finalized: helpers
-// use the new key alone. Killed at any point and run again, it resumes.
+// apply, verify and finalize again converge (the verify record is dropped).
+// It sweeps again until a whole pass wrote nothing (see endPasses), then
+// records finalized: helpers use the new key alone. Killed at any point and
+// run again, it resumes.
 func (r *Rewrite) Finalize(ctx context.Context, o RewriteOptions) (EndResult, error) {
 	cur, err := r.Phase(ctx)
 	if err != nil {
@@ -76,7 +77,7 @@ func (r *Rewrite) Finalize(ctx context.Context, o RewriteOptions) (EndResult, er
 // (helpers then write and read the old key alone, deleting a copy they
 // meet), waits Settle, and sweeps, deleting each copy in a transaction
 // conditioned on the copy and its old item being as read. It sweeps again
-// until a pass started afresh finds no copy, then records rolled-back: the
+// until a whole pass wrote nothing, then records rolled-back: the
 // table is as it was before apply. It refuses once finalize has begun (the
 // old items of the moved ones are gone).
 func (r *Rewrite) Rollback(ctx context.Context, o RewriteOptions) (EndResult, error) {
@@ -191,7 +192,7 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 	if err != nil {
 		return OutNotDerivable, 0, nil
 	}
-	fresh := false // old was read after the scan
+	rereads := 0 // fresh reads of old after a mismatch; live dual-writes can fall between two reads
 	for attempt := 0; ; attempt++ {
 		if attempt >= r.attempts() {
 			return OutContended, attempt, nil
@@ -202,12 +203,16 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 		}
 		from, ok := r.isCopy(cp)
 		if cp == nil || !ok || !r.sameKey(from, oldKey) || !r.sameContent(old, cp) {
-			if fresh {
+			if rereads == 3 {
 				return OutSkipped, attempt, nil
 			}
-			// The old item is as scanned, maybe before a dual-write
-			// changed both: judge on a fresh read of it.
-			fresh = true
+			// The old item may be as scanned, before a dual-write
+			// changed both, or a dual-write fell between the two
+			// reads: judge again on fresh reads.
+			rereads++
+			if err := backoff(ctx, rereads); err != nil {
+				return "", attempt, err
+			}
 			if old, err = r.read(ctx, oldKey); err != nil {
 				return "", attempt, err
 			}
@@ -223,7 +228,6 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 			attempt--
 			continue
 		}
-		fresh = false
 		if dry {
 			return OutMoved, attempt, nil
 		}
@@ -240,7 +244,6 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 		if old, err = r.read(ctx, oldKey); err != nil {
 			return "", attempt, err
 		}
-		fresh = true
 		if old == nil {
 			return OutGone, attempt + 1, nil
 		}
