@@ -15,10 +15,9 @@
 //
 // A Spec (JSON, see Parse) names the table, the index to add, the items it
 // covers (key prefixes and attribute presence) and a template per new
-// attribute ("MEMBER#{memberId}"). Its Kind is "add-index"; a key rewrite
-// (copy, dual-read, delete) is a kind to come, on the same engine: the
-// per-item classification (Spec.Classify) and the conditional write
-// (Reshaper.Convert) are the two things a kind defines.
+// attribute ("MEMBER#{memberId}"). Its Kind is "add-index" (Reshaper) or
+// "rewrite-key" (Rewrite): a key rewrite, copy then delete with dual-read in
+// between, on the same sweep engine; see Rewrite and Phase.
 //
 // # One conditional write per item
 //

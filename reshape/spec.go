@@ -14,27 +14,28 @@ import (
 )
 
 // KindAddIndex is the kind of a spec that adds a global secondary index and
-// backfills the attributes it is keyed on. It is the only kind so far; a key
-// rewrite (copy, dual-read, delete) is the next one and will bring its own
-// section of the spec beside Index.
+// backfills the attributes it is keyed on. KindRewriteKey (rewrite_spec.go)
+// is the other kind: a key rewrite, with its own section Rewrite.
 const KindAddIndex = "add-index"
 
 // Spec is a reshape spec: what to add to which live table and how each item
 // gets it. It is read from JSON by Parse or Load; see docs/reshape.md.
 type Spec struct {
-	// Kind says what the reshape does: "add-index".
+	// Kind says what the reshape does: "add-index" or "rewrite-key".
 	Kind string `json:"kind"`
 	// Table is the live DynamoDB table to reshape.
 	Table string `json:"table"`
 	// Index is the index to add (kind add-index).
 	Index *IndexSpec `json:"index,omitempty"`
+	// Rewrite is the new key shape (kind rewrite-key).
+	Rewrite *RewriteSpec `json:"rewrite,omitempty"`
 	// Covers selects the items the reshape concerns; the others are left
 	// alone. An empty Covers selects every item.
 	Covers Covers `json:"covers"`
 	// Derive maps each new attribute to the template that derives it from
 	// the item's existing attributes, e.g. "GSI1PK": "MEMBER#{memberId}".
 	// Every key attribute of the index MUST be derived.
-	Derive map[string]string `json:"derive"`
+	Derive map[string]string `json:"derive,omitempty"`
 	// Timestamp optionally names the attribute that tells an item's age
 	// (an RFC 3339 time or date string, or a number of Unix seconds), for
 	// verify's obsolescence cutoff.
@@ -123,15 +124,21 @@ var (
 // Validate checks the spec on its own (without the table) and prepares its
 // templates. Every problem is listed in the one error returned.
 func (s *Spec) Validate() error {
+	if s.Kind == KindRewriteKey {
+		return s.validateRewrite()
+	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 
 	switch s.Kind {
 	case KindAddIndex:
+		if s.Rewrite != nil {
+			bad("rewrite: only with kind %q", KindRewriteKey)
+		}
 	case "":
-		bad("kind: missing; the known kind is %q", KindAddIndex)
+		bad("kind: missing; the known kinds are %q and %q", KindAddIndex, KindRewriteKey)
 	default:
-		bad("kind: %q is unknown; the known kind is %q", s.Kind, KindAddIndex)
+		bad("kind: %q is unknown; the known kinds are %q and %q", s.Kind, KindAddIndex, KindRewriteKey)
 	}
 	if !nameRE.MatchString(s.Table) {
 		bad("table: %q is not a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)", s.Table)

@@ -44,19 +44,31 @@ coverage before the old read path is retired.
   lake reshape apply SPEC                        add the index, wait, sweep
   lake reshape verify SPEC                       the end condition (exit 0 only at full coverage)
 
+A key rewrite (kind rewrite-key; examples/reshape/saas-comments-by-member.json)
+copies each covered item to a new key derived from its attributes, while the Go
+helpers dual-write and dual-read, then deletes the old items:
+
+  lake reshape plan SPEC       read-only: new keys, collisions (exit 6 if any)
+  lake reshape apply SPEC      copy each item (transaction: old unchanged, new absent)
+  lake reshape verify SPEC     missing, different, orphaned copies; recorded in --state
+  lake reshape finalize SPEC   delete the old items (needs a clean verify)
+  lake reshape rollback SPEC   before finalize: delete the copies instead
+
 The table is the spec's. The DynamoDB endpoint and region come from --endpoint
 and --region, else from --store when it is a dynamodb:// URL (its ?endpoint= and
 ?region=), else from the AWS configuration (AWS_ENDPOINT_URL_DYNAMODB,
 AWS_REGION, profiles).
 
 Exit codes: 0 ok, 1 error, 2 invalid spec or flags, 3 table not found,
-6 refused (verify: coverage incomplete; an index of that name with other keys).`,
+6 refused (verify: coverage incomplete, copies not all equal; an index of that
+name with other keys; plan: new keys collide; finalize without a clean verify).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&o.endpoint, "endpoint", "", "DynamoDB endpoint URL (default: --store's, else AWS_ENDPOINT_URL_DYNAMODB, else AWS's)")
 	cmd.PersistentFlags().StringVar(&o.region, "region", "", "AWS region (default: --store's, else AWS_REGION or the profile's)")
-	cmd.AddCommand(newReshapePlanCommand(g, &o), newReshapeApplyCommand(g, &o), newReshapeVerifyCommand(g, &o), newReshapeDemoCommand(g, &o))
+	cmd.AddCommand(newReshapePlanCommand(g, &o), newReshapeApplyCommand(g, &o), newReshapeVerifyCommand(g, &o), newReshapeDemoCommand(g, &o),
+		newReshapeFinalizeCommand(g, &o), newReshapeRollbackCommand(g, &o))
 	return cmd
 }
 
@@ -157,6 +169,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 type reshapePlanOptions struct {
+	state                             string
 	segments, pageSize, examples, top int
 	hotShare                          float64
 	json                              bool
@@ -177,6 +190,11 @@ hottest values and their share, with a warning when one holds more than
 the base table's writes while it is built: plan says so before anything exists.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if spec, err := loadSpec(args[0]); err != nil {
+				return err
+			} else if spec.Kind == reshape.KindRewriteKey {
+				return runRewritePlan(cmd, g, o, spec, args[0], po.state, po)
+			}
 			r, err := o.reshaper(cmd, g, args[0])
 			if err != nil {
 				return err
@@ -199,6 +217,7 @@ the base table's writes while it is built: plan says so before anything exists.`
 	cmd.Flags().IntVar(&po.top, "top", reshape.DefaultTop, "hottest new partition keys to show")
 	cmd.Flags().Float64Var(&po.hotShare, "hot-share", reshape.DefaultHotShare, "warn when one new partition key holds more than this share of the covered items")
 	cmd.Flags().BoolVar(&po.json, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&po.state, "state", "", "key rewrite: store URL of its state, to print its phase (default bolt://SPEC-without-extension.state.db)")
 	return cmd
 }
 
@@ -252,11 +271,26 @@ The sweep's cursors are saved in the lake store --state after each page: an
 interrupted apply (Ctrl-C, a crash, a kill) run again resumes where it stopped,
 redoing at most one page per segment. A finished sweep is forgotten, so every
 apply makes at least one whole pass. --max-wcu bounds the write capacity units
-per second, counting the index writes (reported by DynamoDB per write).`,
+per second, counting the index writes (reported by DynamoDB per write).
+
+With a key rewrite spec (kind rewrite-key), apply copies each covered item to its
+new key instead, with one TransactWriteItems per item: a ConditionCheck that the
+old item still holds what was read, and a Put of the copy (marked with the old
+key) conditioned on the new key being absent, or holding the stale copy being
+repaired. A copy whose old item is gone (an orphan) is deleted in a transaction
+checking the old item is still absent. An item at a new key that the rewrite did
+not copy from that old item is never overwritten: it is counted as a collision.
+The rewrite's phase, cursors and verify record live in --state.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ao.maxWCU < 0 || ao.workers < 0 || ao.poll <= 0 {
 				return usagef("--max-wcu and --workers must not be negative, --poll must be positive")
+			}
+			if spec, err := loadSpec(args[0]); err != nil {
+				return err
+			} else if spec.Kind == reshape.KindRewriteKey {
+				return runRewriteApply(cmd, g, o, spec, args[0], rewriteFlags{state: ao.state, segments: ao.segments,
+					pageSize: ao.pageSize, workers: ao.workers, maxWCU: ao.maxWCU, dryRun: ao.dryRun})
 			}
 			r, err := o.reshaper(cmd, g, args[0])
 			if err != nil {
@@ -333,7 +367,7 @@ func printApply(w io.Writer, s *reshape.Spec, specPath string, dry bool, res res
 
 type reshapeVerifyOptions struct {
 	segments, pageSize, sample, retries, list int
-	report, obsoleteBefore                    string
+	report, obsoleteBefore, state             string
 	json                                      bool
 }
 
@@ -356,7 +390,12 @@ retired. Exit 6 when coverage is incomplete (run apply, or fix the items).
 
 --obsolete-before TIME is the end condition of a lazy-only backfill: missing
 items whose timestamp attribute (the spec's "timestamp") is older are obsolete
-by design, counted apart, and do not make coverage incomplete.`,
+by design, counted apart, and do not make coverage incomplete.
+
+With a key rewrite spec (kind rewrite-key), verify checks each old item against
+the item at its new key (missing, different, a collision) and each copy against
+its old item (an orphan when the old item is gone), reading a discrepancy again
+before reporting it, and records the outcome in --state: finalize needs it clean.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cutoff time.Time
@@ -365,6 +404,14 @@ by design, counted apart, and do not make coverage incomplete.`,
 				if cutoff, err = parseCutoff(vo.obsoleteBefore); err != nil {
 					return err
 				}
+			}
+			if spec, err := loadSpec(args[0]); err != nil {
+				return err
+			} else if spec.Kind == reshape.KindRewriteKey {
+				if !cutoff.IsZero() {
+					return usagef("--obsolete-before is for an add-index spec, not a key rewrite")
+				}
+				return runRewriteVerify(cmd, g, o, spec, args[0], vo)
 			}
 			r, err := o.reshaper(cmd, g, args[0])
 			if err != nil {
@@ -405,6 +452,7 @@ by design, counted apart, and do not make coverage incomplete.`,
 	cmd.Flags().StringVar(&vo.report, "report", "", "report file (default SPEC-without-extension.verify.json beside the spec)")
 	cmd.Flags().StringVar(&vo.obsoleteBefore, "obsolete-before", "", "obsolescence cutoff of a lazy-only backfill: an RFC 3339 time or a date (2026-01-31)")
 	cmd.Flags().BoolVar(&vo.json, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&vo.state, "state", "", "key rewrite: store URL of its state, where the outcome is recorded (default bolt://SPEC-without-extension.state.db)")
 	return cmd
 }
 
@@ -420,8 +468,11 @@ func parseCutoff(s string) (time.Time, error) {
 
 // writeReport writes the report atomically: a crash leaves the old report or
 // the new one, never half of one.
-func writeReport(path string, rep *reshape.VerifyReport) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
+func writeReport(path string, rep *reshape.VerifyReport) error { return writeJSONFile(path, rep) }
+
+// writeJSONFile writes v as indented JSON to path, atomically.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
