@@ -23,7 +23,10 @@ func newRootCommand() *cobra.Command {
 		Short: "lake keeps a data lake's metadata in a store that stays cheap to read by prefix",
 		Long: `lake keeps a data lake's metadata (catalog entries, append operations, manifests,
 leases) in a key-value store with strongly consistent reads, conditional writes and
-paged prefix listing. The store is named by a URL:
+paged prefix listing; beside it, fenced lease locks (lake lock), a file-tree datastore
+with a change feed (lake data), a live v1 -> v2 migration of its DynamoDB table
+(lake dynamo-migrate) and online reshaping of any DynamoDB table (lake reshape).
+The store is named by a URL:
 
   bolt://PATH       an embedded bbolt file (default bolt://./lake.db)
   dynamodb://TABLE  Amazon DynamoDB (?layout=auto|v1|v2, ?endpoint=URL, ?region=NAME;
@@ -32,7 +35,9 @@ paged prefix listing. The store is named by a URL:
                     path prefix; token from LAKE_TOKEN or the file LAKE_TOKEN_FILE
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
-5 writes paused (retry later), 6 refused (the current state forbids it).`,
+5 writes paused (retry later), 6 refused (the current state forbids it),
+7 diverged copy during a migration (run lake dynamo-migrate repair),
+8 a lock wait ran out.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
