@@ -143,6 +143,11 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 		}
 		used := 0
 		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if err := metastore.ValidateKey(string(k)); err != nil {
+				// No lake write stores such a key: the page holding it is
+				// damaged, and whatever else it holds cannot be trusted.
+				return d.poisonWith("list", fmt.Sprintf("a key lake cannot have written (%.40q)", k))
+			}
 			if len(items) == limit || metastore.PageFull(len(items), used, len(k)+len(v)) {
 				// One more matching key exists: the listing goes on.
 				next = []byte(items[len(items)-1].Key)
