@@ -24,7 +24,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		Args:  exactArgs(0),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchNodeCommand(g), newBenchLinearizabilityCommand(g))
+	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchCompareCommand(g), newBenchNodeCommand(g), newBenchLinearizabilityCommand(g))
 	return cmd
 }
 
