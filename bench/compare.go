@@ -224,7 +224,9 @@ func units(cc *types.ConsumedCapacity) float64 {
 // table, interleaved so that both see the same machine.
 func compareOps(ctx context.Context, api RawAPI, s *metastore.Store, d *dynamostore.Driver, table string, v2 bool, n int) ([]OpCost, error) {
 	lakeKey := func(i int) string { return fmt.Sprintf("tbl/bench-%06d", i) }
-	val := func(gen, i int) []byte { return fmt.Appendf(nil, "value %d of %d, about the size of a catalog entry", gen, i) }
+	val := func(gen, i int) []byte {
+		return fmt.Appendf(nil, "value %d of %d, about the size of a catalog entry", gen, i)
+	}
 	cond := func(c expression.ConditionBuilder) expression.Expression {
 		e, _ := expression.NewBuilder().WithCondition(c).Build()
 		return e
