@@ -61,8 +61,16 @@ type Options struct {
 	// PageSize bounds the items of one backfill or verify page; default 100.
 	PageSize int
 	// Segments is the number of parallel scan segments of a verification
-	// (online and under the barrier); default 8.
+	// (online and under the barrier) and of a new backfill (a resumed one
+	// uses the count it recorded); default 8.
 	Segments int
+	// MaxWCU bounds the write capacity units per second the backfill
+	// causes (0: no bound), so that it does not starve live traffic.
+	MaxWCU float64
+	// DryRun makes the backfill scan v1 and count what it would create,
+	// validate and repair, without writing anything (nor entering state
+	// backfill).
+	DryRun bool
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
@@ -110,6 +118,9 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = dynamostore.DefaultRefresh
+	}
+	if o.MaxWCU < 0 {
+		return nil, fmt.Errorf("%w: max WCU must not be negative, got %v", metastore.ErrInvalidArgument, o.MaxWCU)
 	}
 	if o.Segments <= 0 {
 		o.Segments = 8
