@@ -17,6 +17,7 @@ import (
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/migrate"
+	"golang.org/x/sync/errgroup"
 )
 
 // CompareConfig shapes RunCompare.
@@ -54,11 +55,15 @@ type StateCosts struct {
 
 // CompareResult holds the figures of RunCompare.
 type CompareResult struct {
-	States   []StateCosts
-	Records  int
-	RawCopy  time.Duration
-	Backfill time.Duration
-	Counts   dynamostore.BackfillProgress
+	States  []StateCosts
+	Records int
+	RawCopy time.Duration
+	// RawTxCopy is the raw SDK doing what the backfill does without lake:
+	// the same segments, pages and batches of TransactWriteItems, each key a
+	// ConditionCheck on the source and a Put if absent.
+	RawTxCopy time.Duration
+	Backfill  time.Duration
+	Counts    dynamostore.BackfillProgress
 }
 
 // RawAPI is the client RunCompare needs: the store's, plus the DeleteItem
@@ -80,10 +85,10 @@ func RunCompare(ctx context.Context, api RawAPI, cfg CompareConfig, progress io.
 	if cfg.Ops < 2 || cfg.Records < 0 || cfg.PageSize < 1 || cfg.PageSize > metastore.MaxListLimit {
 		return res, fmt.Errorf("%w: need ops ≥ 2, records ≥ 0 and 1 ≤ page size ≤ %d", metastore.ErrInvalidArgument, metastore.MaxListLimit)
 	}
-	raw, solo := cfg.Table+"_rawcopy", cfg.Table+"_solo"
+	raw, rawtx, solo := cfg.Table+"_rawcopy", cfg.Table+"_rawtx", cfg.Table+"_solo"
 	if !cfg.Keep {
 		defer func() {
-			for _, name := range []string{cfg.Table, cfg.Table + dynamostore.V2Suffix, raw, solo + dynamostore.V2Suffix} {
+			for _, name := range []string{cfg.Table, cfg.Table + dynamostore.V2Suffix, raw, rawtx, solo + dynamostore.V2Suffix} {
 				api.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 			}
 		}()
@@ -134,6 +139,10 @@ func RunCompare(ctx context.Context, api RawAPI, cfg CompareConfig, progress io.
 		if res.RawCopy, err = rawCopy(ctx, api, cfg.Table, raw); err != nil {
 			return res, err
 		}
+		fmt.Fprintf(progress, "raw conditioned copy of %s…\n", cfg.Table)
+		if res.RawTxCopy, err = rawTxCopy(ctx, api, cfg.Table, rawtx, cfg.Segments, cfg.PageSize); err != nil {
+			return res, err
+		}
 	}
 	if err := m.Run(ctx, "dual"); err != nil {
 		return res, err
@@ -182,6 +191,86 @@ func RunCompare(ctx context.Context, api RawAPI, cfg CompareConfig, progress io.
 	}
 	res.States = append(res.States, StateCosts{State: "standalone v2", Ops: ops})
 	return res, nil
+}
+
+// rawTxCopy copies table into a fresh table dst as the backfill does, with
+// the raw SDK: segments parallel scan segments of pages of pageSize, each
+// page in batches of 50 keys, each batch one TransactWriteItems of a
+// ConditionCheck that the source still holds the scanned value and a Put if
+// absent per key, 8 batches of a page in flight.
+func rawTxCopy(ctx context.Context, api RawAPI, table, dst string, segments, pageSize int) (time.Duration, error) {
+	if err := createPKTable(ctx, api, dst); err != nil {
+		return 0, err
+	}
+	equals := func(v types.AttributeValue) expression.Expression {
+		e, _ := expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(v))).Build()
+		return e
+	}
+	absent, _ := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name("pk"))).Build()
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for seg := range segments {
+		g.Go(func() error {
+			var esk map[string]types.AttributeValue
+			for {
+				in := &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: esk, Limit: aws.Int32(int32(pageSize)), ConsistentRead: aws.Bool(true)}
+				if segments > 1 {
+					in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(segments))
+				}
+				out, err := api.Scan(gctx, in)
+				if err != nil {
+					return err
+				}
+				pg, pctx := errgroup.WithContext(gctx)
+				pg.SetLimit(8)
+				for i := 0; i < len(out.Items); i += 50 {
+					batch := out.Items[i:min(i+50, len(out.Items))]
+					pg.Go(func() error {
+						var tx []types.TransactWriteItem
+						for _, it := range batch {
+							if it["v"] == nil {
+								continue
+							}
+							e := equals(it["v"])
+							tx = append(tx,
+								types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String(table),
+									Key: map[string]types.AttributeValue{"pk": it["pk"]}, ConditionExpression: e.Condition(),
+									ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}},
+								types.TransactWriteItem{Put: &types.Put{TableName: aws.String(dst), Item: it, ConditionExpression: absent.Condition(),
+									ExpressionAttributeNames: absent.Names(), ExpressionAttributeValues: absent.Values()}})
+						}
+						if len(tx) == 0 {
+							return nil
+						}
+						_, err := api.TransactWriteItems(pctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+						return err
+					})
+				}
+				if err := pg.Wait(); err != nil {
+					return err
+				}
+				if esk = out.LastEvaluatedKey; esk == nil {
+					return nil
+				}
+			}
+		})
+	}
+	err := g.Wait()
+	return time.Since(start), err
+}
+
+// createPKTable creates a table keyed by "pk" alone and waits for it.
+func createPKTable(ctx context.Context, api dynamostore.API, name string) error {
+	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		return err
+	}
+	return dynamodb.NewTableExistsWaiter(api).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute)
 }
 
 // rawKey is the primary key the raw SDK writes in table: its own keys, in a
@@ -328,6 +417,7 @@ func PrintCompare(w io.Writer, r CompareResult) error {
 	if r.Records > 0 {
 		rate := func(d time.Duration) float64 { return float64(r.Records) / max(d.Seconds(), 1e-9) }
 		fmt.Fprintf(w, "\nraw copy:  %d records in %v, %.0f items/s (Scan + BatchWriteItem, no conditions)\n", r.Records, r.RawCopy.Round(time.Millisecond), rate(r.RawCopy))
+		fmt.Fprintf(w, "raw conditioned copy: %d records in %v, %.0f items/s (the backfill's segments, pages and transactions through the raw SDK: ConditionCheck on v1 + Put if absent per key)\n", r.Records, r.RawTxCopy.Round(time.Millisecond), rate(r.RawTxCopy))
 		fmt.Fprintf(w, "backfill:  %d records in %v, %.0f items/s, %.0f%% of the raw copy (created %d, validated %d, repaired %d)\n",
 			r.Records, r.Backfill.Round(time.Millisecond), rate(r.Backfill), 100*rate(r.Backfill)/max(rate(r.RawCopy), 1e-9),
 			r.Counts.Created, r.Counts.Validated, r.Counts.Repaired)

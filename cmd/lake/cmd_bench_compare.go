@@ -20,7 +20,8 @@ func newBenchCompareCommand(g *globalOptions) *cobra.Command {
 		Use:   "compare",
 		Short: "Measure lake against the raw AWS SDK, operation by operation, in every layout and migration state",
 		Long: `Create the v1 table TABLE named by --store (dynamodb://TABLE; TABLE,
-TABLE_prefix_v2, TABLE_rawcopy and TABLE_solo_prefix_v2 must not exist), load
+TABLE_prefix_v2, TABLE_rawcopy, TABLE_rawtx and TABLE_solo_prefix_v2 must not
+exist), load
 --records records, walk the migration v1 → dual → backfill → verify → finalize
 → retire-v1, and in each state (and on a standalone v2 table) measure --ops
 of each operation through lake and through the raw aws-sdk-go-v2 on the same
@@ -33,8 +34,10 @@ table, each lake operation followed by its raw counterpart:
 
 Prints p50 and p99 latency of both, their p50 ratio, capacity units and
 requests per operation; then the backfill of the records against a raw copy
-of them (Scan + BatchWriteItem, no conditions: the practical ceiling) in
-items per second. The tables are deleted at the end unless --keep.`,
+of them (Scan + BatchWriteItem, no conditions: the practical ceiling) and
+against the raw SDK doing the backfill's conditioned work (the same segments,
+pages and transactions: what DynamoDB itself costs for it), in items per
+second. The tables are deleted at the end unless --keep.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !strings.HasPrefix(g.store, "dynamodb://") {
@@ -51,7 +54,7 @@ items per second. The tables are deleted at the end unless --keep.`,
 			if !ok {
 				return usagef("bench compare needs a full DynamoDB client")
 			}
-			for _, name := range []string{opts.Table, opts.Table + dynamostore.V2Suffix, opts.Table + "_rawcopy", opts.Table + "_solo" + dynamostore.V2Suffix} {
+			for _, name := range []string{opts.Table, opts.Table + dynamostore.V2Suffix, opts.Table + "_rawcopy", opts.Table + "_rawtx", opts.Table + "_solo" + dynamostore.V2Suffix} {
 				if err := mustNotExist(cmd.Context(), api, name); err != nil {
 					return err
 				}
