@@ -22,8 +22,10 @@
 //   - dual: creates the v2 table; from now on every mutation updates v1 and v2
 //     in one transaction that also checks the write barrier is absent.
 //   - backfill: starts once every live commit-capable peer observes dual and
-//     one refresh interval has passed; copies v1 into v2 page by page, each
-//     page converged before the durable cursor moves; resumes from the cursor.
+//     one refresh interval has passed; copies v1 into v2 with a parallel
+//     sweep (package sweep), each segment's page converged before that
+//     segment's durable cursor (in v2) moves; resumes from the cursors, with
+//     the segment count it recorded (backfill.go).
 //   - verify: bidirectional, read-only, safe during live writes; a passing
 //     verify after a complete backfill is recorded.
 //   - finalize: refused while a live commit-capable peer is v1-only, the
