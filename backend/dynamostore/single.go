@@ -1,7 +1,6 @@
 package dynamostore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,20 +28,21 @@ func single(md mode, m mutation) bool {
 // with the write's token. Without DynamoDB's idempotency token, the retry
 // rules keep the guarantees of transact:
 //
-//   - A failed condition on an attempt that followed only certain refusals
-//     (throttling, 5xx answered, a refused request) is a conflict.
-//   - After an ambiguous attempt (lost response, reset), a CAS retries with
-//     its condition; should it fail, the old item DynamoDB returns tells:
-//     it carries this write's token, so the earlier attempt applied and
-//     nobody wrote since (success); or it does not, and the earlier attempt
-//     may have applied and been overwritten since, so the outcome is
-//     unknown (ErrUnavailable), never a conflict.
-//   - After an ambiguous attempt, a Put retries conditioned on the item
-//     carrying its own token: the retry can only confirm its own earlier
-//     write (rewriting it identically), never apply a second time over a
-//     later writer's value (which would make that value vanish and the Put
-//     reappear: not linearizable). An item without the token is, again,
-//     an unknown outcome.
+//   - A failed condition on a first attempt, or on one that followed only
+//     certain refusals (throttling, an answered 5xx), is a conflict.
+//   - After an ambiguous attempt (lost response, reset), every retry is
+//     conditioned on the item carrying this write's token: it can only
+//     confirm the write's own earlier attempt (rewriting it identically),
+//     never apply the write a second time. Should the condition fail, the
+//     old item DynamoDB returns lacks the token: the earlier attempt may
+//     have applied and been overwritten since, or never arrived, so the
+//     outcome is unknown (ErrUnavailable), never a conflict.
+//
+// A retry under the write's own condition could apply it twice: a Put over
+// a later writer's value (that value would vanish and the Put reappear), a
+// CAS after another writer put the expected value back (A→B by us, B→A by
+// them, A→B by our retry): neither is linearizable. The price is that a
+// write whose request (not response) was lost is reported unknown too.
 func (d *Driver) putItem(ctx context.Context, t tbl, m mutation) error {
 	token := newToken()
 	item := d.keyIn(t, m.key)
@@ -59,8 +59,8 @@ func (d *Driver) putItem(ctx context.Context, t tbl, m mutation) error {
 	in := first
 	ambiguous := false
 	err = d.retry(ctx, func(int) error {
-		if ambiguous && m.expect == nil && in == first {
-			// From now on a Put may only confirm its own write.
+		if ambiguous && in == first {
+			// From now on the write may only confirm its own attempt.
 			confirm, err := d.putInput(t, item, nil, token)
 			if err != nil {
 				return err
@@ -83,12 +83,9 @@ func (d *Driver) putItem(ctx context.Context, t tbl, m mutation) error {
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if ambiguous && errors.As(err, &ccf) {
-		w, _ := ccf.Item[attrWrite].(*types.AttributeValueMemberS)
-		v, _ := ccf.Item[attrValue].(*types.AttributeValueMemberB)
-		if w != nil && w.Value == token && v != nil && bytes.Equal(v.Value, m.value) {
-			return nil // the earlier attempt applied, and nobody wrote since
-		}
-		return fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response (the item no longer carries the write's token: it may have applied and been overwritten since)", metastore.ErrUnavailable, m.key)
+		// The confirming retry failed: the item (returned as it is now)
+		// does not carry this write's token.
+		return fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response (the item does not carry the write's token: the earlier attempt never arrived, or applied and was overwritten since)", metastore.ErrUnavailable, m.key)
 	}
 	return d.classify(err, d.tableName(t), m.key)
 }

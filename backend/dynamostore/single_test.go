@@ -41,7 +41,7 @@ func onRetry(first faultapi.Fault, between func()) faultapi.Plan {
 // a first-attempt condition failure is a conflict; after a lost response the
 // store recognises its own applied write, reports another writer's value
 // (which may have overwritten it) as an unknown outcome, never a conflict,
-// and a retried Put never applies over someone else's write.
+// and a retried write never applies a second time.
 func TestSingleItemWrites(t *testing.T) {
 	for _, layout := range []dynamostore.Layout{dynamostore.LayoutV1, dynamostore.LayoutV2} {
 		t.Run(string(layout), func(t *testing.T) {
@@ -141,19 +141,38 @@ func TestSingleItemWrites(t *testing.T) {
 				}
 				api.SetPlan(onRetry(faultapi.DropRequest, nil))
 				defer api.SetPlan(nil)
-				// A CAS whose first request never arrived applies on its retry.
-				if err := s.CAS(ctx, "tbl/lost", metastore.ExpectValue([]byte("0")), []byte("1")); err != nil {
-					t.Fatalf("CAS after a lost request: %v", err)
+				// A lost request looks like a lost response: the retry may
+				// only confirm, finds no token, and reports the outcome
+				// unknown (here: not applied), for a CAS as for a Put.
+				err := s.CAS(ctx, "tbl/lost", metastore.ExpectValue([]byte("0")), []byte("1"))
+				if !errors.Is(err, metastore.ErrUnavailable) || errors.Is(err, metastore.ErrConflict) {
+					t.Fatalf("CAS after a lost request: %v, want ErrUnavailable", err)
 				}
-				mustGet("tbl/lost", "1")
-				// A Put cannot tell a lost request from a write overwritten
-				// since: its retry only confirms, so the outcome is unknown
-				// (here: not applied).
-				err := s.Put(ctx, "tbl/lost", []byte("2"))
+				err = s.Put(ctx, "tbl/lost", []byte("2"))
 				if !errors.Is(err, metastore.ErrUnavailable) || errors.Is(err, metastore.ErrConflict) {
 					t.Fatalf("Put after a lost request: %v, want ErrUnavailable", err)
 				}
-				mustGet("tbl/lost", "1")
+				mustGet("tbl/lost", "0")
+			})
+
+			t.Run("a retried CAS never applies twice", func(t *testing.T) {
+				if err := s.Put(ctx, "tbl/aba", []byte("A")); err != nil {
+					t.Fatal(err)
+				}
+				// Our A→B applies and its response is lost; another writer
+				// moves it B→A before our retry. Retrying under A would apply
+				// A→B a second time.
+				api.SetPlan(onRetry(faultapi.DropResponse, func() {
+					if err := other.CAS(ctx, "tbl/aba", metastore.ExpectValue([]byte("B")), []byte("A")); err != nil {
+						t.Error(err)
+					}
+				}))
+				defer api.SetPlan(nil)
+				err := s.CAS(ctx, "tbl/aba", metastore.ExpectValue([]byte("A")), []byte("B"))
+				if !errors.Is(err, metastore.ErrUnavailable) {
+					t.Fatalf("CAS A→B applied, then B→A by another writer: %v, want ErrUnavailable", err)
+				}
+				mustGet("tbl/aba", "A")
 			})
 		})
 	}
