@@ -177,7 +177,7 @@ func (c sweepCheckpoints) put(ctx context.Context, pk string, value []byte, crea
 
 // SweepClient returns the client a sweep over this store's tables scans
 // with: each Scan retried as the store retries, and metered.
-func (p Primitives) SweepClient() sweep.Client { return retryingScan{p.d} }
+func (p Primitives) SweepClient() sweep.Client { return retryingScan(p) }
 
 type retryingScan struct{ d *Driver }
 
