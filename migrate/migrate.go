@@ -45,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
@@ -56,6 +57,8 @@ type Migrator struct {
 	p    dynamostore.Primitives
 	reg  dynamostore.Registry
 	opts Options
+
+	crashMu sync.Mutex // serialises Options.Crash: the backfill's segments call it concurrently
 }
 
 // Options configure a Migrator. The zero value is usable.
@@ -92,7 +95,9 @@ type Options struct {
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// Crash, when set, is called at named points of every step; a non-nil
-	// return stops the step there, as a crash would. Tests use it.
+	// return stops the step there, as a crash would. Tests use it. Calls
+	// are serialised (the backfill's segments reach their points
+	// concurrently).
 	Crash func(point string) error
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -156,6 +161,8 @@ func (m *Migrator) crash(point string) error {
 	if m.opts.Crash == nil {
 		return nil
 	}
+	m.crashMu.Lock()
+	defer m.crashMu.Unlock()
 	if err := m.opts.Crash(point); err != nil {
 		return fmt.Errorf("%w at %s: %v", ErrCrashed, point, err)
 	}
