@@ -6,13 +6,13 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/storetest"
 )
 
 // fastRetries keeps fault tests quick; the classification is the real one.
@@ -121,36 +121,15 @@ func TestTransientFaults(t *testing.T) {
 				}
 				return faultapi.None
 			})
-			var wins, unknown atomic.Int64
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Go(func() {
-					for range 40 {
-						cur, err := s.Get(ctx, "tbl/c")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						n, _ := strconv.Atoi(string(cur))
-						err = s.CAS(ctx, "tbl/c", metastore.ExpectValue(cur), []byte(strconv.Itoa(n+1)))
-						switch {
-						case err == nil:
-							wins.Add(1)
-						case errors.Is(err, metastore.ErrUnavailable):
-							unknown.Add(1)
-						case !errors.Is(err, metastore.ErrConflict):
-							t.Errorf("unexpected error: %v", err)
-							return
-						}
-					}
-				})
+			wins, unknown, err := storetest.IncrementsUnderFaults(ctx, s, "tbl/c", 4, 40)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
 			}
-			wg.Wait()
 			api.SetPlan(nil)
 			got, err := s.Get(ctx, "tbl/c")
 			n, _ := strconv.Atoi(string(got))
-			if err != nil || int64(n) < wins.Load() || int64(n) > wins.Load()+unknown.Load() {
-				t.Fatalf("counter = %q (%v), successful CAS = %d, unknown outcomes = %d", got, err, wins.Load(), unknown.Load())
+			if err != nil || int64(n) < wins || int64(n) > wins+unknown {
+				t.Fatalf("counter = %q (%v), successful CAS = %d, unknown outcomes = %d", got, err, wins, unknown)
 			}
 			// TxConflict turns into a 500 on a PutItem: Put and CAS are one.
 			for _, k := range kinds[:4] {
@@ -158,7 +137,7 @@ func TestTransientFaults(t *testing.T) {
 					t.Errorf("no %v fault was injected", k)
 				}
 			}
-			t.Logf("injected %v; %d increments, %d unknown outcomes, %d of them applied", api.Injected(), wins.Load(), unknown.Load(), int64(n)-wins.Load())
+			t.Logf("injected %v; %d increments, %d unknown outcomes, %d of them applied", api.Injected(), wins, unknown, int64(n)-wins)
 		})
 	}
 }
