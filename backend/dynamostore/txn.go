@@ -141,6 +141,13 @@ var ErrStateMoved = fmt.Errorf("%w: the migration state changed concurrently", m
 // with the old items DynamoDB returns on a cancellation (see the package
 // doc). Items of role roleTarget that put a value carry the token in "w".
 func (d *Driver) transact(ctx context.Context, items []txItem) error {
+	_, err := d.transactUnits(ctx, items)
+	return err
+}
+
+// transactUnits is transact that also returns the write units DynamoDB
+// reported for the attempt that succeeded (0 when it did not say).
+func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, error) {
 	token := newToken()
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	in := &dynamodb.TransactWriteItemsInput{
@@ -150,15 +157,22 @@ func (d *Driver) transact(ctx context.Context, items []txItem) error {
 	for _, it := range items {
 		twi, err := d.transactItem(it, token, now)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		in.TransactItems = append(in.TransactItems, twi)
 	}
 	ambiguous := false
+	units := 0.0
 	err := d.retry(ctx, func(int) error {
 		out, err := d.api.TransactWriteItems(ctx, in)
 		if err == nil {
 			d.meter.request("TransactWriteItems", 0, 0, out.ConsumedCapacity...)
+			for _, c := range out.ConsumedCapacity {
+				units += aws.ToFloat64(c.WriteCapacityUnits)
+				if c.WriteCapacityUnits == nil {
+					units += aws.ToFloat64(c.CapacityUnits)
+				}
+			}
 			return nil
 		}
 		d.meter.request("TransactWriteItems", 0, 0)
@@ -168,16 +182,16 @@ func (d *Driver) transact(ctx context.Context, items []txItem) error {
 		return err
 	})
 	if err == nil {
-		return nil
+		return units, nil
 	}
 	if ambiguous {
 		if applied, known := ownWriteApplied(err, items, token); !known {
-			return fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response: %v", metastore.ErrUnavailable, items[len(items)-1].key, err)
+			return 0, fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response: %v", metastore.ErrUnavailable, items[len(items)-1].key, err)
 		} else if applied {
-			return nil
+			return 0, nil
 		}
 	}
-	return d.classifyTx(err, items)
+	return 0, d.classifyTx(err, items)
 }
 
 // classifyTx translates a failed transaction by the role of the item whose

@@ -25,8 +25,8 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		Args:  subcommandsOnly,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchNodeCommand(g), newBenchNodeMemoryCommand(), newBenchLinearizabilityCommand(g),
-		newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g))
+	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchCompareCommand(g), newBenchNodeCommand(g), newBenchNodeMemoryCommand(),
+		newBenchLinearizabilityCommand(g), newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g))
 	return cmd
 }
 
