@@ -82,7 +82,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	if pos != nil {
 		start = d.fileKey(string(pos))
 	}
-	keys, more, err := d.c.list(ctx, d.fileKey(prefix), start, limit)
+	keys, more, err := d.c.list(ctx, d.prefix+"f/"+escape(prefix), start, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,7 +91,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	}
 	var out []datastore.Info
 	for _, k := range keys {
-		p := trimPrefix(k.key, d.prefix+"f/")
+		p := unleaf(trimPrefix(k.key, d.prefix+"f/"))
 		e, _, err := d.readIndex(ctx, p)
 		if err != nil {
 			return nil, nil, err
@@ -103,7 +103,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	if !more || len(keys) == 0 {
 		return out, nil, nil
 	}
-	return out, []byte(trimPrefix(keys[len(keys)-1].key, d.prefix+"f/")), nil
+	return out, []byte(unleaf(trimPrefix(keys[len(keys)-1].key, d.prefix+"f/"))), nil
 }
 
 // Head implements datastore.Driver.

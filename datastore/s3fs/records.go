@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
@@ -66,7 +67,7 @@ func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) 
 
 // ListRecords implements datastore.Records: a LIST, then a GET of each.
 func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
-	keys, err := d.c.listAll(ctx, d.recordKey(prefix), "")
+	keys, err := d.c.listAll(ctx, d.prefix+"r/"+escape(prefix), "")
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +80,10 @@ func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.It
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, metastore.Item{Key: strings.TrimPrefix(k.key, d.prefix+"r/"), Value: o.body})
+		out = append(out, metastore.Item{Key: unleaf(strings.TrimPrefix(k.key, d.prefix+"r/")), Value: o.body})
 	}
+	// The "~" ending a key sorts after "/": "a/x/deep~" lists before "a/x~".
+	slices.SortFunc(out, func(a, b metastore.Item) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 

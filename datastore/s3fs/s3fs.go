@@ -88,20 +88,32 @@ func (d *Driver) chunkKey(version string, i int) string {
 func (d *Driver) chunkPrefix(version string) string { return d.prefix + "c/" + version + "/" }
 func (d *Driver) uploadKey(version string) string   { return d.prefix + "u/" + version }
 func (d *Driver) replacedKey(version string) string { return d.prefix + "v/" + version }
-func (d *Driver) recordKey(key string) string       { return d.prefix + "r/" + key }
-func (d *Driver) fileKey(path string) string        { return d.prefix + "f/" + path }
+func (d *Driver) recordKey(key string) string       { return d.prefix + "r/" + leaf(key) }
+func (d *Driver) fileKey(path string) string        { return d.prefix + "f/" + leaf(path) }
 func (d *Driver) headKey(part string) string        { return d.prefix + "h/" + url.PathEscape(part) }
 func (d *Driver) logPrefix(part string) string      { return d.prefix + "l/" + url.PathEscape(part) + "/" }
 func (d *Driver) logKey(part string, pos uint64) string {
 	return fmt.Sprintf("%s%020d", d.logPrefix(part), pos)
 }
 
-// maxPathBytes is the longest path whose index key fits S3's 1024-byte keys.
-func (d *Driver) maxPathBytes() int { return 1024 - len(d.prefix) - len("f/") }
+// Keys that name a path or a record end with "~" (and a "~" of the name is
+// doubled), so that no object's key is a folder of another's: "a/x" and
+// "a/x/deep" become "a/x~" and "a/x/deep~". S3 does not care; servers that
+// keep objects as files in folders (versitygw's posix backend) refuse an
+// object whose key runs through another object. Escaping each "~" alone
+// keeps a prefix of a name a prefix of its key.
+func escape(s string) string { return strings.ReplaceAll(s, "~", "~~") }
+func leaf(s string) string   { return escape(s) + "~" }
+
+// unleaf inverts leaf.
+func unleaf(k string) string { return strings.ReplaceAll(strings.TrimSuffix(k, "~"), "~~", "~") }
+
+// maxKeyBytes is S3's longest key.
+const maxKeyBytes = 1024
 
 func (d *Driver) checkPath(p string) error {
-	if len(p) > d.maxPathBytes() {
-		return fmt.Errorf("%w: path %q is %d bytes; under prefix %q an s3 datastore holds paths of at most %d", metastore.ErrInvalidKey, p, len(p), d.prefix, d.maxPathBytes())
+	if n := len(d.fileKey(p)); n > maxKeyBytes {
+		return fmt.Errorf("%w: path %q makes a %d-byte key under prefix %q; S3 keys hold at most %d bytes", metastore.ErrInvalidKey, p, n, d.prefix, maxKeyBytes)
 	}
 	return nil
 }

@@ -65,7 +65,12 @@ func envOr(k, def string) string {
 // files, so a developer's AWS setup cannot leak into the tests.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
-	ep := Endpoint(t)
+	return EnvConfig(Endpoint(t))
+}
+
+// EnvConfig is Config for endpoint ep, for test binaries started as child
+// processes (which have no testing.T).
+func EnvConfig(ep string) aws.Config {
 	return aws.Config{
 		Region:       envOr("AWS_REGION", "us-east-1"),
 		Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(envOr("AWS_ACCESS_KEY_ID", "lakelocal"), envOr("AWS_SECRET_ACCESS_KEY", "lakelocalsecret"), "")),
