@@ -225,7 +225,7 @@ func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
 // register reads part's tail, creating its head (the registry entry) first
 // if the partition is new.
 func (d *Driver) register(ctx context.Context, part string) (*tail, error) {
-	t, err := d.readTail(ctx, part)
+	t, err := d.readTail(ctx, part, true)
 	if err != nil || t.exists {
 		return t, err
 	}
@@ -233,5 +233,5 @@ func (d *Driver) register(ctx context.Context, part string) (*tail, error) {
 	if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {
 		return nil, err
 	}
-	return d.readTail(ctx, part)
+	return d.readTail(ctx, part, true)
 }

@@ -63,9 +63,14 @@ func readRegister(ctx context.Context, s *datastore.Store) (int, error) {
 // sync under `lake data run` does it: the holder appends a fence entry to
 // the log it will write, reads, uploads, commits fenced, and the caller
 // releases. fenced=false is the negative control: no fence entry and an
-// unfenced commit after checking that the lease is still held (what a lock
+// unfenced commit, the lease checked only before the work (what a lock
 // without fencing tokens offers).
 func increment(ctx context.Context, s *datastore.Store, d *s3fs.Driver, ls *lock.Lease, fenced bool, pause func()) (count int, err error) {
+	// The lease's own check, before the work: a holder paused after it
+	// (and past its lease) is stopped by nothing but the store's fence.
+	if err := ls.Err(); err != nil {
+		return 0, err
+	}
 	fence := s3fs.FenceOf(ls.Fence())
 	if fenced {
 		if err := d.AppendFence(ctx, fence, []string{datastore.Partition(register)}); err != nil {
@@ -87,9 +92,6 @@ func increment(ctx context.Context, s *datastore.Store, d *s3fs.Driver, ls *lock
 	if fenced {
 		_, err = s.Commit(ctx, &fence, []datastore.Entry{{Put: &st}})
 	} else {
-		if ls.Err() != nil {
-			return 0, ls.Err()
-		}
 		_, err = s.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
 	}
 	return cur + 1, err

@@ -153,7 +153,11 @@ func (d *Driver) posOf(part, key string) (uint64, error) {
 // (an object spans at most MaxCommit positions), then a GET of each object
 // that holds one, stopping once limit changes are read (limit 0: no bound).
 // end is the last position of the last object read (zero if none was).
-func (d *Driver) from(ctx context.Context, part string, after uint64, limit int) (objs []*logObject, end uint64, err error) {
+//
+// applied is the partition's applied watermark, which is always the end of
+// an object: when after is that end, or the listing shows the next object
+// starting at after+1, the object holding after is not read.
+func (d *Driver) from(ctx context.Context, part string, after, applied uint64, limit int) (objs []*logObject, end uint64, err error) {
 	start := ""
 	if after+1 > MaxCommit {
 		start = d.logKey(part, after+1-MaxCommit)
@@ -163,14 +167,21 @@ func (d *Driver) from(ctx context.Context, part string, after uint64, limit int)
 		return nil, 0, err
 	}
 	// Only the last object named at or below after can hold after+1.
-	first := 0
+	first, below := 0, false
 	for i, k := range keys {
 		pos, err := d.posOf(part, k.key)
 		if err != nil {
 			return nil, 0, err
 		}
 		if pos <= after {
-			first = i
+			first, below = i, true
+		} else if below && i == first+1 && pos == after+1 {
+			first, end = i, after // the object below ends at after
+		}
+	}
+	if below && first < len(keys) && after == applied && after > 0 {
+		if p, _ := d.posOf(part, keys[first].key); p <= after {
+			first, end = first+1, after // it ends at the watermark
 		}
 	}
 	read := 0
@@ -199,8 +210,10 @@ func (d *Driver) from(ctx context.Context, part string, after uint64, limit int)
 	return objs, end, nil
 }
 
-// readTail reads part's head, then its log after the applied position.
-func (d *Driver) readTail(ctx context.Context, part string) (*tail, error) {
+// readTail reads part's head, then its log after the applied position;
+// withLast also reads the log's last object when it is the applied one (a
+// writer needs it: its Fences guard the next object).
+func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tail, error) {
 	h, etag, ok, err := d.readHead(ctx, part)
 	if err != nil {
 		return nil, err
@@ -209,7 +222,11 @@ func (d *Driver) readTail(ctx context.Context, part string) (*tail, error) {
 	if !ok {
 		return t, nil
 	}
-	objs, _, err := d.from(ctx, part, max(h.Applied, 1)-1, 0)
+	after, applied := h.Applied, h.Applied
+	if withLast {
+		after, applied = max(h.Applied, 1)-1, 0
+	}
+	objs, _, err := d.from(ctx, part, after, applied, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 	}
 	out := map[string]datastore.Info{}
 	for part, ps := range byPart {
-		t, err := d.readTail(ctx, part)
+		t, err := d.readTail(ctx, part, false)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 
 // Head implements datastore.Driver.
 func (d *Driver) Head(ctx context.Context, part string) (datastore.Head, error) {
-	t, err := d.readTail(ctx, part)
+	t, err := d.readTail(ctx, part, false)
 	if err != nil {
 		return datastore.Head{}, err
 	}
@@ -135,7 +135,7 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	if after < h.Floor {
 		return nil, 0, datastore.ErrHorizon
 	}
-	objs, end, err := d.from(ctx, part, after, limit+1)
+	objs, end, err := d.from(ctx, part, after, h.Applied, limit+1)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -140,7 +140,7 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 // compact rolls part forward, purges its tombstones past the horizon
 // (raising its floor) and deletes its dead log objects.
 func (d *Driver) compact(ctx context.Context, part string, now time.Time, o datastore.ReclaimOptions, st *datastore.ReclaimStats) error {
-	t, err := d.readTail(ctx, part)
+	t, err := d.readTail(ctx, part, false)
 	if err != nil || !t.exists {
 		return err
 	}

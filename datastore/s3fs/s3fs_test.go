@@ -11,7 +11,7 @@ import (
 
 // newDriver opens a datastore in a fresh bucket, under a prefix so that the
 // prefix handling is exercised too.
-func newDriver(t *testing.T) *s3fs.Driver {
+func newDriver(t testing.TB) *s3fs.Driver {
 	t.Helper()
 	d, err := s3fs.Open(t.Context(), s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "lake/ds"})
 	if err != nil {
