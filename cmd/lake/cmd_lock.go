@@ -31,6 +31,8 @@ NAMESPACE/NAME; locks of different namespaces never contend. Every acquisition
 gets a fencing token (a decimal integer) larger than every earlier one for the
 name, across releases, crashes and forced releases, so a resource that keeps the
 largest token it has accepted can refuse a stale holder. See docs/locks.md.
+With --store s3://BUCKET/PREFIX the locks live in the bucket, beside the S3
+datastore, every request conditional (docs/s3.md).
 
 Exit codes: as lake's, and 8 when a wait for a lock runs out.`,
 		Args: exactArgs(0),
