@@ -74,6 +74,7 @@ type client struct {
 	api    API
 	bucket string
 	n      counters
+	clock  serverClock
 }
 
 func newWID() string {
@@ -144,7 +145,7 @@ func backoff(ctx context.Context, attempt int) error {
 // get reads an object, strongly consistent (S3 has been since 2020).
 func (c *client) get(ctx context.Context, key string) (object, error) {
 	c.n.get.Add(1)
-	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &c.bucket, Key: &key})
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &c.bucket, Key: &key}, c.clock.recordDate)
 	if err != nil {
 		if isNotFound(err) {
 			return object{}, metastore.NotFound(key)
@@ -166,7 +167,7 @@ func (c *client) get(ctx context.Context, key string) (object, error) {
 // head reads an object's ETag and write id.
 func (c *client) head(ctx context.Context, key string) (object, error) {
 	c.n.head.Add(1)
-	out, err := c.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &c.bucket, Key: &key})
+	out, err := c.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &c.bucket, Key: &key}, c.clock.recordDate)
 	if err != nil {
 		if isNotFound(err) {
 			return object{}, metastore.NotFound(key)
@@ -207,7 +208,7 @@ func (c *client) write(ctx context.Context, key string, body []byte, cond func(*
 		}
 		cond(in)
 		c.n.put.Add(1)
-		out, err := c.api.PutObject(ctx, in)
+		out, err := c.api.PutObject(ctx, in, c.clock.recordDate)
 		switch {
 		case err == nil:
 			return aws.ToString(out.ETag), nil
@@ -237,7 +238,7 @@ func (c *client) write(ctx context.Context, key string, body []byte, cond func(*
 func (c *client) deleteIf(ctx context.Context, key, etag string) error {
 	for attempt := 0; ; attempt++ {
 		c.n.del.Add(1)
-		_, err := c.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: &key, IfMatch: aws.String(etag)})
+		_, err := c.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: &key, IfMatch: aws.String(etag)}, c.clock.recordDate)
 		switch {
 		case err == nil:
 			return nil
@@ -263,7 +264,7 @@ func (c *client) list(ctx context.Context, prefix, startAfter string, max int) (
 	var out []listed
 	for {
 		c.n.list.Add(1)
-		page, err := c.api.ListObjectsV2(ctx, in)
+		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
 		if err != nil {
 			return nil, false, classify("ListObjectsV2", prefix, err)
 		}

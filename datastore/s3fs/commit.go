@@ -139,7 +139,7 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		if ft != nil && ft.Token != 0 {
 			if obj.Fences[ft.Key] > ft.Token {
-				return nil, metastore.Conflict(fence.Key, datastore.FenceReason+" (a newer holder fenced this partition's log)")
+				return nil, metastore.Conflict(fence.Key, datastore.FenceReason) // a newer holder fenced this log
 			}
 			obj.Fences[ft.Key] = ft.Token
 		}

@@ -3,6 +3,7 @@ package s3fs
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/lock"
@@ -22,7 +23,15 @@ const LockPrefix = "lock/"
 // FencedRecord; nothing is ever overwritten or deleted unconditionally.
 type LockStorage struct{ d *Driver }
 
-var _ lock.Storage = LockStorage{}
+var (
+	_ lock.Storage = LockStorage{}
+	_ lock.Clock   = LockStorage{}
+)
+
+// Now implements lock.Clock: S3's clock as estimated from the Date of its
+// responses, so that a holder's expiry is written and judged by the
+// server's clock, not by each host's.
+func (l LockStorage) Now() time.Time { return l.d.c.clock.now() }
 
 // Locks returns the lock storage of d.
 func (d *Driver) Locks() LockStorage { return LockStorage{d} }

@@ -226,3 +226,28 @@ func holderIndex(ctx context.Context, d *s3fs.Driver) int {
 	}
 	return i
 }
+
+// TestLockClockIsServers: a Locker on S3 stamps its records with the
+// server's clock as estimated from its responses (lock.Clock); versitygw
+// runs on this host, so the estimate must agree with the host's clock
+// within a Date's second.
+func TestLockClockIsServers(t *testing.T) {
+	d := newDriver(t)
+	st := d.Locks()
+	if d := time.Since(st.Now()).Abs(); d > 1500*time.Millisecond {
+		t.Fatalf("server clock estimate is %v away from this host's (same host)", d)
+	}
+	l, err := lock.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := l.Acquire(t.Context(), "ns/clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Release(t.Context())
+	info, err := l.Inspect(t.Context(), "ns/clock")
+	if err != nil || info.Acquired.IsZero() || time.Since(info.Acquired).Abs() > 2*time.Second {
+		t.Fatalf("acquired at %v (%v), now %v", info.Acquired, err, time.Now())
+	}
+}
