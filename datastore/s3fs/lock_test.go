@@ -176,7 +176,7 @@ func runChild(raw string) int {
 		return 2
 	}
 	s := datastore.New(d)
-	l, err := lock.New(d.Locks(), &lock.Options{Lease: cfg.Lease, Wait: time.Minute, ClockSkew: 50 * time.Millisecond, Holder: cfg.ID})
+	l, err := lock.New(d.Locks(), &lock.Options{Lease: cfg.Lease, Wait: time.Minute, ClockSkew: time.Second, Holder: cfg.ID})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

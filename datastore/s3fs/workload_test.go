@@ -42,7 +42,7 @@ func TestFencingWorkload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const lease, dur = 600 * time.Millisecond, 8 * time.Second
+			const lease, dur = 600 * time.Millisecond, 10 * time.Second
 			type child struct {
 				cmd       *exec.Cmd
 				out, errb bytes.Buffer
@@ -76,7 +76,7 @@ func TestFencingWorkload(t *testing.T) {
 					continue
 				}
 				pauses++
-				time.Sleep(3 * lease)
+				time.Sleep(4 * lease)
 				cs[i].cmd.Process.Signal(syscall.SIGCONT)
 			}
 			outcomes := map[string]int{}
