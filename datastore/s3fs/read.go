@@ -76,7 +76,9 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 
 // List implements datastore.Driver over the path index: one LIST of up to
 // limit keys, then a GET of each entry. It reflects every acknowledged
-// commit (a commit returns once rolled into the index).
+// commit, a commit being rolled into the index before it returns (unless
+// that roll-forward failed: then the partition's next commit, or Reclaim,
+// completes it).
 func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
 	start := ""
 	if pos != nil {

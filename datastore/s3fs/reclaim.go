@@ -197,7 +197,7 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			dead = false
 		}
 		last := i == len(keys)-1
-		if dead && !last && time.Since(k.mod) > o.Grace {
+		if dead && !last && d.c.clock.now().Sub(k.mod) > o.Grace { // by S3's clock
 			if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
 				return err
 			}
