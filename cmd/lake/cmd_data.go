@@ -52,7 +52,8 @@ func newDataInitCommand(g *globalOptions) *cobra.Command {
 		Short: "Create the datastore of the store URL (idempotent)",
 		Long: `Create the datastore: the bolt file and its datastore buckets, or the DynamoDB
 table TABLE_files (PAY_PER_REQUEST, with its local index bypos), waiting until
-it is ACTIVE. Running it again changes nothing.`,
+it is ACTIVE, or the S3 bucket of s3://BUCKET/PREFIX if it does not exist.
+Running it again changes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, true, func(*datastore.Store) error {
