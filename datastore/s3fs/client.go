@@ -223,6 +223,9 @@ func (c *client) write(ctx context.Context, key string, body []byte, cond func(*
 				return "", herr
 			}
 			return "", metastore.Conflict(key, "object changed (412 Precondition Failed)")
+		case isNotFound(err):
+			// If-Match on a key that does not exist (404 NoSuchKey).
+			return "", metastore.Conflict(key, "object gone (404)")
 		case isConditionalConflict(err) && attempt < maxConflictRetries:
 			if berr := backoff(ctx, attempt); berr != nil {
 				return "", berr

@@ -3,6 +3,8 @@ package s3fs
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -21,13 +23,25 @@ func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
 }
 
 // casRecord writes value under key if it satisfies expect: a create with
-// If-None-Match, or a read then a replace with If-Match on the ETag read.
+// If-None-Match, or a replace with If-Match on the expected value's MD5,
+// else (the store's ETags are not MD5s, or the value differs) a read then a
+// replace with If-Match on the ETag read.
 // It returns the old object (etag empty if absent) and the new ETag.
 func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) (object, string, error) {
 	k := d.recordKey(key)
 	if expect.Absent() {
 		etag, err := d.c.create(ctx, k, value)
 		return object{}, etag, err
+	}
+	// S3's ETag of an object written in one part without KMS is the MD5
+	// of its bytes: a replace conditional on the expected value's MD5
+	// applies exactly when the record holds those bytes, in one request.
+	// Where the ETag is something else, it fails, and the read below
+	// settles it.
+	if etag, err := d.c.replace(ctx, k, md5ETag(expect.Value()), value); err == nil {
+		return object{body: expect.Value()}, etag, nil
+	} else if !errors.Is(err, metastore.ErrConflict) {
+		return object{}, "", err
 	}
 	cur, err := d.c.get(ctx, k)
 	if errors.Is(err, metastore.ErrNotFound) {
@@ -123,4 +137,10 @@ func (d *Driver) FencedRecord(ctx context.Context, fence datastore.Fence, key st
 		_, _ = d.c.replace(ctx, d.recordKey(key), etag, old.body)
 	}
 	return ferr
+}
+
+// md5ETag is the ETag S3 gives an object of body written in one part.
+func md5ETag(body []byte) string {
+	sum := md5.Sum(body)
+	return `"` + hex.EncodeToString(sum[:]) + `"`
 }
