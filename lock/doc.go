@@ -56,7 +56,8 @@
 // fail. An absent expiry record (a holder that never renewed) is first
 // created with the holder's own initial expiry, and guarded on. With a
 // clock-skew bound (Options.ClockSkew), the waiter takes over once expiry
-// plus the bound has passed on its clock. Without one, it waits until it has
+// plus the bound has passed on its clock (the store's own, when the Storage
+// is also a Clock, as the S3 storage is). Without one, it waits until it has
 // observed the lock and expiry records unchanged for a full lease of the
 // holder's on its own monotonic clock, the safe default of the field.
 //

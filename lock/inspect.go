@@ -38,7 +38,7 @@ type Info struct {
 	Forced   bool      `json:"forced,omitempty"`
 }
 
-func infoOf(n lockName, rec lockRecord, exp *expiryRecord) Info {
+func infoOf(n lockName, rec lockRecord, exp *expiryRecord, now time.Time) Info {
 	in := Info{
 		Name: n.String(), Held: rec.Held, Token: rec.Token, Holder: rec.Holder, Host: rec.Host, PID: rec.PID,
 		Acquired: rec.Acquired, Lease: time.Duration(rec.LeaseMS) * time.Millisecond, Expires: rec.Expires,
@@ -47,7 +47,7 @@ func infoOf(n lockName, rec lockRecord, exp *expiryRecord) Info {
 	if exp != nil && exp.Token == rec.Token && exp.Expires.After(in.Expires) {
 		in.Expires = exp.Expires
 	}
-	in.Expired = rec.Held && time.Now().After(in.Expires)
+	in.Expired = rec.Held && now.After(in.Expires)
 	return in
 }
 
@@ -81,7 +81,7 @@ func (l *Locker) Inspect(ctx context.Context, name string) (Info, error) {
 		}
 		exp = &e
 	}
-	return infoOf(n, rec, exp), nil
+	return infoOf(n, rec, exp, l.wallNow()), nil
 }
 
 // List returns every lock of namespace, sorted by name: two listings of the
@@ -117,7 +117,7 @@ func (l *Locker) List(ctx context.Context, namespace string) ([]Info, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lake: lock record %q: %w", r.Key, err)
 		}
-		out = append(out, infoOf(n, rec, byName[full]))
+		out = append(out, infoOf(n, rec, byName[full], l.wallNow()))
 	}
 	return out, nil
 }
@@ -151,7 +151,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name string, token Token) err
 	if rec.Token != token {
 		return metastore.Conflict(n.lockKey(), fmt.Sprintf("lock %s is held with token %s, not %s", n, rec.Token, token))
 	}
-	free := encode(freeRecord(rec, true))
+	free := encode(l.freeRecord(rec, true))
 	if err := l.st.Swap(ctx, n.lockKey(), cur, free); err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func (ls *Lease) heartbeat() {
 // fence is a loss.
 func (ls *Lease) renew() {
 	sent := time.Now()
-	val := encode(expiryRecord{Token: ls.rec.Token, Expires: wall(sent.Add(ls.l.opts.Lease))})
+	val := encode(expiryRecord{Token: ls.rec.Token, Expires: wall(ls.l.wallNow().Add(ls.l.opts.Lease))})
 	b := newBackoff(ls.l.opts.Lease)
 	ctx := ls.ctx
 	for ctx.Err() == nil {
@@ -223,7 +223,7 @@ func (ls *Lease) release(ctx context.Context) error {
 		ls.l.remember(ls.n, nil)
 		return nil
 	}
-	free := encode(freeRecord(ls.rec, false))
+	free := encode(ls.l.freeRecord(ls.rec, false))
 	b := newBackoff(ls.l.opts.Lease)
 	deadline := time.Now().Add(max(ls.l.opts.Lease, time.Second))
 	var err error

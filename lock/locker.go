@@ -23,6 +23,10 @@ type Locker struct {
 	host string
 	pid  int
 
+	// wallNow is the wall clock of records and expiry judgments: the
+	// storage's Clock if it has one, else the host's.
+	wallNow func() time.Time
+
 	mu    sync.Mutex
 	known map[string][]byte // name → lock record bytes last written or read
 }
@@ -38,7 +42,11 @@ func New(st Storage, opts *Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{st: st, opts: o, host: hostname(), pid: os.Getpid(), known: map[string][]byte{}}, nil
+	l := &Locker{st: st, opts: o, host: hostname(), pid: os.Getpid(), known: map[string][]byte{}, wallNow: time.Now}
+	if c, ok := st.(Clock); ok {
+		l.wallNow = c.Now
+	}
+	return l, nil
 }
 
 // Options returns the resolved options.
@@ -124,7 +132,7 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 				// The sequence is exhausted: break the expired holder first
 				// (a takeover to a free record), then take a new generation.
 				if wait, err = l.expired(ctx, n, cur, rec, &obs); err == nil && wait == 0 {
-					at, err = l.takeover(ctx, n, cur, rec, obs.exp, freeRecord(rec, true))
+					at, err = l.takeover(ctx, n, cur, rec, obs.exp, l.freeRecord(rec, true))
 					if err == nil {
 						known = false
 						continue
@@ -185,10 +193,10 @@ type attempt struct {
 }
 
 func (l *Locker) attempt(n lockName, tok Token, exp []byte) *attempt {
-	now := time.Now()
+	now, stamp := time.Now(), l.wallNow()
 	rec := lockRecord{
 		Token: tok, Held: true, Holder: l.opts.Holder, Host: l.host, PID: l.pid,
-		Acquired: wall(now), LeaseMS: l.opts.Lease.Milliseconds(), Expires: wall(now.Add(l.opts.Lease)),
+		Acquired: wall(stamp), LeaseMS: l.opts.Lease.Milliseconds(), Expires: wall(stamp.Add(l.opts.Lease)),
 	}
 	return &attempt{value: encode(rec), rec: rec, sent: now, exp: exp}
 }
@@ -239,7 +247,7 @@ func (l *Locker) expired(ctx context.Context, n lockName, cur []byte, rec lockRe
 	if l.opts.ClockSkew > 0 {
 		// The initial expiry only grows through renewals: while it has
 		// not passed, the expiry record need not be read.
-		if d := time.Until(rec.Expires.Add(l.opts.ClockSkew)); d > 0 {
+		if d := rec.Expires.Add(l.opts.ClockSkew).Sub(l.wallNow()); d > 0 {
 			return d, nil
 		}
 		eb, err := l.get(ctx, n.expiryKey())
@@ -257,7 +265,7 @@ func (l *Locker) expired(ctx context.Context, n lockName, cur []byte, rec lockRe
 			}
 		}
 		*obs = &observation{lock: cur, exp: eb}
-		if d := time.Until(exp.Add(l.opts.ClockSkew)); d > 0 {
+		if d := exp.Add(l.opts.ClockSkew).Sub(l.wallNow()); d > 0 {
 			return d, nil
 		}
 		return 0, nil
@@ -310,8 +318,8 @@ func (l *Locker) takeover(ctx context.Context, n lockName, cur []byte, rec lockR
 	return at, l.st.Fenced(ctx, Record{n.expiryKey(), eb}, Mutation{Key: n.lockKey(), Old: cur, Value: at.value})
 }
 
-func freeRecord(rec lockRecord, forced bool) *lockRecord {
-	return &lockRecord{Token: rec.Token, Released: wall(time.Now()), Forced: forced}
+func (l *Locker) freeRecord(rec lockRecord, forced bool) *lockRecord {
+	return &lockRecord{Token: rec.Token, Released: wall(l.wallNow()), Forced: forced}
 }
 
 // get reads key; a missing key is (nil, nil).
@@ -332,7 +340,7 @@ func retryable(err error) bool {
 func (l *Locker) timeout(ctx context.Context, n lockName, last lockRecord) error {
 	info, err := l.Inspect(ctx, n.String())
 	if err != nil {
-		info = infoOf(n, last, nil)
+		info = infoOf(n, last, nil, l.wallNow())
 	}
 	return &TimeoutError{Name: n.String(), Wait: max(l.opts.Wait, 0), Holder: info}
 }

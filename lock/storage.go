@@ -1,6 +1,19 @@
 package lock
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// Clock is an optional ability of a Storage: the store's own wall clock. A
+// Locker over a storage that has one stamps its records (acquired at,
+// expiry, released at) and judges a holder's expiry under Options.ClockSkew
+// by the store's clock instead of its host's, so that the skew bound covers
+// only the error of that one clock as the hosts estimate it, not the drift
+// between the hosts (the S3 storage: S3's own clock, from its responses).
+type Clock interface {
+	Now() time.Time
+}
 
 // Storage is what a lock needs from a store: five operations on its own
 // records, in a keyspace of its own. The metastore contract implements it

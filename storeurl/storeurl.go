@@ -100,6 +100,10 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 			return nil, err
 		}
 		return metastore.New(d), nil
+	case "s3":
+		// S3 writes one object at a time: the metastore's atomic
+		// multi-key writes have nothing to stand on.
+		return nil, fmt.Errorf("%w: %s holds only the datastore and its locks (lake data, lake lock); S3 has no atomic multi-object write for the metastore; supported: %s", metastore.ErrInvalidArgument, raw, supported)
 	default:
 		return nil, fmt.Errorf("%w: store URL scheme %q is not supported; supported: %s", metastore.ErrInvalidArgument, scheme, supported)
 	}

@@ -20,8 +20,9 @@ func newDataCommand(g *globalOptions) *cobra.Command {
 		Short: "The file-tree datastore: whole files by path, and a change feed per model",
 		Long: `The datastore keeps a tree of whole files, each with metadata, addressed by path
 (data/TYPE/ID/NAME/VERSION/raw for a model's data), in the store of --store:
-buckets of its own in the bolt file (created on first use), or the DynamoDB
-table TABLE_files for dynamodb://TABLE (created by ` + "`lake data init`" + `).
+buckets of its own in the bolt file (created on first use), the DynamoDB
+table TABLE_files for dynamodb://TABLE (created by ` + "`lake data init`" + `), or
+objects under PREFIX/ in the bucket of s3://BUCKET/PREFIX (docs/s3.md).
 
 Every change gets a position in its partition's feed (the model TYPE/ID for
 data/TYPE/ID/…, else the path's first segment), assigned by the store, so
@@ -51,7 +52,8 @@ func newDataInitCommand(g *globalOptions) *cobra.Command {
 		Short: "Create the datastore of the store URL (idempotent)",
 		Long: `Create the datastore: the bolt file and its datastore buckets, or the DynamoDB
 table TABLE_files (PAY_PER_REQUEST, with its local index bypos), waiting until
-it is ACTIVE. Running it again changes nothing.`,
+it is ACTIVE, or the S3 bucket of s3://BUCKET/PREFIX if it does not exist.
+Running it again changes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, true, func(*datastore.Store) error {

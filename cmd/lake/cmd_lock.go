@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/lock"
-	"github.com/lakemeta/lake/metastore"
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +31,8 @@ NAMESPACE/NAME; locks of different namespaces never contend. Every acquisition
 gets a fencing token (a decimal integer) larger than every earlier one for the
 name, across releases, crashes and forced releases, so a resource that keeps the
 largest token it has accepted can refuse a stale holder. See docs/locks.md.
+With --store s3://BUCKET/PREFIX the locks live in the bucket, beside the S3
+datastore, every request conditional (docs/s3.md).
 
 Exit codes: as lake's, and 8 when a wait for a lock runs out.`,
 		Args: exactArgs(0),
@@ -71,8 +72,8 @@ passed; without it, a waiter first observes the lock unchanged for a full lease.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
-				return runLockRun(cmd.Context(), s, o, args[0], args[1:])
+			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
+				return runLockRun(cmd.Context(), st, o, args[0], args[1:])
 			})
 		},
 	}
@@ -86,7 +87,7 @@ passed; without it, a waiter first observes the lock unchanged for a full lease.
 	return cmd
 }
 
-func runLockRun(ctx context.Context, s *metastore.Store, o lockRunOptions, name string, argv []string) error {
+func runLockRun(ctx context.Context, st lock.Storage, o lockRunOptions, name string, argv []string) error {
 	wait := o.wait
 	if wait == 0 {
 		wait = lock.NoWait
@@ -94,7 +95,7 @@ func runLockRun(ctx context.Context, s *metastore.Store, o lockRunOptions, name 
 	if o.grace < 0 {
 		return usagef("--grace must not be negative")
 	}
-	l, err := lock.New(lock.Metastore(s), &lock.Options{Lease: o.lease, Heartbeat: o.heartbeat, Wait: wait, ClockSkew: o.skew, Holder: o.holder})
+	l, err := lock.New(st, &lock.Options{Lease: o.lease, Heartbeat: o.heartbeat, Wait: wait, ClockSkew: o.skew, Holder: o.holder})
 	if err != nil {
 		return err
 	}
@@ -168,8 +169,8 @@ the holder's clock) and the fencing token. --json prints one JSON object.
 A lock never acquired exits 3.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
-				l, err := lock.New(lock.Metastore(s), nil)
+			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
+				l, err := lock.New(st, nil)
 				if err != nil {
 					return err
 				}
@@ -228,8 +229,8 @@ func newLockLsCommand(g *globalOptions) *cobra.Command {
 holder and expiry. --json prints one JSON object per lock.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
-				l, err := lock.New(lock.Metastore(s), nil)
+			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
+				l, err := lock.New(st, nil)
 				if err != nil {
 					return err
 				}
@@ -289,8 +290,8 @@ done and lake exits 4 (conflict). A holder releases its own lock by ending:
 			if err != nil {
 				return usagef("--token: %v", err)
 			}
-			return g.withStore(cmd.Context(), func(s *metastore.Store) error {
-				l, err := lock.New(lock.Metastore(s), nil)
+			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
+				l, err := lock.New(st, nil)
 				if err != nil {
 					return err
 				}

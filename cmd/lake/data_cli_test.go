@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/s3local"
 )
 
 // TestDataCLI runs every `lake data` command against bolt, and against
@@ -22,6 +23,7 @@ func TestDataCLI(t *testing.T) {
 		ep := ddblocal.Endpoint(t)
 		testDataCLI(t, "dynamodb://"+ddblocal.TableName(t)+"?endpoint="+ep)
 	})
+	t.Run("s3", func(t *testing.T) { testDataCLI(t, "s3://"+s3local.Bucket(t)+"/cli") })
 }
 
 func testDataCLI(t *testing.T, store string) {

@@ -3,9 +3,12 @@
 //
 //	bolt://PATH       buckets of their own in the bbolt file at PATH (created on first use)
 //	dynamodb://TABLE  the DynamoDB table TABLE_files (created by `lake data init`)
+//	s3://BUCKET/PREFIX  objects under PREFIX/ in the S3 bucket BUCKET (created by `lake data init`)
 //
 // A dynamodb:// URL takes the same parameters as the metastore's (endpoint,
-// region; layout is the metastore's and ignored here).
+// region; layout is the metastore's and ignored here). An s3:// URL takes
+// the standard AWS variables; AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL)
+// names a local server, addressed path-style.
 package dsurl
 
 import (
@@ -62,7 +65,13 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 			return nil, err
 		}
 		return datastore.New(d), nil
+	case "s3":
+		d, err := openS3(ctx, rest, opts.Create)
+		if err != nil {
+			return nil, err
+		}
+		return datastore.New(d), nil
 	default:
-		return nil, fmt.Errorf("%w: the datastore does not support %s:// yet; use bolt://PATH or dynamodb://TABLE", metastore.ErrInvalidArgument, scheme)
+		return nil, fmt.Errorf("%w: the datastore does not support %s:// yet; use bolt://PATH, dynamodb://TABLE or s3://BUCKET/PREFIX", metastore.ErrInvalidArgument, scheme)
 	}
 }

@@ -16,7 +16,10 @@ import (
 )
 
 // newDriver creates a fresh table on DynamoDB Local and opens it.
-func newDriver(t *testing.T) *dynamofs.Driver {
+func newDriver(t *testing.T) *dynamofs.Driver { return newDriverTB(t) }
+
+// newDriverTB is newDriver for tests and benchmarks.
+func newDriverTB(t testing.TB) *dynamofs.Driver {
 	t.Helper()
 	api := dynamostore.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.TableName(t)
