@@ -33,6 +33,7 @@ type Lease struct {
 	timer    *time.Timer
 	exp      []byte // the expiry record as last known; nil: unknown
 	expKnown bool
+	stamped  time.Time // when the lock record was last written (see restamp)
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -45,7 +46,7 @@ func (l *Locker) hold(n lockName, at *attempt) *Lease {
 	ls := &Lease{
 		l: l, n: n, rec: at.rec, fence: Record{n.lockKey(), at.value},
 		ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}),
-		deadline: at.sent.Add(l.opts.Lease), exp: at.exp, expKnown: at.exp != nil,
+		deadline: at.sent.Add(l.opts.Lease), exp: at.exp, expKnown: at.exp != nil, stamped: at.sent,
 	}
 	ls.timer = time.AfterFunc(time.Until(ls.deadline), ls.checkDeadline)
 	go ls.heartbeat()
@@ -142,6 +143,7 @@ func (ls *Lease) renew() {
 		}
 		if err == nil {
 			ls.confirm(sent, val)
+			ls.restamp(ctx)
 			return
 		}
 		ls.setExp(nil, false)
@@ -155,6 +157,28 @@ func (ls *Lease) renew() {
 			continue // the expiry record had changed: retry on what was read
 		}
 		b.sleep(ctx, ls.Deadline())
+	}
+}
+
+// restampEvery is RestampEvery; tests shorten it.
+var restampEvery = RestampEvery
+
+// restamp rewrites the unchanged lock record once every restampEvery, so
+// that a store's TTL backstop (BackstopAfter) never deletes the record of a
+// lock still held. The bytes do not change, so no fenced write in flight is
+// refused. A failure changes nothing: the next renewal tries again, and a
+// lock record that changed means a loss, which the renewals find.
+func (ls *Lease) restamp(ctx context.Context) {
+	ls.mu.Lock()
+	due := time.Since(ls.stamped) >= restampEvery
+	ls.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := ls.l.st.Swap(ctx, ls.fence.Key, ls.fence.Value, ls.fence.Value); err == nil {
+		ls.mu.Lock()
+		ls.stamped = time.Now()
+		ls.mu.Unlock()
 	}
 }
 

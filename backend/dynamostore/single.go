@@ -49,6 +49,10 @@ func (d *Driver) putItem(ctx context.Context, t tbl, m mutation) error {
 	item[attrValue] = &types.AttributeValueMemberB{Value: m.value}
 	item[attrWrite] = &types.AttributeValueMemberS{Value: token}
 	item[attrTime] = &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}
+	if at, ok := metastore.ExpiryFrom(ctx); ok {
+		// The caller's TTL backstop (metastore.WithExpiry).
+		item[attrExpires] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ttlOf(at), 10)}
+	}
 	if size := itemSize(item); size > maxItemBytes {
 		return fmt.Errorf("%w: item %q would be %d bytes, DynamoDB's limit is %d", metastore.ErrInvalidValue, m.key, size, maxItemBytes)
 	}

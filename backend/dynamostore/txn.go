@@ -154,7 +154,13 @@ func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, er
 		ClientRequestToken:     aws.String(token),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
+	hint, hinted := metastore.ExpiryFrom(ctx)
 	for _, it := range items {
+		if hinted && it.kind == kPut && it.expires == 0 && (it.role == roleTarget || it.role == roleCopy || it.role == roleMirror) {
+			// The caller's TTL backstop (metastore.WithExpiry) on every
+			// copy of the key it writes; never on lake's control records.
+			it.expires = ttlOf(hint)
+		}
 		twi, err := d.transactItem(it, token, now)
 		if err != nil {
 			return 0, err
@@ -326,3 +332,8 @@ func itemSize(item map[string]types.AttributeValue) int {
 	}
 	return n
 }
+
+// ttlOf is the TTL attribute's value for an expiry hint: unix seconds, at
+// least 1 (DynamoDB ignores 0 and negative values; a hint in the past means
+// "deletable now").
+func ttlOf(at time.Time) int64 { return max(1, at.Unix()) }
