@@ -92,6 +92,12 @@ func (t *Tree) check(st *state, p string) (LocalChange, bool, error) {
 		return LocalChange{}, false, err
 	}
 	if sum == prev.SHA256 {
+		// Clean: remember the mtime once it is safely in the past, so the
+		// next walk need not hash the file again.
+		if fi.Size() == prev.Size && t.now().Sub(fi.ModTime()) >= racyWindow {
+			prev.MTime = fi.ModTime().UnixNano()
+			st.Files[p] = prev
+		}
 		return LocalChange{}, false, nil
 	}
 	return LocalChange{Path: p, Kind: Modified, SHA256: sum}, true, nil
