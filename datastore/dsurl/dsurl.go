@@ -3,6 +3,7 @@
 //
 //	bolt://PATH       buckets of their own in the bbolt file at PATH (created on first use)
 //	dynamodb://TABLE  the DynamoDB table TABLE_files (created by `lake data init`)
+//	http(s)://HOST    the datastore a node (`lake serve`) serves (token from LAKE_TOKEN or LAKE_TOKEN_FILE)
 //
 // A dynamodb:// URL takes the same parameters as the metastore's (endpoint,
 // region; layout is the metastore's and ignored here).
@@ -13,9 +14,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/datastore/remotefs"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/storeurl"
 )
@@ -62,7 +65,17 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 			return nil, err
 		}
 		return datastore.New(d), nil
+	case "http", "https":
+		token, err := remotestore.TokenFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		d, err := remotefs.Open(ctx, raw, &remotefs.Options{Token: token})
+		if err != nil {
+			return nil, err
+		}
+		return datastore.New(d), nil
 	default:
-		return nil, fmt.Errorf("%w: the datastore does not support %s:// yet; use bolt://PATH or dynamodb://TABLE", metastore.ErrInvalidArgument, scheme)
+		return nil, fmt.Errorf("%w: the datastore does not support %s://; use bolt://PATH, dynamodb://TABLE or http(s)://HOST:PORT", metastore.ErrInvalidArgument, scheme)
 	}
 }
