@@ -233,13 +233,32 @@ func (t *Tree) decide(ctx context.Context, st *state, dirty []LocalChange, up ma
 			push = append(push, c)
 		case c.Kind == Deleted && !live:
 			delete(st.Files, c.Path) // deleted on both sides
-		case c.Kind != Deleted && live && up[c.Path].staged.SHA256 == r.SHA256:
-			st.Files[c.Path] = record(up[c.Path].fi, r, t.now()) // the same content on both sides
+		case c.Kind != Deleted && live && t.localSHA(c, up) == r.SHA256:
+			// The same content on both sides: adopt it.
+			if u, ok := up[c.Path]; ok {
+				st.Files[c.Path] = record(u.fi, r, t.now())
+			} else if fs, err := recordWritten(t.localPath(c.Path), r, t.now()); err == nil {
+				fs.MTime = 0 // not read under this stat: hash it next time
+				st.Files[c.Path] = fs
+			}
 		default:
 			conflicts = append(conflicts, c)
 		}
 	}
 	return push, conflicts, nil
+}
+
+// localSHA is the local content's hash: from its upload, from the walk,
+// or read now.
+func (t *Tree) localSHA(c LocalChange, up map[string]uploaded) string {
+	if u, ok := up[c.Path]; ok {
+		return u.staged.SHA256
+	}
+	if c.SHA256 != "" {
+		return c.SHA256
+	}
+	sum, _ := hashFile(t.localPath(c.Path))
+	return sum
 }
 
 // resolve applies Options.Prefer to conflicts: refused without it; local
