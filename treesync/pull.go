@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // pageLimit is the page of one Changes call.
@@ -70,7 +71,9 @@ func (t *Tree) pullPartition(ctx context.Context, st *state, pl *pullPlan, part 
 	after := st.Positions[part]
 	for {
 		ch, upTo, err := t.store.Changes(ctx, part, after, pageLimit)
-		if errors.Is(err, datastore.ErrHorizon) {
+		// Below the tombstone horizon, or beyond the head (a datastore
+		// recreated under an old state): read the partition whole.
+		if errors.Is(err, datastore.ErrHorizon) || (after > 0 && errors.Is(err, metastore.ErrInvalidArgument)) {
 			return t.resync(ctx, st, pl, part)
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/lock"
@@ -278,5 +279,30 @@ func TestStatus(t *testing.T) {
 	// Status changed nothing: the same answer again.
 	if st2, _ := b.Status(t.Context(), treesync.Scope{}); len(st2.Remote) != 1 {
 		t.Fatalf("second status: %+v", st2)
+	}
+}
+
+// TestResyncPastTheHorizon: a tree whose position lies below the
+// partition's tombstone floor reads the partition whole, and a delete it
+// never saw still removes the local file.
+func TestResyncPastTheHorizon(t *testing.T) {
+	s := boltStore(t)
+	a, b := newTree(t, s, nil), newTree(t, s, nil)
+	write(t, a, "data/m/1/keep", "k")
+	write(t, a, "data/m/1/gone", "g")
+	sync(t, a, treesync.Scope{})
+	sync(t, b, treesync.Scope{})
+	os.Remove(filepath.Join(a.Dir(), "data/m/1/gone"))
+	write(t, a, "data/m/1/keep", "k2")
+	sync(t, a, treesync.Scope{})
+	s.SetClock(func() time.Time { return time.Now().Add(2 * datastore.DefaultHorizon) })
+	if st, err := s.Reclaim(t.Context(), datastore.ReclaimOptions{}); err != nil || st.Tombstones != 1 {
+		t.Fatalf("Reclaim: %+v, %v", st, err)
+	}
+	s.SetClock(time.Now)
+	sync(t, b, treesync.Scope{Models: []string{"m/1"}})
+	wantFile(t, b, "data/m/1/keep", "k2")
+	if _, ok := read(t, b, "data/m/1/gone"); ok {
+		t.Fatal("a delete purged past the horizon was not applied by the resync")
 	}
 }
