@@ -17,7 +17,12 @@ import (
 // portable datastore.Store would make, since the driver assumes them.
 func (s *Server) handleData(rq *request, path string) {
 	op := strings.TrimPrefix(path, nodeapi.DataPrefix)
-	rq.op = "data_" + op
+	// The op labels metrics: only known operations, so that a client
+	// cannot mint label values.
+	rq.op = "data_unknown"
+	if dataOps[op] {
+		rq.op = "data_" + op
+	}
 	if s.data == nil {
 		s.fail(rq, httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: this node serves no datastore"))
 		return
@@ -63,6 +68,12 @@ func (s *Server) handleData(rq *request, path string) {
 	default:
 		s.json(rq, http.StatusOK, out)
 	}
+}
+
+var dataOps = map[string]bool{
+	nodeapi.DataInfo: true, nodeapi.DataUpload: true, nodeapi.DataChunk: true, nodeapi.DataCommit: true,
+	nodeapi.DataStat: true, nodeapi.DataList: true, nodeapi.DataHead: true, nodeapi.DataChanges: true,
+	nodeapi.DataPartitions: true, nodeapi.DataChangedPartitions: true, nodeapi.DataReclaim: true, nodeapi.DataRecord: true,
 }
 
 func (s *Server) dataMaxCommit() int { return min(s.data.Driver().MaxCommit(), nodeapi.DataMaxCommit) }
