@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/lock"
 )
 
@@ -313,7 +314,7 @@ func (t *Tree) commit(ctx context.Context, ls *lock.Lease, st *state, push []Loc
 		s := up[c.Path].staged
 		entries = append(entries, datastore.Entry{Put: &s})
 	}
-	applied, err := t.store.Commit(ctx, datastore.FenceOf(ls), entries)
+	applied, err := t.store.Commit(ctx, dslock.Fence(ls), entries)
 	if datastore.IsFenceConflict(err) {
 		return nil, fmt.Errorf("lake: the lock %s was lost before the commit, which the store refused (%w); nothing was committed, the changes stay dirty", t.LockName(), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/treesync"
@@ -241,7 +242,7 @@ func TestRun(t *testing.T) {
 func TestLostLockCommitsNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *datastore.Store) {
 		a := newTree(t, s, nil)
-		l, err := lock.New(s.Locks(), nil)
+		l, err := lock.New(dslock.New(s), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -142,7 +143,7 @@ func Open(dir string, store *datastore.Store, opts *Options) (*Tree, error) {
 	if err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", metastore.ErrInvalidArgument, dir)
 	}
-	l, err := lock.New(store.Locks(), o.Lock)
+	l, err := lock.New(dslock.New(store), o.Lock)
 	if err != nil {
 		return nil, err
 	}

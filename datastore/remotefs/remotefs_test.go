@@ -10,6 +10,7 @@ import (
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/remotefs"
 	"github.com/lakemeta/lake/lock"
@@ -59,7 +60,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestLockStorage(t *testing.T) {
-	locktest.RunStorageTests(t, func(t *testing.T) lock.Storage { return open(t, node(t)).Locks() })
+	locktest.RunStorageTests(t, func(t *testing.T) lock.Storage { return dslock.New(open(t, node(t))) })
 }
 
 // TestKilledWriter: the child process writes through the parent's node.
