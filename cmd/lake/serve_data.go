@@ -7,23 +7,19 @@ import (
 
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/metastore"
 )
 
 // serveData opens the datastore the node serves beside the metastore: on a
-// bolt file, its own buckets in the very file the node holds (one process
+// bolt file, its own buckets in the very file the node holds (made at the
+// first datastore request) (one process
 // holds a bolt file, so this is how several processes share it); on
 // DynamoDB, TABLE_files if `lake data init` made it (else none, with a
 // warning); through another node, none.
 func serveData(ctx context.Context, url string, store *metastore.Store, logger *slog.Logger) (*datastore.Store, error) {
 	if bd, ok := store.Driver().(*boltstore.Driver); ok {
-		d, err := boltfs.New(bd.DB())
-		if err != nil {
-			return nil, err
-		}
-		return datastore.New(d), nil
+		return datastore.New(&lazyBolt{ms: bd}), nil
 	}
 	if !strings.HasPrefix(url, "dynamodb://") {
 		return nil, nil
