@@ -40,7 +40,8 @@ type RunOptions struct {
 }
 
 // Run locks, pulls, runs fn in the tree under the lock (its context is
-// cancelled if the lock is lost; the lease gives its token), then pushes
+// cancelled when ctx ends or the lock is lost, with that cause; the lease
+// gives its token), then pushes
 // what changed and commits, fenced. If fn fails, nothing is pushed (unless
 // PushOnFailure: its changes stay dirty locally) and fn's error is
 // returned, with the pull kept.
@@ -125,7 +126,14 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 		}
 	}
 	if fn != nil {
-		if ferr := fn(ls.Context(), ls); ferr != nil && !o.PushOnFailure {
+		// fn stops when the caller cancels or the lock is lost (the cause
+		// says which).
+		fctx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(ls.Context(), func() { cancel(context.Cause(ls.Context())) })
+		ferr := fn(fctx, ls)
+		stop()
+		cancel(nil)
+		if ferr != nil && !o.PushOnFailure {
 			// Keep what was pulled; what fn changed stays dirty.
 			t.advance(st, pl, nil)
 			if err := t.saveState(st); err != nil {
