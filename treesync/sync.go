@@ -39,12 +39,11 @@ type RunOptions struct {
 	PushOnFailure bool
 }
 
-// Run locks, pulls, runs fn in the tree under the lock (its context is
-// cancelled when ctx ends or the lock is lost, with that cause; the lease
-// gives its token), then pushes
-// what changed and commits, fenced. If fn fails, nothing is pushed (unless
-// PushOnFailure: its changes stay dirty locally) and fn's error is
-// returned, with the pull kept.
+// Run locks, pulls, runs fn in the tree under the lock, then pushes what
+// changed and commits, fenced. fn's context is cancelled when ctx ends or
+// the lock is lost (with that cause); the lease gives its token. If fn
+// fails, nothing is pushed unless PushOnFailure (its changes stay dirty
+// locally), and fn's error is returned, with the pull kept.
 func (t *Tree) Run(ctx context.Context, scope Scope, fn func(ctx context.Context, ls *lock.Lease) error, o RunOptions) (Report, error) {
 	if fn == nil {
 		return Report{}, fmt.Errorf("lake: Run needs a function")
