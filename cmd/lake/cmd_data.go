@@ -32,7 +32,7 @@ See docs/datastore.md.`,
 	}
 	cmd.AddCommand(newDataInitCommand(g), newDataPutCommand(g), newDataGetCommand(g), newDataStatCommand(g),
 		newDataLsCommand(g), newDataRmCommand(g), newDataChangesCommand(g), newDataPartitionsCommand(g), newDataReclaimCommand(g),
-		newDataSyncCommand(g), newDataRunCommand(g), newDataStatusCommand(g))
+		newDataSyncCommand(g), newDataRunCommand(g), newDataStatusCommand(g), newDataLockCommand(g))
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lakemeta/lake/internal/ddblocal"
 )
@@ -112,5 +114,46 @@ func testDataRunWorkers(t *testing.T, store string) {
 	}
 	if got := ok(t, lake(check, "data", "get", "data/shared/1/counter")).stdout; got != "from b\n" {
 		t.Fatalf("a failed run pushed %q", got)
+	}
+}
+
+// TestDataRunLockLost breaks the lock of a running `lake data run` with
+// `lake data lock release --force`: its command is stopped, lake exits 1
+// saying the lock was lost, and nothing it wrote is committed.
+func TestDataRunLockLost(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, http.DefaultClient, "http")
+	store := "http://" + n.addr
+	work := t.TempDir()
+	wait := startLake(t, work, "--store", store, "data", "run", "--namespace", "t", "--lease", "600ms", "--grace", "1s", "--",
+		"sh", "-c", "echo partial > f; touch started; exec sleep 30")
+	for range 200 {
+		if _, err := os.Stat(filepath.Join(work, "started")); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	r := ok(t, run(t, dir, "", "--store", store, "data", "lock", "status", "t/sync", "--json"))
+	var info struct {
+		Held  bool   `json:"held"`
+		Token uint64 `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || !info.Held {
+		t.Fatalf("lock status: %q (%v)", r.stdout, err)
+	}
+	if got := ok(t, run(t, dir, "", "--store", store, "data", "lock", "ls", "t")).stdout; !strings.Contains(got, "t/sync") {
+		t.Fatalf("lock ls: %q", got)
+	}
+	ok(t, run(t, dir, "", "--store", store, "data", "lock", "release", "t/sync", "--force", "--token", strconv.FormatUint(info.Token, 10)))
+	broken := time.Now()
+	res := wait()
+	if took := time.Since(broken); took > 10*time.Second {
+		t.Fatalf("the run took %v to stop after its lock was broken", took)
+	}
+	if res.code != exitError || !strings.Contains(res.stderr, "lock") {
+		t.Fatalf("the run after its lock was broken: %+v, want exit 1 naming the lock", res)
+	}
+	if r := run(t, dir, "", "--store", store, "data", "get", "f"); r.code != exitNotFound {
+		t.Fatalf("a run whose lock was broken committed f: %+v", r)
 	}
 }
