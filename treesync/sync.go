@@ -67,7 +67,16 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 		return rep, err
 	}
 	hints := t.hintsSize()
-	dirty, err := t.dirty(st, models, fn == nil)
+	// Sync finds its dirty paths now, to upload them before the lock. Run
+	// walks once, after fn; before it, only hinted paths count, and the
+	// pull checks each path it writes, so a local change is never
+	// overwritten either way.
+	var dirty []LocalChange
+	if fn == nil {
+		dirty, err = t.dirty(st, models, true)
+	} else {
+		dirty, err = t.hinted(st, models)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -177,7 +186,7 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	if serr := t.saveState(st); serr != nil {
 		return rep, serr
 	}
-	if fn == nil && hints >= 0 {
+	if hints >= 0 { // a walk or the hints covered them
 		t.clearHints(hints)
 	}
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {

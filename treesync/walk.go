@@ -44,28 +44,36 @@ type LocalChange struct {
 // walk. It never reads the remote.
 func (t *Tree) dirty(st *state, models []string, useHints bool) ([]LocalChange, error) {
 	if useHints {
-		hints, ok, err := t.readHints()
-		if err != nil {
+		if _, ok, err := t.readHints(); err != nil {
 			return nil, err
-		}
-		if ok {
-			var out []LocalChange
-			for _, p := range hints {
-				if !inScope(models, p) {
-					continue
-				}
-				c, changed, err := t.check(st, p)
-				if err != nil {
-					return nil, err
-				}
-				if changed {
-					out = append(out, c)
-				}
-			}
-			return out, nil
+		} else if ok {
+			return t.hinted(st, models)
 		}
 	}
 	return t.walk(st, models)
+}
+
+// hinted returns the hinted paths in scope that are dirty; none without
+// hints.
+func (t *Tree) hinted(st *state, models []string) ([]LocalChange, error) {
+	hints, ok, err := t.readHints()
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out []LocalChange
+	for _, p := range hints {
+		if !inScope(models, p) {
+			continue
+		}
+		c, changed, err := t.check(st, p)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // check compares one path with its last-synced state.
