@@ -23,7 +23,8 @@
 // last-synced state: the same size and mtime means clean (a file whose
 // mtime was too close to its sync to be trusted is hashed), else the
 // SHA-256 decides; a synced path missing locally is a delete. Neither reads
-// the remote index.
+// the remote index. Run walks once, after its function; the pull checks
+// each path it is about to write, so a local change is never overwritten.
 //
 // # Push in two phases
 //
