@@ -65,6 +65,8 @@ func (s *Server) route(rq *request) {
 		default:
 			s.methodNotAllowed(rq, "GET, HEAD, PUT, DELETE")
 		}
+	case strings.HasPrefix(path, nodeapi.DataPrefix):
+		s.handleData(rq, path)
 	case endpoints[path].handle != nil:
 		ep := endpoints[path]
 		rq.op = ep.op

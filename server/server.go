@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -86,6 +87,9 @@ type Options struct {
 	// counters, a migration's state: see package migrate/nodewatch),
 	// beside lake's own.
 	Collectors []prometheus.Collector
+	// Data, when set, is the datastore the node serves beside the
+	// key-value API, with its locks (nodeapi.DataPrefix); nil serves none.
+	Data *datastore.Store
 	// Registry receives the node's metrics and is what /metrics serves;
 	// nil means a fresh registry with the Go and process collectors. It
 	// must not hold another Server's metrics (New fails).
@@ -96,6 +100,7 @@ type Options struct {
 // http.Server, and run Run in a goroutine for readiness and the catalog.
 type Server struct {
 	store       *metastore.Store
+	data        *datastore.Store
 	tokenSum    [32]byte
 	hasToken    bool
 	nodeID      string
@@ -172,6 +177,7 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 	}
 	s := &Server{
 		store:       store,
+		data:        o.Data,
 		hasToken:    o.Token != "",
 		tokenSum:    sha256.Sum256([]byte(o.Token)),
 		nodeID:      o.NodeID,

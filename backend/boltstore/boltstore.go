@@ -199,3 +199,9 @@ func check(b *bolt.Bucket, key string, expect metastore.Expect) error {
 	}
 	return nil
 }
+
+// DB returns the open bbolt database, so that the datastore's driver
+// (datastore/boltfs.New) can keep its own buckets in the same file within
+// the same process: a node serves both from one file. The caller MUST NOT
+// close it; Close does.
+func (d *Driver) DB() *bolt.DB { return d.db }

@@ -32,7 +32,8 @@ See docs/datastore.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newDataInitCommand(g), newDataPutCommand(g), newDataGetCommand(g), newDataStatCommand(g),
-		newDataLsCommand(g), newDataRmCommand(g), newDataChangesCommand(g), newDataPartitionsCommand(g), newDataReclaimCommand(g))
+		newDataLsCommand(g), newDataRmCommand(g), newDataChangesCommand(g), newDataPartitionsCommand(g), newDataReclaimCommand(g),
+		newDataSyncCommand(g), newDataRunCommand(g), newDataStatusCommand(g), newDataLockCommand(g))
 	return cmd
 }
 

@@ -165,7 +165,15 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	data, err := serveData(ctx, g.store, store, logger)
+	if err != nil {
+		return err
+	}
+	if data != nil {
+		defer data.Close()
+	}
 	opts := &server.Options{
+		Data:            data,
 		Token:           token,
 		NodeID:          nodeID,
 		CatalogPrefix:   o.catalogPrefix,

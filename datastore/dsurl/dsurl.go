@@ -4,6 +4,7 @@
 //	bolt://PATH       buckets of their own in the bbolt file at PATH (created on first use)
 //	dynamodb://TABLE  the DynamoDB table TABLE_files (created by `lake data init`)
 //	s3://BUCKET/PREFIX  objects under PREFIX/ in the S3 bucket BUCKET (created by `lake data init`)
+//	http(s)://HOST    the datastore a node (`lake serve`) serves (token from LAKE_TOKEN or LAKE_TOKEN_FILE)
 //
 // A dynamodb:// URL takes the same parameters as the metastore's (endpoint,
 // region; layout is the metastore's and ignored here). An s3:// URL takes
@@ -16,9 +17,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/datastore/remotefs"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/storeurl"
 )
@@ -71,7 +74,17 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 			return nil, err
 		}
 		return datastore.New(d), nil
+	case "http", "https":
+		token, err := remotestore.TokenFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		d, err := remotefs.Open(ctx, raw, &remotefs.Options{Token: token})
+		if err != nil {
+			return nil, err
+		}
+		return datastore.New(d), nil
 	default:
-		return nil, fmt.Errorf("%w: the datastore does not support %s:// yet; use bolt://PATH, dynamodb://TABLE or s3://BUCKET/PREFIX", metastore.ErrInvalidArgument, scheme)
+		return nil, fmt.Errorf("%w: the datastore does not support %s://; use bolt://PATH, dynamodb://TABLE, s3://BUCKET/PREFIX or http(s)://HOST:PORT", metastore.ErrInvalidArgument, scheme)
 	}
 }
