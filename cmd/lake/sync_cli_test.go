@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/s3local"
 )
 
 // TestDataRunWorkers runs ten worker processes at once, each in its own
@@ -33,6 +34,14 @@ func TestDataRunWorkers(t *testing.T) {
 		store := "dynamodb://" + ddblocal.TableName(t) + "?endpoint=" + ddblocal.Endpoint(t)
 		ok(t, run(t, t.TempDir(), "", "--store", store, "data", "init"))
 		t.Cleanup(func() { deleteDataTable(t, store) })
+		testDataRunWorkers(t, store)
+	})
+	t.Run("s3", func(t *testing.T) {
+		// Lock and fenced commits over S3's conditional requests (docs/s3.md):
+		// the lease needs a clock-skew bound of at least 2 s there, which
+		// takeovers use; these workers never die, so the default serves.
+		store := "s3://" + s3local.Bucket(t) + "/sync"
+		ok(t, run(t, t.TempDir(), "", "--store", store, "data", "init"))
 		testDataRunWorkers(t, store)
 	})
 }
