@@ -170,10 +170,13 @@ func (w *liveWriters) run(t *testing.T, ctx context.Context, api *dynamodb.Clien
 // serving). In DynamoDB Local a 500 means nothing was applied, so the
 // writers' records stay exact.
 func retry5xx(ctx context.Context, f func() error) error {
-	for attempt := 0; ; attempt++ {
+	// Time, not attempts, bounds it: on a loaded machine DynamoDB Local's
+	// schema change can last seconds.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		err := f()
 		var re *awshttp.ResponseError
-		if err == nil || attempt == 100 || !errors.As(err, &re) || re.HTTPStatusCode() < 500 {
+		if err == nil || time.Now().After(deadline) || !errors.As(err, &re) || re.HTTPStatusCode() < 500 {
 			return err
 		}
 		if err := sleep(ctx, 10*time.Millisecond); err != nil {
@@ -219,7 +222,10 @@ func TestApplyWithLiveWriters(t *testing.T) {
 	if !rep.Complete || rep.Err() != nil {
 		t.Fatalf("verify with writers running: %v, totals %+v, index %+v", rep.Err(), rep.Total, rep.IndexCheck)
 	}
-	if rep.IndexCheck.Checked == 0 || rep.IndexCheck.Matched != rep.IndexCheck.Checked {
+	// With writers moving items between members throughout, a sampled key
+	// may stay unsettled (its items changed between every two reads): it is
+	// reported as such, never as a match or a mismatch.
+	if ic := rep.IndexCheck; ic.Checked == 0 || len(ic.Mismatches) > 0 || ic.Matched+ic.Unsettled != ic.Checked || ic.Matched == 0 {
 		t.Fatalf("index check: %+v", rep.IndexCheck)
 	}
 	t.Logf("apply %v; %d live writes; verify %+v, index check %+v", res.Sweep.Counts, w.n.Load(), rep.Total, rep.IndexCheck)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -102,6 +104,14 @@ func (o *reshapeOptions) client(ctx context.Context, g *globalOptions) (*dynamod
 		return nil, "", usagef("no AWS region: set AWS_REGION or pass --region")
 	}
 	c := dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
+		// A long sweep meets bursts of throttling: retry each request up to
+		// 8 times with backoff, and never let one burst's retries exhaust a
+		// client-wide quota that would fail every later request (as lake's
+		// own store does).
+		do.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 8
+			so.RateLimiter = ratelimit.None
+		})
 		if endpoint != "" {
 			do.BaseEndpoint = aws.String(endpoint)
 		}
