@@ -30,6 +30,30 @@ type NodeConfig struct {
 	WriteRatio float64
 }
 
+// StoreHasUserKeys reports whether store holds any user key: the
+// benchmark's caller refuses such a store unless told otherwise, since the
+// benchmark writes (and then deletes) keys of its own in it.
+func StoreHasUserKeys(ctx context.Context, store *metastore.Store) (bool, error) {
+	cur := ""
+	// A page may be empty while its cursor is not (a v1 scan whose items
+	// all failed the filter); a few pages are enough to find a key in any
+	// store that is not nearly empty, and a drain of a big table is not.
+	for range 100 {
+		page, err := store.List(ctx, "", 100, cur)
+		if err != nil {
+			return false, err
+		}
+		if len(page.Items) > 0 {
+			return true, nil
+		}
+		if page.Cursor == "" {
+			return false, nil
+		}
+		cur = page.Cursor
+	}
+	return true, nil
+}
+
 // NodeRow is one run: a backend, straight or through a node, at one
 // concurrency.
 type NodeRow struct {
@@ -53,10 +77,26 @@ func RunNode(ctx context.Context, name string, store *metastore.Store, cfg NodeC
 	if cfg.Ops < 1 || cfg.Keys < 1 || len(cfg.Clients) == 0 || cfg.WriteRatio < 0 || cfg.WriteRatio > 1 {
 		return nil, fmt.Errorf("%w: need ops ≥ 1, keys ≥ 1, clients, 0 ≤ write ratio ≤ 1", metastore.ErrInvalidArgument)
 	}
+	// The benchmark's keys are created, never overwritten (a key of the
+	// same name that exists is someone's data), and deleted at the end.
+	var created []string
+	defer func() {
+		cctx := context.WithoutCancel(ctx)
+		for _, k := range created {
+			if v, err := store.Get(cctx, k); err == nil {
+				store.Delete(cctx, k, v)
+			}
+		}
+	}()
 	for i := range cfg.Keys {
-		if err := store.Put(ctx, benchKey(i), []byte("0")); err != nil {
+		err := store.CAS(ctx, benchKey(i), metastore.ExpectAbsent(), []byte("0"))
+		if errors.Is(err, metastore.ErrConflict) {
+			return nil, fmt.Errorf("%w: key %s exists; the benchmark creates and deletes its own keys, so run it on a scratch store", metastore.ErrRefused, benchKey(i))
+		}
+		if err != nil {
 			return nil, err
 		}
+		created = append(created, benchKey(i))
 	}
 	srv, err := server.New(store, &server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

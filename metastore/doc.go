@@ -24,7 +24,9 @@
 // # Paging
 //
 // List returns at most limit items and an opaque cursor; an empty cursor means
-// the listing is complete. A page may be empty while its cursor is not (a
+// the listing is complete. A page also ends early at a byte budget,
+// MaxPageBytes (1 MiB) of keys and values, though it always holds at least one
+// item: memory per page is bounded by bytes, not only by items. A page may be empty while its cursor is not (a
 // backend that filters may evaluate a whole page of non-matching items), so
 // callers loop until the cursor is empty. Page order is the backend's own;
 // only ListAll promises key order. Cursors are versioned and checksummed and

@@ -37,10 +37,22 @@ type Driver interface {
 
 	// List returns the user items whose keys start with prefix, continuing
 	// after position pos (nil: from the start). It evaluates at most limit
-	// items per backend request and returns at most limit items; next is
-	// nil when the listing is complete. Control records are never returned.
+	// items per backend request and returns at most limit items; it MUST
+	// end the page before an item that would take its keys and values over
+	// MaxPageBytes (PageFull), and still return at least one item when one
+	// remains; next is nil when the listing is complete. Control records
+	// are never returned.
 	List(ctx context.Context, prefix string, limit int, pos []byte) (items []Item, next []byte, err error)
 
 	// Close releases the backend's resources.
 	Close() error
+}
+
+// Health is an optional ability of a Driver that can be stopped for good
+// while it runs, such as a bolt file found damaged: Health returns nil while
+// the driver serves, and the error that stopped it afterwards. A node's
+// readiness follows it, so that a load balancer stops sending requests that
+// can only fail.
+type Health interface {
+	Health() error
 }

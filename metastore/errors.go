@@ -53,7 +53,20 @@ var (
 
 	// ErrClosed is returned by every operation on a closed Store.
 	ErrClosed = errors.New("lake: store closed")
+
+	// ErrDiverged is returned for a mutation that found a copy of its key
+	// differing from the authority (during a DynamoDB migration: the v2
+	// copy differs from v1): it failed closed, nothing changed. It names
+	// the command that repairs the copy (`lake dynamo-migrate repair`);
+	// retry after it. It also matches ErrUnavailable, so that generic
+	// callers treat it as an operation to retry rather than a conflict.
+	ErrDiverged error = divergedError{}
 )
+
+type divergedError struct{}
+
+func (divergedError) Error() string        { return "lake: diverged copy" }
+func (divergedError) Is(target error) bool { return target == ErrUnavailable }
 
 // ConflictError is the error of a failed condition. It matches ErrConflict
 // with errors.Is and names the key whose value differed.

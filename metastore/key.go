@@ -18,7 +18,21 @@ const (
 	MaxListLimit = 10000
 	// DefaultPageSize is the page size ListAll drains with.
 	DefaultPageSize = 1000
+	// MaxPageBytes is the byte budget of one List page, counted as the
+	// sum of its keys' and values' lengths (1 MiB, like DynamoDB's 1 MB
+	// page): a page ends before the item that would take it over the
+	// budget, and always holds at least one item, so a page holds at most
+	// max(MaxPageBytes, one item) bytes whatever its limit.
+	MaxPageBytes = 1 << 20
 )
+
+// ItemBytes is what an item counts against MaxPageBytes.
+func ItemBytes(key string, value []byte) int { return len(key) + len(value) }
+
+// PageFull reports whether a page that holds n items of used bytes must end
+// before an item of next bytes: it would go over MaxPageBytes, and the page
+// already holds at least one item. Every driver's List uses it.
+func PageFull(n, used, next int) bool { return n > 0 && used+next > MaxPageBytes }
 
 // ControlPrefix starts every key lake keeps for itself (migration state,
 // barrier, cursor, node registry, family registry, layout parameters). A user

@@ -114,7 +114,9 @@ func (s *Store) Delete(ctx context.Context, key string, expected []byte) error {
 
 // List returns one page of the items whose keys start with prefix: at most
 // limit items (1 to MaxListLimit), each backend request evaluating at most
-// limit items. Pass the returned cursor to continue; an empty cursor means the
+// limit items, and at most MaxPageBytes of keys and values unless the page
+// holds a single item: a page may end early at that byte budget, on every
+// backend. Pass the returned cursor to continue; an empty cursor means the
 // listing is complete. A page may be empty with a non-empty cursor: loop until
 // the cursor is empty. Drained without concurrent writes, the pages hold every
 // matching key exactly once, in the backend's order.
@@ -149,7 +151,12 @@ func (s *Store) List(ctx context.Context, prefix string, limit int, cur string) 
 	if len(items) > limit {
 		return Page{}, fmt.Errorf("lake: backend %s returned %d items for a page limit of %d", s.d.Name(), len(items), limit)
 	}
-	for _, it := range items {
+	used := 0
+	for i, it := range items {
+		if PageFull(i, used, ItemBytes(it.Key, it.Value)) {
+			return Page{}, fmt.Errorf("lake: backend %s returned a page over the %d-byte budget", s.d.Name(), MaxPageBytes)
+		}
+		used += ItemBytes(it.Key, it.Value)
 		// A backend that returned a foreign or control key is broken; say
 		// so rather than leak lake's own records or another prefix's keys.
 		if !strings.HasPrefix(it.Key, prefix) || IsControlKey(it.Key) {
@@ -163,37 +170,76 @@ func (s *Store) List(ctx context.Context, prefix string, limit int, cur string) 
 	return page, nil
 }
 
-// maxListAllRestarts bounds how often ListAll restarts a drain whose cursor
+// maxDrainRestarts bounds how often a drain restarts after its cursor
 // expired (a layout change during the drain).
-const maxListAllRestarts = 3
+const maxDrainRestarts = 3
 
 // ListAll drains List for prefix and returns every matching item, sorted by
 // key. If the layout changes during the drain (ErrCursorExpired) it restarts
 // from the beginning, a bounded number of times.
 func (s *Store) ListAll(ctx context.Context, prefix string) ([]Item, error) {
+	items, _, err := s.Drain(ctx, prefix, nil)
+	return items, err
+}
+
+// DrainOptions shape Drain. The zero value (or nil) drains in pages of
+// DefaultPageSize with no byte limit.
+type DrainOptions struct {
+	// PageSize is the limit of each List call; zero means DefaultPageSize.
+	PageSize int
+	// MaxBytes, when positive, bounds the keys and values the drain may
+	// hold: a prefix holding more fails with ErrRefused as soon as the
+	// drain passes it, so the caller's memory stays bounded.
+	MaxBytes int64
+}
+
+// Drain is the one full-prefix read: it drains List for prefix and returns
+// every matching item sorted by key, and the number of List pages it read
+// (its whole backend work, restarts included). An expired cursor restarts
+// the drain from the beginning, at most three times. ListAll and the node's
+// catalog cache are built on it.
+func (s *Store) Drain(ctx context.Context, prefix string, o *DrainOptions) (items []Item, pages int, err error) {
+	var opts DrainOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
+	}
 	for attempt := 0; ; attempt++ {
-		items, err := s.drain(ctx, prefix)
-		if errors.Is(err, ErrCursorExpired) && attempt < maxListAllRestarts {
+		var n int
+		items, n, err = s.drain(ctx, prefix, opts)
+		pages += n
+		if errors.Is(err, ErrCursorExpired) && attempt < maxDrainRestarts {
 			continue
 		}
-		return items, err
+		return items, pages, err
 	}
 }
 
-func (s *Store) drain(ctx context.Context, prefix string) ([]Item, error) {
+func (s *Store) drain(ctx context.Context, prefix string, o DrainOptions) ([]Item, int, error) {
 	var all []Item
 	cur := ""
+	pages := 0
+	var held int64
 	for {
-		page, err := s.List(ctx, prefix, DefaultPageSize, cur)
+		page, err := s.List(ctx, prefix, o.PageSize, cur)
+		pages++
 		if err != nil {
-			return nil, err
+			return nil, pages, err
+		}
+		for _, it := range page.Items {
+			held += int64(ItemBytes(it.Key, it.Value))
+		}
+		if o.MaxBytes > 0 && held > o.MaxBytes {
+			return nil, pages, fmt.Errorf("%w: prefix %q holds more than %d bytes of keys and values, the limit of this drain", ErrRefused, prefix, o.MaxBytes)
 		}
 		all = append(all, page.Items...)
 		if page.Cursor == "" {
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, pages, err
 		}
 		cur = page.Cursor
 	}
@@ -202,7 +248,7 @@ func (s *Store) drain(ctx context.Context, prefix string) ([]Item, error) {
 	// a concurrent write re-inserting a key behind the drain position, and
 	// one copy of it is enough.
 	all = slices.CompactFunc(all, func(a, b Item) bool { return a.Key == b.Key })
-	return all, nil
+	return all, pages, nil
 }
 
 // Close closes the backend. Operations after Close return ErrClosed.

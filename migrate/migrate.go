@@ -22,8 +22,10 @@
 //   - dual: creates the v2 table and enables the v1 table's stream; from now on every mutation updates v1 and v2
 //     in one transaction that also checks the write barrier is absent.
 //   - backfill: starts once every live commit-capable peer observes dual and
-//     one refresh interval has passed; copies v1 into v2 page by page, each
-//     page converged before the durable cursor moves; resumes from the cursor.
+//     one refresh interval has passed; copies v1 into v2 with a parallel
+//     sweep (package sweep), each segment's page converged before that
+//     segment's durable cursor (in v2) moves; resumes from the cursors, with
+//     the segment count it recorded (backfill.go).
 //   - verify: bidirectional, read-only, safe during live writes; a passing
 //     verify after a complete backfill is recorded.
 //   - finalize: refused while a live commit-capable peer is v1-only, the
@@ -46,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/backend/dynamostore"
@@ -57,6 +60,8 @@ type Migrator struct {
 	p    dynamostore.Primitives
 	reg  dynamostore.Registry
 	opts Options
+
+	crashMu sync.Mutex // serialises Options.Crash: the backfill's segments call it concurrently
 }
 
 // Options configure a Migrator. The zero value is usable.
@@ -64,8 +69,16 @@ type Options struct {
 	// PageSize bounds the items of one backfill or verify page; default 100.
 	PageSize int
 	// Segments is the number of parallel scan segments of a verification
-	// (online and under the barrier); default 8.
+	// (online and under the barrier) and of a new backfill (a resumed one
+	// uses the count it recorded); default 8.
 	Segments int
+	// MaxWCU bounds the write capacity units per second the backfill
+	// causes (0: no bound), so that it does not starve live traffic.
+	MaxWCU float64
+	// DryRun makes the backfill scan v1 and count what it would create,
+	// validate and repair, without writing anything (nor entering state
+	// backfill).
+	DryRun bool
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
@@ -95,7 +108,9 @@ type Options struct {
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// Crash, when set, is called at named points of every step; a non-nil
-	// return stops the step there, as a crash would. Tests use it.
+	// return stops the step there, as a crash would. Tests use it. Calls
+	// are serialised (the backfill's segments reach their points
+	// concurrently).
 	Crash func(point string) error
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -123,6 +138,9 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = dynamostore.DefaultRefresh
+	}
+	if o.MaxWCU < 0 {
+		return nil, fmt.Errorf("%w: max WCU must not be negative, got %v", metastore.ErrInvalidArgument, o.MaxWCU)
 	}
 	if o.Segments <= 0 {
 		o.Segments = 8
@@ -163,6 +181,8 @@ func (m *Migrator) crash(point string) error {
 	if m.opts.Crash == nil {
 		return nil
 	}
+	m.crashMu.Lock()
+	defer m.crashMu.Unlock()
 	if err := m.opts.Crash(point); err != nil {
 		return fmt.Errorf("%w at %s: %v", ErrCrashed, point, err)
 	}

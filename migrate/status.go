@@ -99,7 +99,7 @@ func (m *Migrator) hint(s dynamostore.MigrationSnapshot, v1peers []string, retir
 	case s.State == dynamostore.StateDual:
 		return "when every node observes dual, run `lake dynamo-migrate backfill`"
 	case s.State == dynamostore.StateBackfill && !s.Backfill.Done:
-		return "run `lake dynamo-migrate backfill` (it resumes from the cursor)"
+		return "run `lake dynamo-migrate backfill` (it resumes from its saved cursors)"
 	case s.Diverged != nil && len(s.Diverged.Keys) > 0:
 		return fmt.Sprintf("%d keys differ (found by %s at %s): run `lake dynamo-migrate repair`, then `lake dynamo-migrate verify`", int64(len(s.Diverged.Keys))+s.Diverged.More, s.Diverged.By, s.Diverged.At.Format(time.RFC3339))
 	case s.Diverged != nil:
@@ -142,7 +142,7 @@ func (st Status) Print(w io.Writer) {
 	fmt.Fprintln(w, ")")
 	if !st.Standalone {
 		b := st.Backfill
-		fmt.Fprintf(w, "backfill:    done=%v cursor=%q scanned=%d created=%d validated=%d repaired=%d\n", b.Done, b.Cursor, b.Scanned, b.Created, b.Validated, b.Repaired)
+		fmt.Fprintf(w, "backfill:    done=%v segments=%d scanned=%d created=%d validated=%d repaired=%d\n", b.Done, b.Segments, b.Scanned, b.Created, b.Validated, b.Repaired)
 		if a := b.Again; a != nil {
 			fmt.Fprintf(w, "re-pass:     done=%v phase=%s cursor=%q scanned=%d created=%d validated=%d repaired=%d removed=%d\n", a.Done, a.Phase, a.Cursor, a.Scanned, a.Created, a.Validated, a.Repaired, a.Removed)
 		}

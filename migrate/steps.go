@@ -99,9 +99,10 @@ func checkBackfill(s dynamostore.MigrationSnapshot) error {
 }
 
 // applyBackfill enters state backfill (once the gate opens) and copies v1
-// into v2, page by page, from the durable cursor.
+// into v2 with a parallel sweep (package sweep) whose per-segment cursors
+// are durable in v2, then records the backfill complete.
 func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSnapshot) error {
-	if s.State == dynamostore.StateDual {
+	if s.State == dynamostore.StateDual && !m.opts.DryRun {
 		if err := m.backfillGate(ctx, s); err != nil {
 			return err
 		}
@@ -119,43 +120,25 @@ func (m *Migrator) applyBackfill(ctx context.Context, s dynamostore.MigrationSna
 			s.Backfill.Scanned, s.Backfill.Created, s.Backfill.Validated, s.Backfill.Repaired)
 		return nil
 	}
-	bar := newProgress(m.opts.Progress, s.Backfill)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		page, err := m.p.BackfillPage(ctx, s.Backfill.Cursor, m.opts.PageSize)
-		if err != nil {
-			return err
-		}
-		if err := m.crash("backfill:page-converged"); err != nil {
-			return err
-		}
-		n := s.Migration
-		n.Backfill.Cursor = page.Next
-		n.Backfill.Done = page.Next == ""
-		n.Backfill.Scanned += page.Scanned
-		n.Backfill.Created += page.Created
-		n.Backfill.Validated += page.Validated
-		n.Backfill.Repaired += page.Repaired
-		n.Backfill.Updated = m.now()
-		// The cursor moves only now, after every item of the page
-		// converged; a crash before this line replays the page.
-		if err := m.p.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
-			return fmt.Errorf("lake: saving the backfill cursor: %w", err)
-		}
-		if err := m.crash("backfill:cursor-saved"); err != nil {
-			return err
-		}
-		if s, err = m.p.ReadMigration(ctx); err != nil {
-			return err
-		}
-		bar.update(s.Backfill)
-		if s.Backfill.Done {
-			bar.done()
-			return nil
-		}
+	sum, err := m.sweepBackfill(ctx, s)
+	if err != nil || m.opts.DryRun {
+		return err
 	}
+	if err := m.crash("backfill:swept"); err != nil {
+		return err
+	}
+	n := s.Migration
+	n.Backfill.Done = true
+	n.Backfill.Segments = sum.Segments
+	n.Backfill.Scanned += sum.Counts["scanned"]
+	n.Backfill.Created += sum.Counts["created"]
+	n.Backfill.Validated += sum.Counts["validated"]
+	n.Backfill.Repaired += sum.Counts["repaired"]
+	n.Backfill.Updated = m.now()
+	if err := m.p.Transition(ctx, s, n, dynamostore.BarriersKeep); err != nil {
+		return fmt.Errorf("lake: recording the backfill complete: %w", err)
+	}
+	return nil
 }
 
 // backfillGate: every live commit-capable peer observes dual (or later),

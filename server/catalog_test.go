@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 func seedCatalog(t *testing.T, n *node, count int) {

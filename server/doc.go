@@ -2,8 +2,8 @@
 // http.Handler that exposes the whole metastore contract of one
 // *metastore.Store, plus the node's own duties: write admission, a catalog
 // cache, health, readiness and Prometheus metrics. Package
-// backend/remotestore is its client; package server/nodeapi holds the wire
-// format both use, and the README section "The metadata node" describes the API for people.
+// backend/remotestore is its client; package nodeapi holds the wire
+// format both use, and docs/node.md describes the API for people.
 //
 // # Endpoints
 //
@@ -12,7 +12,7 @@
 //	DELETE /v1/kv/{key}          delete-if-equals; If-Match is required (428 without)
 //	POST   /v1/guarded-mutate    GuardedMutate, JSON body
 //	GET    /v1/list              one page of List (?prefix=&limit=&cursor=)
-//	GET    /v1/catalog           the cached catalog prefix, with its age and last error
+//	GET    /v1/catalog           the cached catalog prefix, with its age and last error (?limit=&after= pages it)
 //	POST   /v1/admin/pause       pause write admission (and wait for in-flight writes)
 //	POST   /v1/admin/resume      resume it
 //	GET    /healthz              the process is alive
@@ -36,6 +36,17 @@
 // Every error is a JSON nodeapi.Error whose code names a metastore sentinel
 // (nodeapi.CodeOf); remotestore maps it back so that errors.Is works on the
 // client. writes_paused and unavailable come with Retry-After.
+//
+// # Serving and memory
+//
+// Listen binds the address (before anything is created); Serve runs the
+// node on it with its timeouts and shutdown order, and rewrites the errors
+// net/http answers before any handler (a malformed request line, a bad
+// Content-Length) into the same JSON errors. A list page is bounded by
+// metastore.MaxPageBytes and streamed; the catalog copy is bounded by
+// Options.CatalogMaxBytes; a body must arrive within Options.BodyTimeout
+// (408 after it). Query strings, If-Match/If-None-Match and JSON bodies are
+// parsed strictly: what cannot be read exactly is refused, never guessed.
 //
 // # Authentication
 //

@@ -20,7 +20,7 @@ type metrics struct {
 	refreshPages prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, s *Server, extra []prometheus.Collector) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lake_http_requests_total",
@@ -61,6 +61,14 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Help: "Number of items in the catalog copy being served.",
 		}, func() float64 { return float64(len(s.catalog.snapshot().items)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lake_catalog_bytes",
+			Help: "Bytes of keys and values in the catalog copy being served.",
+		}, func() float64 { return float64(s.catalog.snapshot().bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lake_catalog_max_bytes",
+			Help: "The catalog copy's limit in bytes of keys and values; a refresh that finds more fails.",
+		}, func() float64 { return float64(s.catalog.maxBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lake_catalog_last_refresh_failed",
 			Help: "1 if the last catalog refresh failed (the last good copy is served), else 0.",
 		}, func() float64 { return b2f(s.catalog.snapshot().lastErr != nil) }),
@@ -75,14 +83,14 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lake_ready",
 			Help: "1 once the store has answered a read (what /readyz reports), else 0.",
-		}, func() float64 { return b2f(s.ready.Load()) }),
+		}, func() float64 { return b2f(s.readiness() == nil) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "lake_node_info",
 			Help:        "Always 1; labels identify the node and its backend.",
 			ConstLabels: prometheus.Labels{"node_id": s.nodeID, "backend": s.store.Driver().Name()},
 		}, func() float64 { return 1 }),
 	}
-	cs = append(cs, s.collectors...)
+	cs = append(cs, extra...)
 	for _, c := range cs {
 		// Register, not MustRegister: a registry that already holds lake
 		// metrics (two nodes on one registry) is an error, not a panic.

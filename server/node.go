@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/lakemeta/lake/metastore"
 )
@@ -139,17 +137,4 @@ func DeriveNodeID(hostname, listen string) string {
 		host = host[:64]
 	}
 	return host + "-" + hex.EncodeToString(sum[:4])
-}
-
-// ServeLoopback serves h on a free loopback port, in the background, for
-// in-process nodes (benchmarks, test fleets). It returns the node's base URL
-// and the server, which the caller shuts down.
-func ServeLoopback(h http.Handler) (string, *http.Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	return "http://" + ln.Addr().String(), hs, nil
 }

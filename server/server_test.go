@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // node is a server over a faulty bolt store, behind a real HTTP listener
@@ -52,9 +51,14 @@ func newNode(t testing.TB, opts *Options) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.Close(); store.Close() })
-	return &node{srv: srv, drv: f, store: store, url: ts.URL, token: opts.Token}
+	// ServeLoopback serves the handler behind the node's own listener
+	// (net/http's own error answers rewritten to JSON), without Run.
+	url, hs, err := ServeLoopback(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close(); store.Close() })
+	return &node{srv: srv, drv: f, store: store, url: url, token: opts.Token}
 }
 
 // noRedirects is a client that reports redirects instead of following
@@ -195,7 +199,7 @@ func TestCASReadThenChange(t *testing.T) {
 	ctx := t.Context()
 	n.store.Put(ctx, "tbl/r", []byte("old"))
 	// Read as the handler does, then change the value behind it.
-	cur, err := n.srv.current(ctx, "tbl/r", nodeapi.ETag([]byte("old")))
+	cur, err := n.srv.current(ctx, "tbl/r", condition{present: true, tags: []string{nodeapi.ETag([]byte("old"))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,6 +434,9 @@ func TestStoreErrorStatuses(t *testing.T) {
 		{fmt.Errorf("%w: throttled", metastore.ErrUnavailable), 503, nodeapi.CodeUnavailable},
 		{fmt.Errorf("%w: barrier installed", metastore.ErrWritesPaused), 503, nodeapi.CodeWritesPaused},
 		{fmt.Errorf("%w: out of order", metastore.ErrRefused), 409, nodeapi.CodeRefused},
+		// Its own code, not unavailable, though it matches ErrUnavailable:
+		// the client must learn which command repairs it.
+		{fmt.Errorf("%w: v2 copy differs", metastore.ErrDiverged), 409, nodeapi.CodeDiverged},
 		{fmt.Errorf("%w: layout changed", metastore.ErrCursorExpired), 400, nodeapi.CodeCursorExpired},
 		{context.DeadlineExceeded, 503, nodeapi.CodeUnavailable},
 		{errBoom, 500, nodeapi.CodeInternal},

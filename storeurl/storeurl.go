@@ -24,11 +24,14 @@ package storeurl
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/backend/remotestore"
@@ -97,6 +100,10 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 			return nil, err
 		}
 		return metastore.New(d), nil
+	case "s3":
+		// S3 writes one object at a time: the metastore's atomic
+		// multi-key writes have nothing to stand on.
+		return nil, fmt.Errorf("%w: %s holds only the datastore and its locks (lake data, lake lock); S3 has no atomic multi-object write for the metastore; supported: %s", metastore.ErrInvalidArgument, raw, supported)
 	default:
 		return nil, fmt.Errorf("%w: store URL scheme %q is not supported; supported: %s", metastore.ErrInvalidArgument, scheme, supported)
 	}
@@ -148,6 +155,11 @@ func ParseDynamo(rest string) (DynamoTarget, error) {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return bad("endpoint %q is not an http(s) URL", v[0])
 			}
+			if p := u.Port(); p != "" {
+				if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+					return bad("endpoint %q: port %s is outside 1..65535", v[0], p)
+				}
+			}
 			t.Endpoint = v[0]
 		case "region":
 			if v[0] == "" {
@@ -176,7 +188,7 @@ func dynamoTarget(ctx context.Context, rest string) (dynamostore.API, dynamostor
 	if err != nil {
 		return nil, dynamostore.Options{}, err
 	}
-	var loaders []func(*config.LoadOptions) error
+	loaders := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger)}
 	if t.Region != "" {
 		loaders = append(loaders, config.WithRegion(t.Region))
 	}
@@ -191,6 +203,14 @@ func dynamoTarget(ctx context.Context, rest string) (dynamostore.API, dynamostor
 	// The migrator reads the v1 table's stream on the same endpoint.
 	return c, dynamostore.Options{Table: t.Table, Layout: t.Layout, Streams: dynamostore.StreamsClientOf(c)}, nil
 }
+
+// sdkLogger routes the AWS SDK's own log lines (such as its warning when
+// it falls back to IMDSv1 while looking for credentials) into lake's logger,
+// slog.Default, at debug: an error is reported once, as lake's one
+// "lake: " line, never preceded by the SDK's differently shaped ones.
+var sdkLogger = logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+	slog.Debug("aws sdk: "+fmt.Sprintf(format, v...), "classification", string(c))
+})
 
 // boltPath returns the file path of a bolt URL's remainder. Query strings
 // and fragments are not part of a bolt URL and are refused rather than

@@ -141,12 +141,19 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 				k, v = c.Next()
 			}
 		}
+		used := 0
 		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if len(items) == limit {
+			if err := metastore.ValidateKey(string(k)); err != nil {
+				// No lake write stores such a key: the page holding it is
+				// damaged, and whatever else it holds cannot be trusted.
+				return d.poisonWith("list", fmt.Sprintf("a key lake cannot have written (%.40q)", k))
+			}
+			if len(items) == limit || metastore.PageFull(len(items), used, len(k)+len(v)) {
 				// One more matching key exists: the listing goes on.
 				next = []byte(items[len(items)-1].Key)
 				return nil
 			}
+			used += len(k) + len(v)
 			items = append(items, metastore.Item{Key: string(k), Value: bytes.Clone(v)})
 		}
 		return nil
@@ -192,3 +199,9 @@ func check(b *bolt.Bucket, key string, expect metastore.Expect) error {
 	}
 	return nil
 }
+
+// DB returns the open bbolt database, so that the datastore's driver
+// (datastore/boltfs.New) can keep its own buckets in the same file within
+// the same process: a node serves both from one file. The caller MUST NOT
+// close it; Close does.
+func (d *Driver) DB() *bolt.DB { return d.db }

@@ -140,7 +140,26 @@ func Check(path string, lockTimeout time.Duration) (*Report, error) {
 			return nil
 		}
 		if rep.Found == 0 {
-			rep.Keys = data.Stats().KeyN
+			// bbolt's check cannot know lake's key rules: a key no lake
+			// write stores means a damaged page that bbolt still parses.
+			bad := 0
+			err := data.ForEach(func(k, _ []byte) error {
+				if metastore.ValidateKey(string(k)) != nil {
+					if bad++; bad == 1 {
+						rep.add(fmt.Sprintf("a key lake cannot have written (%.40q) in lake's data bucket", k))
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if bad > 1 {
+				rep.add(fmt.Sprintf("%d more such keys", bad-1))
+			}
+			if rep.Found == 0 {
+				rep.Keys = data.Stats().KeyN
+			}
 		}
 		return nil
 	})

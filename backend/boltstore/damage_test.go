@@ -350,3 +350,36 @@ func TestOneTornMetaPageIsRecovered(t *testing.T) {
 		})
 	}
 }
+
+// TestPageTreeCycleRefusedAtOpen: one page id in a branch element changed
+// to the branch's own id (a single flipped byte can do it) would send
+// bbolt's recursive search into an endless descent, a stack overflow that
+// no recover catches. Open finds the cycle first and refuses the file.
+func TestPageTreeCycleRefusedAtOpen(t *testing.T) {
+	for _, readOnly := range []bool{true, false} {
+		path := bigStore(t)
+		branch := pagesOf(t, path, "branch")[0]
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first element's page id: header (16) + pos (4) + ksize (4).
+		id := binary.NativeEndian.AppendUint64(nil, uint64(branch))
+		if _, err := f.WriteAt(id, int64(branch)*4096+16+8); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		before := fileSum(t, path)
+		_, err = boltstore.Open(path, &boltstore.Options{ReadOnly: readOnly})
+		if !errors.Is(err, boltstore.ErrDamaged) || !strings.Contains(err.Error(), "cycle") {
+			t.Fatalf("open (read-only %v) of a file with a page-tree cycle: %v", readOnly, err)
+		}
+		if fileSum(t, path) != before {
+			t.Fatal("the file was changed")
+		}
+		rep, err := boltstore.Check(path, 0)
+		if err != nil || rep.Sound() {
+			t.Fatalf("check: %+v, %v", rep, err)
+		}
+	}
+}

@@ -92,6 +92,12 @@ func (d *Driver) Poisoned() error {
 	return nil
 }
 
+// Health implements metastore.Health: the poisoning error, once a fault
+// was met.
+func (d *Driver) Health() error { return d.Poisoned() }
+
+var _ metastore.Health = (*Driver)(nil)
+
 // closeWithin closes db unless that takes longer than wait: after a fault
 // bbolt may still hold the locks Close takes. The file lock then lasts until
 // the process exits, which is what a poisoned store is about to do.

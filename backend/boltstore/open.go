@@ -77,6 +77,9 @@ func Open(path string, opts *Options) (*Driver, error) {
 		return nil, fmt.Errorf("%w: %s is empty (0 bytes); run `lake --store bolt://%s init` to make it a new store", ErrNotStore, path, path)
 	case err == nil && st.Size() > 0:
 		shape, err := readShape(path)
+		if err == nil {
+			err = checkTrees(path, shape)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v; the file was not changed (see `lake check --store bolt://%s`)", ErrDamaged, path, err, path)
 		}
@@ -145,4 +148,14 @@ func (d *Driver) ensureBuckets(opts *Options, created bool) error {
 			return nil
 		})
 	})
+}
+
+// checkTrees runs checkAcyclic on the file at path.
+func checkTrees(path string, shape fileShape) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return checkAcyclic(f, shape)
 }

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/sweep"
 )
 
 // BackfillPageResult is what one backfill page did.
@@ -24,38 +26,28 @@ type BackfillPageResult struct {
 	Next string
 }
 
-// backfillWorkers bounds the items of a page converged at once.
+// backfillWorkers bounds the transactions of one page in flight at once.
 const backfillWorkers = 8
 
-// BackfillPage scans one page of at most limit v1 items (strongly
-// consistent) after position from, and makes v2 converge to v1 for each of
-// them: created if absent, validated if equal, repaired (v2 := v1, in a
-// transaction that checks both current values exactly) if different, and a
-// v2 copy of a key v1 no longer has is removed. It returns only when every
-// item of the page converged; replaying a page is idempotent.
-func (p Primitives) BackfillPage(ctx context.Context, from string, limit int) (BackfillPageResult, error) {
-	d := p.d
-	in := &dynamodb.ScanInput{
-		TableName: aws.String(d.v1), Limit: aws.Int32(int32(limit)), ConsistentRead: aws.Bool(true),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}
-	if from != "" {
-		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: from}}
-	}
-	var out *dynamodb.ScanOutput
-	err := d.retry(ctx, func(int) error {
-		var err error
-		out, err = d.api.Scan(ctx, in)
-		return err
-	})
-	if err != nil {
-		return BackfillPageResult{}, d.classify(err, d.v1)
-	}
-	d.meter.request("Scan", out.ScannedCount, out.Count, ccOf(out.ConsumedCapacity)...)
-	var res BackfillPageResult
+// BackfillHandler returns the handler of the backfill's sweep over v1
+// (package sweep): for each page it makes v2 converge to v1, key by key:
+// created if absent, validated if equal, repaired (v2 := v1, in a
+// transaction that checks both current values exactly) if different. Every
+// create is conditioned on v1 still holding the scanned value and v2 having
+// no copy; nothing writes v2 unconditionally. It returns only when every
+// item of the page converged, so that the sweep saves the page's cursor
+// after it; replaying a page is idempotent. It reports the write units it
+// causes through Page.Spend, and counts "scanned", "created", "validated"
+// and "repaired". In a dry run it writes nothing: it reads the v2 copies and
+// counts what it would do ("would-create", "would-repair", "validated").
+func (p Primitives) BackfillHandler() sweep.Handler {
+	return p.d.backfillPage
+}
+
+func (d *Driver) backfillPage(ctx context.Context, pg *sweep.Page) error {
 	var user []metastore.Item
 	families := map[string]bool{}
-	for _, it := range out.Items {
+	for _, it := range pg.Items {
 		pk, _ := it[attrPK].(*types.AttributeValueMemberS)
 		if pk == nil || metastore.IsControlKey(pk.Value) {
 			continue
@@ -63,28 +55,24 @@ func (p Primitives) BackfillPage(ctx context.Context, from string, limit int) (B
 		user = append(user, metastore.Item{Key: pk.Value, Value: valueOf(it)})
 		families[metastore.Family(pk.Value)] = true
 	}
+	pg.Count("scanned", int64(len(user)))
+	if pg.DryRun {
+		return d.backfillDryRun(ctx, pg, user)
+	}
 	for _, f := range slices.Sorted(maps.Keys(families)) {
 		if err := d.registerFamilyNow(ctx, f); err != nil {
-			return res, err
+			return err
 		}
 	}
-	res.Scanned = int64(len(user))
 	var mu sync.Mutex
 	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		firstErr = cmp.Or(firstErr, err)
+		mu.Unlock()
+	}
 	sem := make(chan struct{}, backfillWorkers)
 	var wg sync.WaitGroup
-	count := func(o outcome, n int64) {
-		switch o {
-		case outcomeCreated:
-			res.Created += n
-		case outcomeValidated:
-			res.Validated += n
-		case outcomeRepaired:
-			res.Repaired += n
-		case outcomeRemoved:
-			res.Removed += n
-		}
-	}
 	for _, batch := range createBatches(user) {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -92,45 +80,84 @@ func (p Primitives) BackfillPage(ctx context.Context, from string, limit int) (B
 			// The common case, v2 has none of the batch's keys, is one
 			// transaction for the whole batch; any failed condition sends
 			// every key of it through its own convergence.
-			err := d.createAll(ctx, batch)
+			estimate := createUnits(batch)
+			if err := pg.Spend(ctx, estimate); err != nil {
+				fail(err)
+				return
+			}
+			used, err := d.createAll(ctx, batch)
+			if used > 0 {
+				if err := pg.Spend(ctx, used-estimate); err != nil {
+					fail(err)
+					return
+				}
+			}
 			if err == nil {
-				mu.Lock()
-				count(outcomeCreated, int64(len(batch)))
-				mu.Unlock()
+				pg.Count("created", int64(len(batch)))
 				return
 			}
 			if !errors.Is(err, metastore.ErrConflict) && !errors.Is(err, ErrDiverged) {
-				mu.Lock()
-				firstErr = cmp.Or(firstErr, err)
-				mu.Unlock()
+				fail(err)
 				return
 			}
 			for _, it := range batch {
-				outcome, err := d.converge(ctx, it.Key, it.Value)
-				mu.Lock()
-				if err != nil {
-					firstErr = cmp.Or(firstErr, err)
-				} else {
-					count(outcome, 1)
+				if err := pg.Spend(ctx, createUnits([]metastore.Item{it})); err != nil {
+					fail(err)
+					return
 				}
-				mu.Unlock()
+				o, err := d.converge(ctx, it.Key, it.Value)
+				if err != nil {
+					fail(err)
+					return
+				}
+				pg.Count(o.String(), 1)
 			}
 		})
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return BackfillPageResult{}, firstErr
+	return firstErr
+}
+
+// backfillDryRun counts what backfillPage would do with user, from the v2
+// copies as they are now.
+func (d *Driver) backfillDryRun(ctx context.Context, pg *sweep.Page, user []metastore.Item) error {
+	keys := make([]string, len(user))
+	for i, it := range user {
+		keys[i] = it.Key
 	}
-	if lek, ok := out.LastEvaluatedKey[attrPK].(*types.AttributeValueMemberS); ok {
-		res.Next = lek.Value
+	copies, err := d.batchGet(ctx, tV2, keys)
+	if err != nil {
+		return err
 	}
-	return res, nil
+	for _, it := range user {
+		c, ok := copies[it.Key]
+		switch {
+		case !ok:
+			pg.Count("would-create", 1)
+		case bytes.Equal(valueOf(c), it.Value):
+			pg.Count("validated", 1)
+		default:
+			pg.Count("would-repair", 1)
+		}
+	}
+	return nil
+}
+
+// createUnits estimates the write units of createAll(items): a transaction
+// costs two units per KB of each item, the v1 check as much as the v2 put.
+func createUnits(items []metastore.Item) float64 {
+	units := 0.0
+	for _, it := range items {
+		kb := (2*len(it.Key) + len(it.Value) + 64 + 1023) / 1024
+		units += 4 * float64(kb)
+	}
+	return units
 }
 
 // Batch bounds: DynamoDB allows 100 items and 4 MB per transaction, and
 // each key takes two items (the v1 check and the v2 put).
 const (
-	maxBatchKeys  = 25
+	maxBatchKeys  = 50
 	maxBatchBytes = 2 << 20
 )
 
@@ -155,15 +182,16 @@ func createBatches(items []metastore.Item) [][]metastore.Item {
 }
 
 // createAll creates v2 copies of items in one transaction, each
-// conditioned on v1 still holding the scanned value and v2 having none.
-func (d *Driver) createAll(ctx context.Context, items []metastore.Item) error {
+// conditioned on v1 still holding the scanned value and v2 having none. It
+// returns the write units DynamoDB reported.
+func (d *Driver) createAll(ctx context.Context, items []metastore.Item) (float64, error) {
 	tx := make([]txItem, 0, 2*len(items))
 	for _, it := range items {
 		tx = append(tx,
 			txItem{t: tV1, key: it.Key, kind: kCheck, role: roleTarget, cond: condEquals(it.Value)},
 			txItem{t: tV2, key: it.Key, kind: kPut, value: it.Value, cond: condAbsent(), role: roleCopy})
 	}
-	return d.transact(ctx, tx)
+	return d.transactUnits(ctx, tx)
 }
 
 type outcome int
@@ -174,6 +202,19 @@ const (
 	outcomeRepaired
 	outcomeRemoved
 )
+
+// String names the outcome as the backfill counts it.
+func (o outcome) String() string {
+	switch o {
+	case outcomeCreated:
+		return "created"
+	case outcomeRepaired:
+		return "repaired"
+	case outcomeRemoved:
+		return "removed"
+	}
+	return "validated"
+}
 
 // maxConverge bounds the rounds of one key's convergence under concurrent
 // writes.

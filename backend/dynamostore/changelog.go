@@ -110,11 +110,16 @@ func (p Primitives) CompareKey(ctx context.Context, key string) (Difference, boo
 	return d.confirm(ctx, key)
 }
 
-// enableTTL turns on DynamoDB's TTL for the change log's attribute;
-// idempotent.
-func (d *Driver) enableTTL(ctx context.Context) error {
+// enableTTL turns on DynamoDB's TTL on the v2 table for the change log's
+// attribute; idempotent.
+func (d *Driver) enableTTL(ctx context.Context) error { return d.enableTTLOn(ctx, d.v2) }
+
+// enableTTLOn turns on DynamoDB's TTL on table for the attribute "expires"
+// (the change log's, and the backstop of writes made with
+// metastore.WithExpiry, such as lock records); idempotent.
+func (d *Driver) enableTTLOn(ctx context.Context, table string) error {
 	_, err := d.api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(d.v2),
+		TableName: aws.String(table),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
 			AttributeName: aws.String(attrExpires), Enabled: aws.Bool(true),
 		},
@@ -124,7 +129,7 @@ func (d *Driver) enableTTL(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return d.classify(err, d.v2)
+		return d.classify(err, table)
 	}
 	return nil
 }

@@ -138,12 +138,26 @@ func Create(ctx context.Context, api API, opts Options) error {
 	}
 	d := newDriver(api, opts)
 	if opts.Layout != LayoutV2 {
-		return d.createTable(ctx, d.v1, []types.KeySchemaElement{{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash}})
+		if err := d.createTable(ctx, d.v1, []types.KeySchemaElement{{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash}}); err != nil {
+			return err
+		}
+		// TTL on "expires": the backstop of writes made with
+		// metastore.WithExpiry (lock records). A legacy table may already
+		// have a TTL on an attribute of its own (DynamoDB allows one): the
+		// backstop then stays off, which costs nothing but space.
+		err := d.enableTTLOn(ctx, d.v1)
+		if errors.Is(err, metastore.ErrInvalidArgument) {
+			return nil // DynamoDB refused it (a ValidationException)
+		}
+		return err
 	}
 	err := d.createTable(ctx, d.v2, []types.KeySchemaElement{
 		{AttributeName: aws.String(attrBucket), KeyType: types.KeyTypeHash},
 		{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeRange},
 	})
+	if err == nil {
+		err = d.enableTTLOn(ctx, d.v2)
+	}
 	if err != nil {
 		return err
 	}

@@ -33,17 +33,30 @@
 //
 // # Writes
 //
-// Every write, conditional or not, is one TransactWriteItems with a
+// Where a mutation changes one item and checks nothing else (a Put or CAS in
+// state v1, in v2-only, or on a standalone v2 table), it is one conditional
+// PutItem (single.go): one request, one write unit per KB. The item carries
+// the token of the write that wrote it (attribute "w") and the request asks
+// for the old item on a failed condition, which decides every retry: a
+// failed condition on a first attempt (or after refusals that surely
+// applied nothing) is a conflict; after an ambiguous attempt (a lost
+// response), an old item carrying this write's token means the earlier
+// attempt applied (success), and one without it means the outcome is
+// unknown (ErrUnavailable), never a conflict, since the earlier attempt may
+// have applied and been overwritten since. A retried Put is conditioned on
+// the item carrying its own token, so it can only confirm its own write and
+// never applies twice over a later writer's value.
+//
+// Every other write (Delete, GuardedMutate, every write in dual, backfill
+// and v2-authoritative, the migrator's) is one TransactWriteItems with a
 // ClientRequestToken that is fixed for the logical operation and reused by
 // each retry. DynamoDB applies a token at most once (for ten minutes), so a
-// retry after a lost response returns the first attempt's success instead of
-// failing its own condition: a write is applied exactly once and a store
-// never reports its own retried write as a conflict. Every item carries the
-// token of the write that wrote it (attribute "w"); should a retry still see
-// a failed condition, the old item DynamoDB returns with the cancellation
-// tells "my earlier attempt applied" from "someone else won". Transactions
-// cost two write units per item where a plain PutItem costs one: that is the
-// price of exactly-once.
+// retry after a lost response returns the first attempt's success instead
+// of failing its own condition; should a retry still see a failed
+// condition, the old item DynamoDB returns with the cancellation tells "my
+// earlier attempt applied" from "someone else won". A retried DeleteItem
+// would leave nothing to read back, which is why a delete stays a
+// transaction. Transactions cost two write units per item.
 //
 // # Migration routing
 //

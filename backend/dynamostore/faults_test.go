@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -96,7 +97,11 @@ func TestReadBackWhenTokenForgotten(t *testing.T) {
 
 // TestTransientFaults: with every kind of fault injected at random into 30%
 // of all requests, concurrent CAS increments end at exactly the number that
-// reported success, and no error but a genuine conflict reaches the caller.
+// reported success plus some of those whose outcome was reported unknown,
+// and no error but a genuine conflict or an unknown outcome reaches the
+// caller. A CAS is a PutItem (no idempotency token): one whose response was
+// lost and whose item another incrementer overwrote before the retry may
+// have applied, and says so (ErrUnavailable).
 func TestTransientFaults(t *testing.T) {
 	for _, layout := range []dynamostore.Layout{dynamostore.LayoutV1, dynamostore.LayoutV2} {
 		t.Run(string(layout), func(t *testing.T) {
@@ -116,21 +121,23 @@ func TestTransientFaults(t *testing.T) {
 				}
 				return faultapi.None
 			})
-			wins, err := storetest.Increments(ctx, s, "tbl/c", 4, 40)
+			wins, unknown, err := storetest.IncrementsUnderFaults(ctx, s, "tbl/c", 4, 40)
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			api.SetPlan(nil)
 			got, err := s.Get(ctx, "tbl/c")
-			if err != nil || string(got) != fmt.Sprint(wins) {
-				t.Fatalf("counter = %q (%v), successful CAS = %d", got, err, wins)
+			n, _ := strconv.Atoi(string(got))
+			if err != nil || int64(n) < wins || int64(n) > wins+unknown {
+				t.Fatalf("counter = %q (%v), successful CAS = %d, unknown outcomes = %d", got, err, wins, unknown)
 			}
-			for _, k := range kinds {
+			// TxConflict turns into a 500 on a PutItem: Put and CAS are one.
+			for _, k := range kinds[:4] {
 				if api.Injected()[k] == 0 {
 					t.Errorf("no %v fault was injected", k)
 				}
 			}
-			t.Logf("injected %v; %d increments", api.Injected(), wins)
+			t.Logf("injected %v; %d increments, %d unknown outcomes, %d of them applied", api.Injected(), wins, unknown, int64(n)-wins)
 		})
 	}
 }

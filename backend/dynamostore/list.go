@@ -115,7 +115,25 @@ func (d *Driver) listV1(ctx context.Context, prefix string, limit int, resume bo
 	if lek, ok := out.LastEvaluatedKey[attrPK].(*types.AttributeValueMemberS); ok {
 		next = []byte(lek.Value)
 	}
+	if n := fitPage(items, 0, 0); n < len(items) {
+		// The page ends at the byte budget: the scan resumes after the
+		// last item kept (a scan position may be any key of the table).
+		items, next = items[:n], []byte(items[n-1].Key)
+	}
 	return items, next, nil
+}
+
+// fitPage returns how many of items fit a page that already holds n items
+// of used bytes (metastore.PageFull): all of them, or fewer at the budget.
+func fitPage(items []metastore.Item, n, used int) int {
+	for i, it := range items {
+		b := metastore.ItemBytes(it.Key, it.Value)
+		if metastore.PageFull(n+i, used, b) {
+			return i
+		}
+		used += b
+	}
+	return len(items)
 }
 
 type v2pos struct {
@@ -169,17 +187,31 @@ func (d *Driver) listV2(ctx context.Context, prefix string, limit int, resume bo
 	// a family registered mid-listing shifts nothing.
 	fi, _ := slices.BinarySearch(families, at.family)
 	var items []metastore.Item
+	used := 0
 	for fi < len(families) {
 		if fam := families[fi]; fam != at.family {
 			at = v2pos{family: fam}
 		}
 		remaining := limit - len(items)
-		if remaining == 0 {
+		if remaining == 0 || len(items) > 0 && used >= metastore.MaxPageBytes {
 			return items, at.encode(), nil
 		}
 		page, lek, err := d.queryShard(ctx, prefix, at, remaining)
 		if err != nil {
 			return nil, nil, err
+		}
+		if n := fitPage(page, len(items), used); n < len(page) {
+			// The page ends at the byte budget: the next one resumes in
+			// this shard, after the last item kept (or where this query
+			// began, if none of its items fit).
+			items = append(items, page[:n]...)
+			if n > 0 {
+				at.last = page[n-1].Key
+			}
+			return items, at.encode(), nil
+		}
+		for _, it := range page {
+			used += metastore.ItemBytes(it.Key, it.Value)
 		}
 		items = append(items, page...)
 		switch {

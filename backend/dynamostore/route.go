@@ -144,7 +144,15 @@ func (d *Driver) mutate(ctx context.Context, m mutation) error {
 			}
 			expect = &e
 		}
-		err = d.transact(ctx, d.plan(md, snap.m, m, expect))
+		if single(md, m) {
+			t := tV1
+			if md == modeV2 {
+				t = tV2
+			}
+			err = d.putItem(ctx, t, m)
+		} else {
+			err = d.transact(ctx, d.plan(md, snap.m, m, expect))
+		}
 		switch {
 		case errors.Is(err, errBarrier) && attempt < 3:
 			force = true

@@ -72,10 +72,14 @@ type Migration struct {
 
 // BackfillProgress is the durable state of the backfill.
 type BackfillProgress struct {
-	// Cursor is the v1 scan position after the last converged page; empty
-	// with Done false means "not started".
-	Cursor    string    `json:"cursor,omitempty"`
-	Done      bool      `json:"done,omitempty"`
+	// Cursor is the v1 scan position of a backfill begun by a binary that
+	// backfilled in one segment; the sweep keeps its cursors in v2
+	// (Primitives.BackfillCheckpoints) and leaves it empty.
+	Cursor string `json:"cursor,omitempty"`
+	Done   bool   `json:"done,omitempty"`
+	// Segments is the number of parallel scan segments the backfill ran
+	// with (its cursors are in v2, see Primitives.BackfillCheckpoints).
+	Segments  int       `json:"segments,omitempty"`
 	Scanned   int64     `json:"scanned"`
 	Created   int64     `json:"created"`
 	Validated int64     `json:"validated"`

@@ -125,14 +125,9 @@ func condCopy(e metastore.Expect, staleBefore time.Time) *expression.ConditionBu
 // ErrDiverged is returned in dual mode when the v2 copy of a key differs
 // from what v1, the authority, holds: the mutation fails closed, changing
 // neither. `lake dynamo-migrate repair` (or `backfill --again`) converges v2
-// to v1; retry after it. It matches metastore.ErrUnavailable too (the write
-// may succeed once repaired), so generic callers treat it as retryable.
-var ErrDiverged error = divergedError{}
-
-type divergedError struct{}
-
-func (divergedError) Error() string        { return "lake: diverged" }
-func (divergedError) Is(target error) bool { return target == metastore.ErrUnavailable }
+// to v1; retry after it. It is metastore.ErrDiverged, so that it crosses a
+// node with its meaning (and matches metastore.ErrUnavailable too).
+var ErrDiverged = metastore.ErrDiverged
 
 // errBarrier: a dual mutation found the write barrier held.
 var errBarrier = errors.New("lake: write barrier held")
@@ -146,24 +141,44 @@ var ErrStateMoved = fmt.Errorf("%w: the migration state changed concurrently", m
 // with the old items DynamoDB returns on a cancellation (see the package
 // doc). Items of role roleTarget that put a value carry the token in "w".
 func (d *Driver) transact(ctx context.Context, items []txItem) error {
+	_, err := d.transactUnits(ctx, items)
+	return err
+}
+
+// transactUnits is transact that also returns the write units DynamoDB
+// reported for the attempt that succeeded (0 when it did not say).
+func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, error) {
 	token := newToken()
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	in := &dynamodb.TransactWriteItemsInput{
 		ClientRequestToken:     aws.String(token),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
+	hint, hinted := metastore.ExpiryFrom(ctx)
 	for _, it := range items {
+		if hinted && it.kind == kPut && it.expires == 0 && (it.role == roleTarget || it.role == roleCopy || it.role == roleMirror) {
+			// The caller's TTL backstop (metastore.WithExpiry) on every
+			// copy of the key it writes; never on lake's control records.
+			it.expires = ttlOf(hint)
+		}
 		twi, err := d.transactItem(it, token, now)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		in.TransactItems = append(in.TransactItems, twi)
 	}
 	ambiguous := false
+	units := 0.0
 	err := d.retry(ctx, func(int) error {
 		out, err := d.api.TransactWriteItems(ctx, in)
 		if err == nil {
 			d.meter.request("TransactWriteItems", 0, 0, out.ConsumedCapacity...)
+			for _, c := range out.ConsumedCapacity {
+				units += aws.ToFloat64(c.WriteCapacityUnits)
+				if c.WriteCapacityUnits == nil {
+					units += aws.ToFloat64(c.CapacityUnits)
+				}
+			}
 			return nil
 		}
 		d.meter.request("TransactWriteItems", 0, 0)
@@ -173,16 +188,16 @@ func (d *Driver) transact(ctx context.Context, items []txItem) error {
 		return err
 	})
 	if err == nil {
-		return nil
+		return units, nil
 	}
 	if ambiguous {
 		if applied, known := ownWriteApplied(err, items, token); !known {
-			return fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response: %v", metastore.ErrUnavailable, items[len(items)-1].key, err)
+			return 0, fmt.Errorf("%w: the outcome of a write to %q is unknown after a lost response: %v", metastore.ErrUnavailable, items[len(items)-1].key, err)
 		} else if applied {
-			return nil
+			return 0, nil
 		}
 	}
-	return d.classifyTx(err, items)
+	return 0, d.classifyTx(err, items)
 }
 
 // classifyTx translates a failed transaction by the role of the item whose
@@ -317,3 +332,8 @@ func itemSize(item map[string]types.AttributeValue) int {
 	}
 	return n
 }
+
+// ttlOf is the TTL attribute's value for an expiry hint: unix seconds, at
+// least 1 (DynamoDB ignores 0 and negative values; a hint in the past means
+// "deletable now").
+func ttlOf(at time.Time) int64 { return max(1, at.Unix()) }

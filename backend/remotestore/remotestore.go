@@ -5,7 +5,7 @@
 //
 // # Errors
 //
-// The node answers errors as JSON with a code (package server/nodeapi);
+// The node answers errors as JSON with a code (package nodeapi);
 // the driver maps each code back to its metastore sentinel, so errors.Is
 // works on the client as on the node, and a conflict is a
 // *metastore.ConflictError that names its key. A request that fails in
@@ -32,9 +32,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // Name is the backend name carried by this driver's cursors.
@@ -96,6 +97,11 @@ func New(base string, opts *Options) (*Driver, error) {
 		return bad("a node URL takes no query parameters")
 	case u.Fragment != "":
 		return bad("a node URL takes no fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad("port " + p + " is outside 1..65535")
+		}
 	}
 	for i := 0; i < len(opts.Token); i++ {
 		if c := opts.Token[i]; c <= ' ' || c >= 0x7f {
@@ -241,11 +247,11 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, d.errorOf(resp)
 	}
+	// Decoded as it arrives, within a bound: the node's page is at most
+	// limit items and metastore.MaxPageBytes (or one item) of keys and
+	// values, so a larger body is not a node's answer.
 	var page nodeapi.ListResponse
-	body, err := readLimited(resp.Body, listBodyLimit(limit))
-	if err == nil {
-		err = json.Unmarshal(body, &page)
-	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, listBodyLimit(limit))).Decode(&page)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: reading a list page from %s: %v", metastore.ErrUnavailable, d.base, err)
 	}
@@ -276,10 +282,11 @@ func (d *Driver) Close() error {
 func kvPath(key string) string { return nodeapi.KVPrefix + nodeapi.EscapeKey(key) }
 
 // listBodyLimit bounds a list page's body: limit items of a maximal key
-// (every byte JSON-escaped) and a maximal value in base64, plus the cursor.
+// with every byte JSON-escaped, the page's byte budget plus one maximal
+// value in base64, and the cursor.
 func listBodyLimit(limit int) int64 {
-	perItem := int64(6*metastore.MaxKeyBytes + 4*(metastore.MaxValueBytes+2)/3 + 64)
-	return int64(limit)*perItem + 64<<10
+	values := int64(4 * (metastore.MaxPageBytes + metastore.MaxValueBytes + 2) / 3)
+	return int64(limit)*int64(6*metastore.MaxKeyBytes+64) + values + 64<<10
 }
 
 // write sends a mutation and expects 204 No Content.
@@ -325,6 +332,9 @@ func (d *Driver) do(ctx context.Context, method, path string, body []byte, h htt
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w: %s %s: %w (is a node running there? start one with `lake serve`)", metastore.ErrUnavailable, method, d.base+path, err)
 		}
 		return nil, fmt.Errorf("%w: %s %s: %w", metastore.ErrUnavailable, method, d.base+path, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/spf13/cobra"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,9 +260,28 @@ func TestFileHeldByAnotherProcess(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, c := range []string{"", "init", "check", "get", "put", "cas", "rm", "ls", "serve", "bench", "bench prefix-read", "bench migration",
-		"bench node", "bench linearizability", "dynamo-migrate", "dynamo-migrate status", "dynamo-migrate dual", "dynamo-migrate backfill",
-		"dynamo-migrate verify", "dynamo-migrate finalize", "dynamo-migrate abort-finalize", "dynamo-migrate rollback", "dynamo-migrate retire-v1"} {
+	// Every command of the tree, so that a new one cannot ship without
+	// help: walked from the root, not listed by hand.
+	var paths []string
+	var walk func(prefix string, c *cobra.Command)
+	walk = func(prefix string, c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			path := strings.TrimSpace(prefix + " " + sub.Name())
+			if sub.Short == "" {
+				t.Errorf("lake %s has no short description", path)
+			}
+			paths = append(paths, path)
+			walk(path, sub)
+		}
+	}
+	walk("", newRootCommand())
+	if len(paths) < 40 {
+		t.Fatalf("only %d commands found: %v", len(paths), paths)
+	}
+	for _, c := range append([]string{""}, paths...) {
 		args := append(strings.Fields(c), "--help")
 		r := ok(t, run(t, t.TempDir(), "", args...))
 		if !strings.Contains(r.stdout, "Usage:") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -20,11 +21,12 @@ import (
 func newBenchCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure what the layouts cost (prints figures, changes no user data)",
-		Args:  exactArgs(0),
+		Short: "Measure what the layouts and the node cost (prints figures)",
+		Args:  subcommandsOnly,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchNodeCommand(g), newBenchLinearizabilityCommand(g))
+	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchCompareCommand(g), newBenchNodeCommand(g), newBenchNodeMemoryCommand(),
+		newBenchLinearizabilityCommand(g), newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g), newBenchSyncLoopCommand(g))
 	return cmd
 }
 
@@ -167,10 +169,11 @@ end unless --keep.`,
 }
 
 type benchNodeOptions struct {
-	ops        int
-	clients    string
-	keys       int
-	writeRatio float64
+	ops           int
+	clients       string
+	keys          int
+	writeRatio    float64
+	allowUserKeys bool
 }
 
 func newBenchNodeCommand(g *globalOptions) *cobra.Command {
@@ -178,12 +181,17 @@ func newBenchNodeCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Measure requests per second and latency through a node against the store itself",
-		Long: `Create (if needed) the store named by --store, write --keys keys tbl/benchNNNNN
-into it, start a node serving it on a loopback port, and run the same
+		Long: `Create (if needed) the store named by --store, create --keys keys tbl/benchNNNNN
+in it, start a node serving it on a loopback port, and run the same
 operations (a strongly consistent Get, then with probability --write-ratio a CAS
 of the value it read) straight on the store and through the node, at each
 concurrency of --clients. Prints ops/s, p50 and p99 latency per operation, and
-the node's throughput as a fraction of the direct path's.`,
+the node's throughput as a fraction of the direct path's. The benchmark's keys
+are deleted at the end.
+
+A store that already holds user keys is refused (exit 6) unless
+--allow-user-keys: point --store at a scratch store (bolt://./bench.db). Even
+then no existing key is overwritten: an existing tbl/benchNNNNN is refused.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var clients []int
@@ -202,6 +210,15 @@ the node's throughput as a fraction of the direct path's.`,
 				return err
 			}
 			defer s.Close()
+			if !o.allowUserKeys {
+				has, err := bench.StoreHasUserKeys(cmd.Context(), s)
+				if err != nil {
+					return err
+				}
+				if has {
+					return fmt.Errorf("%w: the store %s holds user keys; bench node writes keys of its own: use a scratch store (--store bolt://./bench.db), or --allow-user-keys", metastore.ErrRefused, g.store)
+				}
+			}
 			rows, err := bench.RunNode(cmd.Context(), s.Driver().Name(), s, bench.NodeConfig{Ops: o.ops, Clients: clients, Keys: o.keys, WriteRatio: o.writeRatio})
 			if err != nil {
 				return err
@@ -213,5 +230,66 @@ the node's throughput as a fraction of the direct path's.`,
 	cmd.Flags().StringVar(&o.clients, "clients", "1,32", "comma-separated concurrency levels")
 	cmd.Flags().IntVar(&o.keys, "keys", 100, "keys the operations touch")
 	cmd.Flags().Float64Var(&o.writeRatio, "write-ratio", 0.2, "fraction of operations that also CAS")
+	cmd.Flags().BoolVar(&o.allowUserKeys, "allow-user-keys", false, "run on a store that holds user keys (its keys are never overwritten)")
+	return cmd
+}
+
+type benchNodeMemoryOptions struct {
+	values, valueSize, clients, rounds, limit int
+	keep                                      bool
+	nodeBinary                                string
+}
+
+func newBenchNodeMemoryCommand() *cobra.Command {
+	var o benchNodeMemoryOptions
+	cmd := &cobra.Command{
+		Use:   "node-memory",
+		Short: "Measure a node's peak memory while clients list large values at once",
+		Long: `Write --values values of --value-size bytes under tbl/ into a scratch bolt file
+(in a temporary directory; --store is not used), start a node on it (this
+binary's lake serve, as a child process, with its default catalog of tbl/),
+wait until it is ready and idle, then let --clients clients list tbl/ at once,
+--rounds times each, in pages of at most --limit items, fetching /v1/catalog
+once a round. Prints the node's resident memory (VmRSS) when idle, its peak
+while the clients listed (VmHWM, reset after idle, and VmRSS sampled every
+5 ms), and the peak above idle. Linux only (it reads /proc).`,
+		Example: `  lake bench node-memory
+  lake bench node-memory --values 300 --value-size 358400 --clients 4`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin := o.nodeBinary
+			if bin == "" {
+				var err error
+				if bin, err = os.Executable(); err != nil {
+					return fmt.Errorf("lake: finding this binary to run the node: %w", err)
+				}
+			}
+			dir, err := os.MkdirTemp("", "lake-node-memory")
+			if err != nil {
+				return fmt.Errorf("lake: scratch directory: %w", err)
+			}
+			if o.keep {
+				fmt.Fprintf(cmd.ErrOrStderr(), "keeping %s\n", dir)
+			} else {
+				defer os.RemoveAll(dir)
+			}
+			res, err := bench.RunNodeMemory(cmd.Context(), bench.NodeMemoryConfig{
+				Binary: bin, Dir: dir, Values: o.values, ValueSize: o.valueSize,
+				Clients: o.clients, Rounds: o.rounds, Limit: o.limit, Progress: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			return bench.PrintNodeMemory(cmd.OutOrStdout(), res)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.values, "values", 300, "values under tbl/")
+	f.IntVar(&o.valueSize, "value-size", metastore.MaxValueBytes, "bytes per value (at most 358400)")
+	f.IntVar(&o.clients, "clients", 4, "clients listing at once")
+	f.IntVar(&o.rounds, "rounds", 3, "full listings per client")
+	f.IntVar(&o.limit, "limit", 1000, "page limit of each list request")
+	f.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	f.StringVar(&o.nodeBinary, "node-binary", "", "run this lake binary as the node (default: this one), to compare builds")
 	return cmd
 }

@@ -11,13 +11,17 @@ func newInitCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
 		Short: "Create what the store URL names (idempotent)",
-		Long: `Create what the store URL names if it does not exist yet: the bolt file and its
-buckets. Running it again on an existing store changes nothing.
+		Long: `Create what the store URL names if it does not exist yet; running it again on an
+existing store changes nothing.
 
-init is also the one command that makes an existing file a bolt store: a
-zero-byte file, or another program's bbolt file (lake's two buckets are added
-beside what is there). Every other command refuses such a file. A damaged file
-is refused unchanged; see lake check.`,
+  bolt://PATH       the bbolt file and its buckets
+  dynamodb://TABLE  the v1 table TABLE (layouts auto and v1; a migration creates
+                    TABLE_prefix_v2 when it enters dual), or with ?layout=v2 the v2
+                    table with its frozen layout parameters; PAY_PER_REQUEST, waiting
+                    until ACTIVE
+  http://HOST:PORT  (or https://) a node: nothing to create, the node serves a
+                    store that exists (lake serve creates its own bolt file); init
+                    only checks the URL`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := storeurl.Open(cmd.Context(), g.store, &storeurl.Options{Create: true, Init: true})

@@ -22,6 +22,8 @@ type migrateOptions struct {
 	deleteTable  bool
 	again        bool
 	settle       time.Duration
+	maxWCU       float64
+	dryRun       bool
 }
 
 // newMigrator opens the store of --store (a dynamodb:// URL with layout
@@ -35,7 +37,8 @@ func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*mig
 		return nil, nil, err
 	}
 	d := s.Driver().(*dynamostore.Driver)
-	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Settle: &o.settle, Retention: &o.retention, Progress: cmd.ErrOrStderr()})
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Settle: &o.settle, Retention: &o.retention, Progress: cmd.ErrOrStderr(),
+		MaxWCU: o.maxWCU, DryRun: o.dryRun})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -85,7 +88,7 @@ The reference is docs/migration.md.`,
 		},
 	}
 	cmd.PersistentFlags().IntVar(&o.pageSize, "page-size", 100, "items per backfill or verify page (1 to 10000)")
-	cmd.PersistentFlags().IntVar(&o.segments, "segments", 8, "parallel scan segments of a verification (online and under the barrier)")
+	cmd.PersistentFlags().IntVar(&o.segments, "segments", 8, "parallel scan segments of a verification (online and under the barrier) and of a new backfill (a resumed backfill uses the count it recorded)")
 	cmd.PersistentFlags().DurationVar(&o.retention, "retention", migrate.DefaultRetention, "how long v1 is kept after finalization before retire-v1 is allowed (0: at once; negative is refused)")
 
 	status := &cobra.Command{
@@ -108,12 +111,20 @@ The reference is docs/migration.md.`,
 
 	backfill := &cobra.Command{
 		Use:   "backfill",
-		Short: "Copy v1 into v2 in bounded pages, resuming from the durable cursor",
+		Short: "Copy v1 into v2 in parallel scan segments, resuming from durable cursors",
 		Long: `Enter state backfill (once every live commit-capable peer observes dual and one
-refresh interval has passed) and copy v1 into v2 in pages of --page-size:
-each record is created in v2 if absent, validated if equal, or repaired
-(v2 := v1) if different. The durable cursor advances only after every item of
-a page converged; rerun to resume after a crash. Progress goes to stderr.
+refresh interval has passed) and copy v1 into v2 with --segments parallel
+scan segments in pages of --page-size: each record is created in v2 if
+absent (conditioned on v1 still holding the scanned value and v2 having no
+copy), validated if equal, or repaired (v2 := v1) if different. Each
+segment's cursor is saved in the v2 table only after every item of its page
+converged, and each segment scans its next page while the current page's
+writes run. Rerun to resume after a crash: it redoes at most one page per
+segment, with the segment count it recorded whatever --segments says.
+--max-wcu bounds the write capacity units per second the backfill causes
+(every write it makes counts), so that it leaves room for live traffic.
+--dry-run scans v1 and reads v2 and prints how many records it would create
+and repair, writing nothing. Progress goes to stderr.
 
 With --again, after a completed first pass: a full re-pass over BOTH tables,
 resumable like the first. Every v1 key is compared with its v2 copy and
@@ -125,6 +136,8 @@ more differences than repair can name.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBackfill(cmd, g, &o) },
 	}
+	backfill.Flags().Float64Var(&o.maxWCU, "max-wcu", 0, "bound on the write capacity units per second the backfill causes (0: no bound)")
+	backfill.Flags().BoolVar(&o.dryRun, "dry-run", false, "count what the backfill would create and repair, writing nothing")
 	backfill.Flags().BoolVar(&o.again, "again", false, "re-pass both tables after a completed backfill (repairs every difference, legacy deletes included)")
 
 	repair := &cobra.Command{
@@ -263,6 +276,12 @@ func runBackfill(cmd *cobra.Command, g *globalOptions, o *migrateOptions) error 
 	if o.pageSize < 1 || o.pageSize > metastore.MaxListLimit {
 		return usagef("--page-size must be 1 to %d, got %d", metastore.MaxListLimit, o.pageSize)
 	}
+	if o.maxWCU < 0 {
+		return usagef("--max-wcu must not be negative, got %v", o.maxWCU)
+	}
+	if o.dryRun && o.again {
+		return usagef("--dry-run counts what the first pass would do; it does not combine with --again")
+	}
 	m, done, err := g.newMigrator(cmd, o)
 	if err != nil {
 		return err
@@ -279,6 +298,10 @@ func runBackfill(cmd *cobra.Command, g *globalOptions, o *migrateOptions) error 
 	}
 	if err := m.Run(cmd.Context(), "backfill"); err != nil {
 		return err
+	}
+	if o.dryRun {
+		fmt.Fprintln(cmd.OutOrStdout(), "backfill: dry run complete, nothing written")
+		return nil
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), "backfill: complete")
 	return nil

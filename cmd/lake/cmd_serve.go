@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -24,6 +22,7 @@ type serveOptions struct {
 	tlsKey          string
 	catalogPrefix   string
 	catalogInterval time.Duration
+	catalogMaxBytes int64
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
@@ -36,7 +35,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 		Use:   "serve",
 		Short: "Run a metadata node: the store's whole contract over HTTP",
 		Long: `Run a long-lived metadata node that serves the store named by --store over HTTP
-(the API is described in the README, "The metadata node"). Other processes then use the store
+(the API is described in docs/node.md). Other processes then use the store
 through the node with --store http://HOST:PORT, which is how several processes
 share one bolt file: the node holds the file, and a CLI pointed at the file
 itself fails fast with "locked by another process".
@@ -57,6 +56,11 @@ writes_paused (exit code 5 on the CLI) until POST /v1/admin/resume; reads go on.
 Catalog cache: the node reads --catalog-prefix through paged List every
 --catalog-interval and serves it from memory at /v1/catalog; when a refresh
 fails it keeps serving the last good copy and reports its age and the error.
+The copy holds at most --catalog-max-bytes (32 MiB) of keys and values: a
+refresh that finds more fails, so memory stays bounded.
+
+Memory: a list page holds at most 1 MiB of keys and values (or one item), and
+list and catalog responses are streamed, never built whole.
 
 Node id: --node-id, else one kept in PATH.node-id beside a bolt file (created
 on first start), else derived from the host name and --listen. It labels the
@@ -96,6 +100,7 @@ errors at warn and error.`,
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	f.StringVar(&o.catalogPrefix, "catalog-prefix", server.DefaultCatalogPrefix, "prefix the catalog cache holds and serves at /v1/catalog")
 	f.DurationVar(&o.catalogInterval, "catalog-interval", server.DefaultCatalogInterval, "time between catalog refreshes")
+	f.Int64Var(&o.catalogMaxBytes, "catalog-max-bytes", server.DefaultCatalogMaxBytes, "limit of the catalog copy (bytes of keys and values); a refresh that finds more fails")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug (one line per request), info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.StringVar(&o.role, "role", "commit", "role in the migration's node registry: commit (writes metadata) or reader")
@@ -111,8 +116,8 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if o.role != "commit" && o.role != "reader" {
 		return usagef("--role must be commit or reader, not %q", o.role)
 	}
-	if o.catalogInterval <= 0 || o.shutdownTimeout <= 0 {
-		return usagef("--catalog-interval and --shutdown-timeout must be positive")
+	if o.catalogInterval <= 0 || o.shutdownTimeout <= 0 || o.catalogMaxBytes <= 0 {
+		return usagef("--catalog-interval, --catalog-max-bytes and --shutdown-timeout must be positive")
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usagef("give --tls-cert and --tls-key together")
@@ -141,6 +146,13 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 		logger.Warn("serving plain HTTP beyond loopback: the token travels in clear text; use --tls-cert and --tls-key")
 	}
 
+	// Bind first: a node that cannot listen (address in use) must leave
+	// nothing behind, neither a new bolt file nor a node id file.
+	ln, err := server.Listen(o.listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	// A node on the embedded default needs no setup: it creates its bolt
 	// file. DynamoDB tables are created only by `lake init`.
 	store, err := storeurl.Open(ctx, g.store, &storeurl.Options{Create: strings.HasPrefix(g.store, "bolt://")})
@@ -153,79 +165,42 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	mig, err := followMigration(ctx, store, nodeID, o.role, logger)
+	data, err := serveData(ctx, g.store, store, logger)
 	if err != nil {
 		return err
 	}
-	defer mig.leave()
-	srv, err := server.New(store, &server.Options{
-		Admission:       mig.admission,
-		Collectors:      mig.collectors,
+	if data != nil {
+		defer data.Close()
+	}
+	opts := &server.Options{
+		Data:            data,
 		Token:           token,
 		NodeID:          nodeID,
 		CatalogPrefix:   o.catalogPrefix,
 		CatalogInterval: o.catalogInterval,
+		CatalogMaxBytes: o.catalogMaxBytes,
 		Logger:          logger,
-	})
+	}
+	cfg := &server.ServeConfig{TLS: tlsConfig, ShutdownTimeout: o.shutdownTimeout}
+	// On DynamoDB the node joins the migration's node registry and follows
+	// the migration: it pauses writes while a finalization holds the barrier
+	// and resumes on its own after the marker.
+	mig, err := followMigration(ctx, store, nodeID, o.role, logger)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	opts.PauseSources = append(opts.PauseSources, mig.sources...)
+	opts.Collectors = append(opts.Collectors, mig.collectors...)
+	cfg.OnStop = mig.leave
+	srv, err := server.New(store, opts)
 	if err != nil {
-		return fmt.Errorf("lake: listen on %s: %w", o.listen, err)
-	}
-	hs := &http.Server{
-		Handler:           srv,
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Bodies are at most ~1.4 MB; a client slower than that in a
-		// minute is holding a connection, not sending a value.
-		ReadTimeout:  time.Minute,
-		WriteTimeout: 5 * time.Minute,
-		IdleTimeout:  2 * time.Minute,
-		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	runCtx, stopRun := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() {
-		defer close(runDone)
-		srv.Run(runCtx)
-	}()
-	serveErr := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			serveErr <- hs.ServeTLS(ln, "", "")
-		} else {
-			serveErr <- hs.Serve(ln)
+		if cfg.OnStop != nil {
+			cfg.OnStop()
 		}
-	}()
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
+		return err
 	}
-	logger.Info("serving", "url", scheme+"://"+ln.Addr().String(), "node_id", nodeID, "store", g.store,
-		"backend", store.Driver().Name(), "auth", token != "", "catalog_prefix", o.catalogPrefix)
-
-	var result error
-	select {
-	case err := <-serveErr:
-		result = fmt.Errorf("lake: serving on %s: %w", o.listen, err)
-	case <-ctx.Done():
-		logger.Info("shutting down: draining in-flight requests", "timeout", o.shutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-		if err := hs.Shutdown(sctx); err != nil {
-			hs.Close()
-			result = fmt.Errorf("lake: shutdown: in-flight requests did not finish within %v and were cut off", o.shutdownTimeout)
-		}
-		cancel()
-	}
-	// The catalog refresher uses the store: stop it before the deferred Close.
-	stopRun()
-	<-runDone
-	if result == nil {
-		logger.Info("stopped")
-	}
-	return result
+	logger.Info("store opened", "store", g.store, "backend", store.Driver().Name())
+	return srv.Serve(ctx, ln, cfg)
 }
 
 func (o *serveOptions) logger() (*slog.Logger, error) {

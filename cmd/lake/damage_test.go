@@ -2,9 +2,11 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -190,6 +192,11 @@ func TestCLIOnDamagedFiles(t *testing.T) {
 			store := "--store=bolt://t.db"
 			for _, args := range [][]string{{"ls"}, {"ls", "tbl/", "--limit", "10000"}, {"check"}, {"get", "tbl/k01500"}, {"put", "tbl/new", "v"}} {
 				r := run(t, dir, "", append([]string{store}, args...)...)
+				if len(args) > 1 && args[1] == "tbl/" {
+					// A page is bounded by bytes too: follow the cursor
+					// page by page until one meets the damage.
+					r = pageUntilError(t, dir, store, r)
+				}
 				what := "lake " + strings.Join(args, " ")
 				mayPass := !row.atOpen && (args[0] == "get" || args[0] == "put")
 				if r.code == 0 && mayPass {
@@ -281,15 +288,37 @@ func nodeMeetsDamage(t *testing.T, addr string) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			code, body := httpGet(t, base+nodeapi.ListPath+"?prefix=tbl/&limit=10000")
-			if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "lake check") {
-				t.Errorf("list over damage: %d %s", code, body)
+			// A page is bounded by bytes too: follow the cursor until a
+			// page meets the damage.
+			cursor := ""
+			for range 100 {
+				code, body := httpGet(t, base+nodeapi.ListPath+"?prefix=tbl/&limit=10000"+cursor)
+				if code == http.StatusOK {
+					var page struct {
+						Cursor string `json:"cursor"`
+					}
+					if err := json.Unmarshal(body, &page); err != nil || page.Cursor == "" {
+						t.Errorf("the listing ended without meeting the damage (%v)", err)
+						return
+					}
+					cursor = "&cursor=" + url.QueryEscape(page.Cursor)
+					continue
+				}
+				if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "lake check") {
+					t.Errorf("list over damage: %d %.300s", code, body)
+				}
+				return
 			}
+			t.Error("100 pages without meeting the damage")
 		})
 	}
 	wg.Wait()
 	if code, _ := httpGet(t, base+nodeapi.HealthPath); code != http.StatusOK {
 		t.Fatalf("the node is not healthy after the damage: %d", code)
+	}
+	// Alive but no longer ready: a load balancer stops sending it requests.
+	if code, body := httpGet(t, base+nodeapi.ReadyPath); code != http.StatusServiceUnavailable || !strings.Contains(string(body), "lake check") {
+		t.Fatalf("readyz after the damage: %d %s", code, body)
 	}
 	resp := httpPut(t, http.DefaultClient, base+nodeapi.KVPrefix+"tbl/new", "", []byte("v"))
 	if resp.StatusCode != http.StatusServiceUnavailable {
@@ -353,4 +382,19 @@ func TestNodeOnAFileCutShortUnderneath(t *testing.T) {
 	if sum(t, path) != after {
 		t.Fatal("the poisoned node wrote to the file")
 	}
+}
+
+// pageUntilError continues a `lake ls PREFIX --limit N` whose first page is
+// r, page after page with the cursor it printed, and returns the first
+// result that is not a page with a cursor.
+func pageUntilError(t *testing.T, dir, store string, r result) result {
+	t.Helper()
+	for range 100 {
+		c, ok := strings.CutPrefix(strings.TrimSpace(r.stderr), "cursor: ")
+		if r.code != 0 || !ok {
+			return r
+		}
+		r = run(t, dir, "", store, "ls", "tbl/", "--limit", "10000", "--cursor", c)
+	}
+	return r
 }

@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -25,13 +25,15 @@ const (
 	exitPaused   = 5
 	exitRefused  = 6
 	exitDiverged = 7
+	exitLockWait = 8 // a wait for a lock ran out
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
-	if err != nil {
+	var st exitStatus // a command run under a lock: its status, silently
+	if err != nil && !errors.As(err, &st) {
 		fmt.Fprintln(os.Stderr, errorLine(err))
 	}
 	os.Exit(exitCode(err))
@@ -50,9 +52,14 @@ func usagef(format string, args ...any) error {
 // exitCode maps an error to the documented exit code.
 func exitCode(err error) int {
 	var ue usageError
+	var st exitStatus
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &st):
+		return int(st)
+	case errors.Is(err, lock.ErrTimeout):
+		return exitLockWait
 	case errors.As(err, &ue),
 		errors.Is(err, metastore.ErrInvalidKey),
 		errors.Is(err, metastore.ErrInvalidValue),
@@ -60,7 +67,7 @@ func exitCode(err error) int {
 		errors.Is(err, metastore.ErrInvalidArgument),
 		errors.Is(err, metastore.ErrInvalidCursor):
 		return exitUsage
-	case errors.Is(err, dynamostore.ErrDiverged):
+	case errors.Is(err, metastore.ErrDiverged):
 		// Before ErrUnavailable's exit 1: a diverged copy has its own fix.
 		return exitDiverged
 	case errors.Is(err, metastore.ErrNotFound):

@@ -23,14 +23,21 @@ func newRootCommand() *cobra.Command {
 		Short: "lake keeps a data lake's metadata in a store that stays cheap to read by prefix",
 		Long: `lake keeps a data lake's metadata (catalog entries, append operations, manifests,
 leases) in a key-value store with strongly consistent reads, conditional writes and
-paged prefix listing. The store is named by a URL:
+paged prefix listing; beside it, fenced lease locks (lake lock), a file-tree datastore
+with a change feed (lake data), a live v1 -> v2 migration of its DynamoDB table
+(lake dynamo-migrate) and online reshaping of any DynamoDB table (lake reshape).
+The store is named by a URL:
 
   bolt://PATH       an embedded bbolt file (default bolt://./lake.db)
   dynamodb://TABLE  Amazon DynamoDB (?layout=auto|v1|v2, ?endpoint=URL, ?region=NAME;
                     TABLE from LAKE_DYNAMODB_TABLE when empty)
+  http://HOST:PORT  a metadata node (lake serve); also https://, with an optional
+                    path prefix; token from LAKE_TOKEN or the file LAKE_TOKEN_FILE
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
-5 writes paused (retry later), 6 refused (the current state forbids it).`,
+5 writes paused (retry later), 6 refused (the current state forbids it),
+7 diverged copy during a migration (run lake dynamo-migrate repair),
+8 a lock wait ran out.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -51,6 +58,9 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 		newBenchCommand(&g),
 		newServeCommand(&g),
 		newMigrateCommand(&g),
+		newLockCommand(&g),
+		newReshapeCommand(&g),
+		newDataCommand(&g),
 	)
 	// Unknown subcommands and bad argument counts are usage errors too.
 	root.Args = func(_ *cobra.Command, args []string) error {
@@ -61,6 +71,15 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
+}
+
+// subcommandsOnly is the Args of a command that only groups subcommands:
+// an argument is a mistyped subcommand, and is named as such.
+func subcommandsOnly(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q; run `%s --help`", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return nil
 }
 
 // exactArgs is cobra.ExactArgs whose error is a usage error naming the
@@ -116,6 +135,11 @@ func readValue(arg, file string, stdin io.Reader) ([]byte, error) {
 			return nil, usagef("%v", err)
 		}
 		defer f.Close()
+		// A directory opens fine and fails only when read: refuse it as
+		// the usage error it is.
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, usagef("%s is a directory, not a file holding a value", file)
+		}
 		r = f
 	case arg == "-":
 		r = stdin

@@ -15,7 +15,7 @@ import (
 // nodeMigration is what a node on DynamoDB adds to server.Options to follow
 // the migration of its table; on another backend it adds nothing.
 type nodeMigration struct {
-	admission  *server.Admission
+	sources    []server.PauseSource
 	collectors []prometheus.Collector
 	leave      func()
 }
@@ -34,9 +34,7 @@ func followMigration(ctx context.Context, store *metastore.Store, nodeID, role s
 	if err != nil {
 		return nodeMigration{}, err
 	}
-	adm := server.NewAdmission()
-	adm.AddSource(w)
-	return nodeMigration{admission: adm, collectors: w.Collectors(), leave: func() {
+	return nodeMigration{sources: []server.PauseSource{w}, collectors: w.Collectors(), leave: func() {
 		lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := w.Close(lctx); err != nil {

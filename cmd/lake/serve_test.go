@@ -27,7 +27,7 @@ import (
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // lockedBuffer collects a child's stderr while the test reads it.

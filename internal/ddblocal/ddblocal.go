@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -128,6 +130,11 @@ func Client(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	return dynamodb.NewFromConfig(Config(t), func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true
+		// No client-side retry quota: DynamoDB Local answers bursts of 500s
+		// (while an UpdateTable adds an index), and the standard retryer's
+		// token bucket would then refuse every retry of every test sharing
+		// the client, long after the burst.
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.RateLimiter = ratelimit.None })
 	})
 }
 

@@ -48,9 +48,10 @@ func (f Fault) String() string {
 	return "fault?"
 }
 
-// Plan decides the fault of each call from the operation's name and, for
-// TransactWriteItems, its ClientRequestToken (empty otherwise), which tells
-// a logical write's first attempt from its retries.
+// Plan decides the fault of each call from the operation's name and the
+// logical write's token (empty for reads), which tells a write's first
+// attempt from its retries: a TransactWriteItems's ClientRequestToken, or the
+// token a store stamps on the item of a PutItem (attribute "w").
 type Plan func(op, token string) Fault
 
 // API wraps a DynamoDB API and injects the faults its plan chooses.
@@ -166,7 +167,7 @@ func (a *API) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(
 
 // PutItem implements the store's API.
 func (a *API) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return inject(a, "PutItem", "", func() (*dynamodb.PutItemOutput, error) { return a.next.PutItem(ctx, in, o...) })
+	return inject(a, "PutItem", putToken(in), func() (*dynamodb.PutItemOutput, error) { return a.next.PutItem(ctx, in, o...) })
 }
 
 // UpdateItem implements the store's API.
@@ -247,14 +248,23 @@ func (a *API) Unwrap() dynamostore.API { return a.next }
 
 var _ dynamostore.API = (*API)(nil)
 
+// putToken is the token a store stamped on the item of a PutItem.
+func putToken(in *dynamodb.PutItemInput) string {
+	if w, ok := in.Item["w"].(*types.AttributeValueMemberS); ok {
+		return w.Value
+	}
+	return ""
+}
+
 // DropFirstResponse is a plan that forwards the first attempt of every
-// logical write (every TransactWriteItems token) and loses its response:
-// the write applied and the client does not know it. Retries pass.
+// logical write (every TransactWriteItems token, every token stamped on a
+// PutItem) and loses its response: the write applied and the client does
+// not know it. Retries pass.
 func DropFirstResponse() Plan {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	return func(op, token string) Fault {
-		if op != "TransactWriteItems" {
+		if op != "TransactWriteItems" && op != "PutItem" || token == "" {
 			return None
 		}
 		mu.Lock()

@@ -1,7 +1,7 @@
 package faultproxy_test
 
 import (
-	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,20 +40,27 @@ func TestFaultsOnTheWire(t *testing.T) {
 		rates[f] = 0.3 / float64(len(faultproxy.All))
 	}
 	p.SetRates(rates)
-	wins, err := storetest.Increments(ctx, s, "tbl/c", 4, 30)
+	// A CAS is one PutItem on v2 (no idempotency token): one whose response
+	// was lost and whose counter another incrementer moved before the retry
+	// ends unknown, applied once or not at all.
+	wins, unknown, err := storetest.IncrementsUnderFaults(ctx, s, "tbl/c", 4, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.SetRates(nil)
 	got, err := s.Get(ctx, "tbl/c")
-	if err != nil || string(got) != fmt.Sprint(wins) {
-		t.Fatalf("counter %q (%v), successful CAS %d", got, err, wins)
+	n, _ := strconv.ParseInt(string(got), 10, 64)
+	if err != nil || n < wins || n > wins+unknown {
+		t.Fatalf("counter %q (%v), successful CAS %d, unknown outcomes %d", got, err, wins, unknown)
 	}
 	injected, requests := p.Injected()
 	for _, f := range faultproxy.All {
+		if f == faultproxy.TxConflict {
+			continue // a TransactionConflict on a PutItem is answered as a 500
+		}
 		if injected[f] == 0 {
 			t.Errorf("no %s injected", f)
 		}
 	}
-	t.Logf("%d requests, faults %v, %d increments", requests, injected, wins)
+	t.Logf("%d requests, faults %v, %d increments, %d unknown outcomes", requests, injected, wins, unknown)
 }

@@ -48,3 +48,42 @@ func Increments(ctx context.Context, s *metastore.Store, key string, workers, at
 	close(errs)
 	return wins.Load(), <-errs
 }
+
+// IncrementsUnderFaults is Increments for a store whose backend faults: a
+// CAS that ends with ErrUnavailable (its outcome unknown: it applied once or
+// not at all) is counted in unknown and the run goes on. A correct store ends
+// with the counter between wins and wins+unknown.
+func IncrementsUnderFaults(ctx context.Context, s *metastore.Store, key string, workers, attempts int) (wins, unknown int64, err error) {
+	var w, u atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range attempts {
+				cur, err := s.Get(ctx, key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				n, err := strconv.Atoi(string(cur))
+				if err != nil {
+					errs <- fmt.Errorf("counter %q holds %q", key, cur)
+					return
+				}
+				err = s.CAS(ctx, key, metastore.ExpectValue(cur), []byte(strconv.Itoa(n+1)))
+				switch {
+				case err == nil:
+					w.Add(1)
+				case errors.Is(err, metastore.ErrUnavailable):
+					u.Add(1)
+				case !errors.Is(err, metastore.ErrConflict):
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return w.Load(), u.Load(), <-errs
+}

@@ -49,6 +49,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"ListBadLimits", testListBadLimits},
 		{"ListBadCursors", testListBadCursors},
 		{"ListAllSorted", testListAllSorted},
+		{"ListByteBudget", testListByteBudget},
 		{"CanceledContext", testCanceled},
 		{"ConcurrentCASIncrements", testConcurrentCAS},
 		{"ConcurrentCreateIfAbsent", testConcurrentCreate},
@@ -682,5 +683,62 @@ func testClose(t *testing.T, s *metastore.Store) {
 	}
 	if _, err := s.List(ctx(t), "", 1, ""); !errors.Is(err, metastore.ErrClosed) {
 		t.Fatalf("List after Close: %v", err)
+	}
+}
+
+// testListByteBudget: a page ends at metastore.MaxPageBytes of keys and
+// values whatever its limit, holds at least one item, and the drained
+// pages still hold every key exactly once (issue 12: one list of 300 large
+// values used to build a response of hundreds of megabytes).
+func testListByteBudget(t *testing.T, s *metastore.Store) {
+	const n, size = 8, 300 << 10 // 2.4 MB: at least three pages
+	var want []string
+	for i := range n {
+		k := fmt.Sprintf("big/%02d", i)
+		v := bytes.Repeat([]byte{byte('a' + i)}, size)
+		if err := s.Put(ctx(t), k, v); err != nil {
+			t.Fatalf("Put(%q): %v", k, err)
+		}
+		want = append(want, k)
+	}
+	mustPut(t, s, "big/small", "s")
+	want = append(want, "big/small")
+	seen := map[string]int{}
+	cur, pages := "", 0
+	for {
+		page, err := s.List(ctx(t), "big/", 100, cur)
+		if err != nil {
+			t.Fatalf("List page %d: %v", pages, err)
+		}
+		pages++
+		used := 0
+		for _, it := range page.Items {
+			used += metastore.ItemBytes(it.Key, it.Value)
+			seen[it.Key]++
+			if it.Key != "big/small" && (len(it.Value) != size || it.Value[0] != it.Value[size-1]) {
+				t.Fatalf("key %q: value of %d bytes is not the one written", it.Key, len(it.Value))
+			}
+		}
+		if len(page.Items) > 1 && used > metastore.MaxPageBytes {
+			t.Fatalf("page %d holds %d items of %d bytes, over the %d-byte budget", pages, len(page.Items), used, metastore.MaxPageBytes)
+		}
+		if page.Cursor == "" {
+			break
+		}
+		if pages > 100 {
+			t.Fatal("the listing never ends")
+		}
+		cur = page.Cursor
+	}
+	if pages < 3 {
+		t.Fatalf("%d bytes listed in %d pages: the budget did not end any page", n*size, pages)
+	}
+	for _, k := range want {
+		if seen[k] != 1 {
+			t.Fatalf("key %q listed %d times, want once (pages: %d)", k, seen[k], pages)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("listed %d keys, want %d", len(seen), len(want))
 	}
 }

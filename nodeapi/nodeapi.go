@@ -2,7 +2,7 @@
 // serve`): paths, headers, JSON bodies, error codes and the ETag function.
 // The server (package server) and its client (package
 // backend/remotestore) both use it, so that the two sides cannot drift
-// apart; the README ("The metadata node") describes the same API for people and other
+// apart; docs/node.md describes the same API for people and other
 // languages.
 //
 // NB: everything here is on the wire between nodes and clients of different
@@ -82,9 +82,13 @@ const (
 	CodeCursorExpired   = "cursor_expired"
 	CodeWritesPaused    = "writes_paused"
 	CodeRefused         = "refused"
+	CodeDiverged        = "diverged"
 	CodeUnavailable     = "unavailable"
 	CodeUnauthorized    = "unauthorized"
 	CodeTooLarge        = "too_large"
+	// CodeRequestTimeout is a request whose body stopped arriving (408);
+	// nothing was changed, and the client may retry.
+	CodeRequestTimeout = "request_timeout"
 	// CodeInternal is an error the node could not classify (a bug or an
 	// unexpected backend failure); it is not known to be retryable.
 	CodeInternal = "internal"
@@ -106,6 +110,8 @@ var codes = []struct {
 	{CodeCursorExpired, metastore.ErrCursorExpired},
 	{CodeWritesPaused, metastore.ErrWritesPaused},
 	{CodeRefused, metastore.ErrRefused},
+	// Before CodeUnavailable, which ErrDiverged matches too.
+	{CodeDiverged, metastore.ErrDiverged},
 	{CodeUnavailable, metastore.ErrUnavailable},
 	// A store closed under a request (the node shutting down) is, for
 	// the client, a node that is not available right now.
@@ -128,11 +134,16 @@ func CodeOf(err error) string {
 }
 
 // Sentinel returns the metastore sentinel of code: ErrInvalidValue for
-// CodeTooLarge (the value or body exceeded a limit), nil for
-// CodeUnauthorized, CodeInternal and unknown codes.
+// CodeTooLarge (the value or body exceeded a limit), ErrUnavailable for
+// CodeRequestTimeout (the body did not reach the node in time: a transport
+// problem, not bad input), nil for CodeUnauthorized, CodeInternal and
+// unknown codes.
 func Sentinel(code string) error {
-	if code == CodeTooLarge {
+	switch code {
+	case CodeTooLarge:
 		return metastore.ErrInvalidValue
+	case CodeRequestTimeout:
+		return metastore.ErrUnavailable
 	}
 	for _, c := range codes {
 		if c.code == code {
@@ -206,6 +217,9 @@ type CatalogResponse struct {
 	Items []Item `json:"items"`
 	// Size is len(Items).
 	Size int `json:"size"`
+	// Bytes is the sum of the items' key and value lengths (bounded by
+	// the node's catalog limit).
+	Bytes int64 `json:"bytes"`
 	// RefreshedAt is when the copy was read (RFC 3339).
 	RefreshedAt string `json:"refreshed_at"`
 	// AgeSeconds is how old the copy is.
@@ -215,6 +229,9 @@ type CatalogResponse struct {
 	LastError string `json:"last_error,omitempty"`
 	// LastErrorAt is when that refresh failed (RFC 3339).
 	LastErrorAt string `json:"last_error_at,omitempty"`
+	// Next, in a paged read (?limit=N), is the last key of this page:
+	// pass it as ?after= for the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
 }
 
 // PauseRequest is the optional body of POST /v1/admin/pause.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/server/nodeapi"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 func TestEscapeKeyRoundTrip(t *testing.T) {
@@ -34,7 +34,7 @@ func TestEscapeKeyRoundTrip(t *testing.T) {
 func TestCodesRoundTrip(t *testing.T) {
 	for _, s := range []error{metastore.ErrNotFound, metastore.ErrConflict, metastore.ErrInvalidKey, metastore.ErrInvalidValue,
 		metastore.ErrReservedKey, metastore.ErrInvalidArgument, metastore.ErrInvalidCursor, metastore.ErrCursorExpired,
-		metastore.ErrWritesPaused, metastore.ErrRefused, metastore.ErrUnavailable} {
+		metastore.ErrWritesPaused, metastore.ErrRefused, metastore.ErrUnavailable, metastore.ErrDiverged} {
 		code := nodeapi.CodeOf(fmt.Errorf("wrapped: %w", s))
 		if got := nodeapi.Sentinel(code); got != s {
 			t.Errorf("%v: code %q maps back to %v", s, code, got)

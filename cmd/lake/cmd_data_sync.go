@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/lock"
+	"github.com/lakemeta/lake/treesync"
+	"github.com/spf13/cobra"
+)
+
+// dataSyncOptions are the flags common to sync, run and status.
+type dataSyncOptions struct {
+	dir, namespace, prefer string
+	models                 []string
+	lease, wait, skew      time.Duration
+	pushOnFailure          bool
+	grace                  time.Duration
+}
+
+func (o *dataSyncOptions) addFlags(cmd *cobra.Command, locking bool) {
+	f := cmd.Flags()
+	f.StringVarP(&o.dir, "dir", "C", ".", "the working directory synced")
+	f.StringVar(&o.namespace, "namespace", treesync.DefaultNamespace, "namespace of the lock (NAMESPACE/sync); workers that write the same paths must share it")
+	f.StringArrayVar(&o.models, "model", nil, "limit the sync to the model TYPE/ID (repeatable); a scoped pull never moves the unscoped position")
+	if locking {
+		f.StringVar(&o.prefer, "prefer", "", "decide conflicts: local (push over the remote) or remote (take the remote); default: refuse them")
+		f.DurationVar(&o.lease, "lease", lock.DefaultLease, "lease of the lock")
+		f.DurationVar(&o.wait, "wait", lock.DefaultWait, "how long to wait for the lock (exit 8 when it runs out)")
+		f.DurationVar(&o.skew, "clock-skew", 0, "bound on clock skew; enables the faster takeover of a dead holder")
+	}
+}
+
+func (o *dataSyncOptions) open(s *datastore.Store) (*treesync.Tree, error) {
+	switch o.prefer {
+	case "", "local", "remote":
+	default:
+		return nil, usagef("--prefer must be local or remote, not %q", o.prefer)
+	}
+	return treesync.Open(o.dir, s, &treesync.Options{
+		Namespace: o.namespace,
+		Prefer:    treesync.Prefer(o.prefer),
+		Lock:      &lock.Options{Lease: o.lease, Wait: o.wait, ClockSkew: o.skew},
+	})
+}
+
+func printReport(w io.Writer, r treesync.Report) {
+	fmt.Fprintf(w, "token %s, lock wait %s: %d dirty, %d uploaded, %d stated; pulled %d changes in %d partitions: %d downloaded, %d removed; committed %d\n",
+		r.Token, r.LockWait.Round(time.Millisecond), r.Dirty, r.Uploaded, r.Stated, r.Changes, r.Partitions, r.Downloaded, r.Removed, r.Committed)
+	for _, p := range r.Resolved {
+		fmt.Fprintf(w, "conflict resolved: %s\n", p)
+	}
+}
+
+func newDataSyncCommand(g *globalOptions) *cobra.Command {
+	var o dataSyncOptions
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Sync the working directory with the datastore: lock, pull, push, commit, release",
+		Long: `Sync the directory --dir (default .) with the datastore of --store. The dirty
+files (found by a walk against .lake/state.json: size, mtime, SHA-256; or the
+hints of the Go API's MarkDirty) are uploaded first, invisibly; then, under the
+lock NAMESPACE/sync, the dirty paths are checked against the remote with one
+batch stat, the changes since the last sync are pulled (files written
+atomically), and the dirty entries are committed in one commit fenced by the
+lock's token, which the store refuses if the lock was lost. Only the changed
+index entries are written.
+
+A path changed both locally and remotely since the last sync is a conflict:
+the sync is refused (exit 4) naming the paths, unless --prefer local|remote.
+--model TYPE/ID limits the sync to models (a scoped pull moves only their
+positions). See docs/sync.md.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withData(cmd, false, func(s *datastore.Store) error {
+				t, err := o.open(s)
+				if err != nil {
+					return err
+				}
+				rep, err := t.Sync(cmd.Context(), treesync.Scope{Models: o.models})
+				if err != nil {
+					return err
+				}
+				printReport(cmd.OutOrStdout(), rep)
+				return nil
+			})
+		},
+	}
+	o.addFlags(cmd, true)
+	return cmd
+}
+
+func newDataRunCommand(g *globalOptions) *cobra.Command {
+	var o dataSyncOptions
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Lock, pull, run CMD in the directory, push what it changed, commit, release",
+		Long: `The seed's loop as one command: lock NAMESPACE/sync, pull the changes since the
+last sync into --dir, run CMD there with the fencing token in its environment
+(LAKE_FENCING_TOKEN, and LAKE_LOCK_NAME), then push what it changed and commit,
+fenced, and release. lake exits with CMD's exit status (128+N if signal N ended
+it). A failed CMD pushes nothing (its changes stay dirty locally) unless
+--push-on-failure. If the lock is lost while CMD runs, CMD gets SIGTERM, then
+SIGKILL after --grace, and nothing is committed. The report goes to stderr.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 0 || len(args) < 1 {
+				return usagef("usage: %s", cmd.UseLine())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withData(cmd, false, func(s *datastore.Store) error {
+				t, err := o.open(s)
+				if err != nil {
+					return err
+				}
+				var status error
+				rep, err := t.Run(cmd.Context(), treesync.Scope{Models: o.models}, func(ctx context.Context, ls *lock.Lease) error {
+					status = runInTree(ctx, t.Dir(), ls, args, o.grace)
+					return status
+				}, treesync.RunOptions{PushOnFailure: o.pushOnFailure})
+				if err != nil && !errors.Is(err, status) {
+					return err
+				}
+				printReport(cmd.ErrOrStderr(), rep)
+				return status
+			})
+		},
+	}
+	o.addFlags(cmd, true)
+	cmd.Flags().BoolVar(&o.pushOnFailure, "push-on-failure", false, "push what CMD changed even when it fails")
+	cmd.Flags().DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when CMD must stop")
+	return cmd
+}
+
+// runInTree runs argv in dir under the lease; its exit status becomes an
+// exitStatus error.
+func runInTree(ctx context.Context, dir string, ls *lock.Lease, argv []string, grace time.Duration) error {
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Dir = dir
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Env = append(os.Environ(), "LAKE_FENCING_TOKEN="+ls.Token().String(), "LAKE_LOCK_NAME="+ls.Name())
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	c.WaitDelay = grace
+	err := c.Run()
+	if c.ProcessState == nil {
+		return fmt.Errorf("lake: start %s: %w", argv[0], err)
+	}
+	if cerr := context.Cause(ctx); cerr != nil {
+		return fmt.Errorf("lake: %w; %s was stopped", cerr, argv[0])
+	}
+	return statusOf(c, err)
+}
+
+func newDataStatusCommand(g *globalOptions) *cobra.Command {
+	var o dataSyncOptions
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what is dirty locally and what changed remotely, without a lock",
+		Long: `Show the dirty paths of --dir (added, modified, deleted since the last sync) and
+the remote changes not yet pulled, reading only the feed's changes; a path in
+both is marked CONFLICT. Takes no lock and changes nothing.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withData(cmd, false, func(s *datastore.Store) error {
+				t, err := o.open(s)
+				if err != nil {
+					return err
+				}
+				st, err := t.Status(cmd.Context(), treesync.Scope{Models: o.models})
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				for _, c := range st.Local {
+					fmt.Fprintf(w, "local\t%s\t%s\n", c.Kind, c.Path)
+				}
+				conflict := map[string]bool{}
+				for _, p := range st.Conflicts {
+					conflict[p] = true
+				}
+				for _, c := range st.Remote {
+					kind := "changed"
+					if c.Deleted {
+						kind = "deleted"
+					}
+					mark := ""
+					if conflict[c.Path] {
+						mark = "\tCONFLICT"
+					}
+					fmt.Fprintf(w, "remote\t%s\t%s\t@%s/%d%s\n", kind, c.Path, c.Partition, c.Pos, mark)
+				}
+				return nil
+			})
+		},
+	}
+	o.addFlags(cmd, false)
+	return cmd
+}

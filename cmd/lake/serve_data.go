@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dsurl"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// serveData opens the datastore the node serves beside the metastore: on a
+// bolt file, its own buckets in the very file the node holds (made at the
+// first datastore request) (one process
+// holds a bolt file, so this is how several processes share it); on
+// DynamoDB, TABLE_files if `lake data init` made it (else none, with a
+// warning); through another node, none.
+func serveData(ctx context.Context, url string, store *metastore.Store, logger *slog.Logger) (*datastore.Store, error) {
+	if bd, ok := store.Driver().(*boltstore.Driver); ok {
+		return datastore.New(&lazyBolt{ms: bd}), nil
+	}
+	if !strings.HasPrefix(url, "dynamodb://") {
+		return nil, nil
+	}
+	data, err := dsurl.Open(ctx, url, nil)
+	if err != nil {
+		logger.Warn("serving no datastore (run `lake data init` to create it)", "err", err)
+		return nil, nil
+	}
+	return data, nil
+}

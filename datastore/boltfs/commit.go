@@ -1,0 +1,135 @@
+package boltfs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// BeginUpload records the upload intent.
+func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bIntents), []byte(s.Version), intentRec{Path: s.Path, Started: s.Started.UnixNano()})
+	})
+}
+
+// PutChunk stores chunk i of version.
+func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bChunks).Put(chunkKey(version, i), data)
+	})
+}
+
+// Commit applies entries in one bbolt transaction.
+func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	var out []datastore.Info
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		out = nil
+		if fence != nil {
+			cur := tx.Bucket(bRecords).Get([]byte(fence.Key))
+			if cur == nil || !bytes.Equal(cur, fence.Token) {
+				return metastore.Conflict(fence.Key, datastore.FenceReason)
+			}
+		}
+		files, feed, heads := tx.Bucket(bFiles), tx.Bucket(bFeed), tx.Bucket(bHeads)
+		touched := map[string]*headRec{}
+		var order []string
+		for _, e := range entries {
+			path := e.Path()
+			part := datastore.Partition(path)
+			var cur fileRec
+			exists, err := getJSON(files, []byte(path), &cur)
+			if err != nil {
+				return err
+			}
+			if e.Put == nil && (!exists || cur.Deleted) {
+				continue // nothing to delete: no change, no position
+			}
+			if e.Put != nil && tx.Bucket(bIntents).Get([]byte(e.Put.Version)) == nil {
+				return fmt.Errorf("%w: %q version %s", datastore.ErrUploadExpired, path, e.Put.Version)
+			}
+			h := touched[part]
+			if h == nil {
+				h = &headRec{}
+				if _, err := getJSON(heads, []byte(part), h); err != nil {
+					return err
+				}
+				touched[part] = h
+				order = append(order, part)
+			}
+			h.Seq++
+			rec := fileRec{Pos: h.Seq, Time: now.UnixNano()}
+			if exists {
+				if err := feed.Delete(feedKey(part, cur.Pos)); err != nil {
+					return err
+				}
+				if !cur.Deleted && cur.Chunks > 0 {
+					err := tx.Bucket(bGarbage).Put(timeKey(now, cur.Version), binary.BigEndian.AppendUint32(nil, uint32(cur.Chunks)))
+					if err != nil {
+						return err
+					}
+				}
+			}
+			if e.Put != nil {
+				s := e.Put
+				rec.Version, rec.Size, rec.Chunks, rec.SHA256, rec.Meta = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta
+				if err := tx.Bucket(bIntents).Delete([]byte(s.Version)); err != nil {
+					return err
+				}
+			} else {
+				rec.Deleted = true
+				if err := tx.Bucket(bTombs).Put(timeKey(now, path), u64(rec.Pos)); err != nil {
+					return err
+				}
+			}
+			if err := putJSON(files, []byte(path), rec); err != nil {
+				return err
+			}
+			if err := feed.Put(feedKey(part, rec.Pos), []byte(path)); err != nil {
+				return err
+			}
+			out = append(out, rec.info(path))
+		}
+		return d.advance(tx, touched, order)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// advance registers the touched partitions, moves each one's index entry to
+// the next index position and saves its head.
+func (d *Driver) advance(tx *bolt.Tx, touched map[string]*headRec, order []string) error {
+	meta, index := tx.Bucket(bMeta), tx.Bucket(bIndex)
+	var iseq uint64
+	if raw := meta.Get(keyISeq); raw != nil {
+		iseq = binary.BigEndian.Uint64(raw)
+	}
+	for _, part := range order {
+		h := touched[part]
+		if err := tx.Bucket(bRegistry).Put([]byte(part), nil); err != nil {
+			return err
+		}
+		if h.ISeq != 0 {
+			if err := index.Delete(u64(h.ISeq)); err != nil {
+				return err
+			}
+		}
+		iseq++
+		h.ISeq = iseq
+		if err := index.Put(u64(iseq), []byte(part)); err != nil {
+			return err
+		}
+		if err := putJSON(tx.Bucket(bHeads), []byte(part), h); err != nil {
+			return err
+		}
+	}
+	return meta.Put(keyISeq, u64(iseq))
+}

@@ -1,0 +1,80 @@
+package boltfs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// GetChunk returns chunk i of version.
+func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
+	var out []byte
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bChunks).Get(chunkKey(version, i))
+		if v == nil {
+			return fmt.Errorf("%w: chunk %d of version %s", metastore.ErrNotFound, i, version)
+		}
+		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// Stat returns the latest state of each path that has one.
+func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
+	out := make(map[string]datastore.Info, len(paths))
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		for _, p := range paths {
+			var r fileRec
+			ok, err := getJSON(tx.Bucket(bFiles), []byte(p), &r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out[p] = r.info(p)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// List returns live files under prefix in path order; the position is the
+// last path returned.
+func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
+	if pos != nil && !strings.HasPrefix(string(pos), prefix) {
+		return nil, nil, fmt.Errorf("%w: position lies outside prefix %q", metastore.ErrInvalidCursor, prefix)
+	}
+	var files []datastore.Info
+	var next []byte
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bFiles).Cursor()
+		k, v := c.Seek([]byte(prefix))
+		if pos != nil {
+			k, v = c.Seek(pos)
+			if bytes.Equal(k, pos) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+			if len(files) == limit {
+				next = []byte(files[len(files)-1].Path)
+				return nil
+			}
+			var r fileRec
+			if err := jsonUnmarshal(v, &r, k); err != nil {
+				return err
+			}
+			if !r.Deleted {
+				files = append(files, r.info(string(k)))
+			}
+		}
+		return nil
+	})
+	return files, next, err
+}

@@ -1,0 +1,119 @@
+package boltfs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reclaim deletes expired uploads' and replaced versions' chunks and purges
+// old tombstones, in one transaction.
+func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
+	var st datastore.ReclaimStats
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		st = datastore.ReclaimStats{}
+		graceEnd := now.Add(-o.Grace).UnixNano()
+		uploadEnd := now.Add(-o.UploadGrace).UnixNano()
+		// Uploads that never committed: the intent goes with the chunks,
+		// so a late Commit finds no intent and refuses.
+		var expired [][]byte
+		err := tx.Bucket(bIntents).ForEach(func(k, v []byte) error {
+			var in intentRec
+			if err := jsonUnmarshal(v, &in, k); err != nil {
+				return err
+			}
+			if in.Started < uploadEnd {
+				expired = append(expired, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, version := range expired {
+			if err := tx.Bucket(bIntents).Delete(version); err != nil {
+				return err
+			}
+			n, err := deleteChunks(tx, string(version), -1)
+			if err != nil {
+				return err
+			}
+			st.Uploads++
+			st.Chunks += n
+		}
+		g := tx.Bucket(bGarbage).Cursor()
+		for k, v := g.First(); k != nil && int64(binary.BigEndian.Uint64(k[:8])) < graceEnd; k, v = g.First() {
+			n, err := deleteChunks(tx, string(k[8:]), int(binary.BigEndian.Uint32(v)))
+			if err != nil {
+				return err
+			}
+			if err := g.Delete(); err != nil {
+				return err
+			}
+			st.Versions++
+			st.Chunks += n
+		}
+		horizonEnd := now.Add(-o.Horizon).UnixNano()
+		t := tx.Bucket(bTombs).Cursor()
+		for k, v := t.First(); k != nil && int64(binary.BigEndian.Uint64(k[:8])) < horizonEnd; k, v = t.First() {
+			if err := purgeTombstone(tx, string(k[8:]), binary.BigEndian.Uint64(v)); err != nil {
+				return err
+			}
+			if err := t.Delete(); err != nil {
+				return err
+			}
+			st.Tombstones++
+		}
+		return nil
+	})
+	return st, err
+}
+
+// deleteChunks deletes the chunks of version (n of them, or every one found
+// when n < 0) and returns how many it deleted.
+func deleteChunks(tx *bolt.Tx, version string, n int) (int, error) {
+	b := tx.Bucket(bChunks)
+	deleted := 0
+	for i := 0; n < 0 || i < n; i++ {
+		k := chunkKey(version, i)
+		if b.Get(k) == nil {
+			if n < 0 {
+				break
+			}
+			continue
+		}
+		if err := b.Delete(k); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
+// purgeTombstone removes path's tombstone at pos, if it is still the path's
+// latest state, and raises its partition's floor to pos: a puller below it
+// may have missed the delete.
+func purgeTombstone(tx *bolt.Tx, path string, pos uint64) error {
+	var r fileRec
+	ok, err := getJSON(tx.Bucket(bFiles), []byte(path), &r)
+	if err != nil || !ok || !r.Deleted || r.Pos != pos {
+		return err
+	}
+	part := datastore.Partition(path)
+	if err := tx.Bucket(bFiles).Delete([]byte(path)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bFeed).Delete(feedKey(part, pos)); err != nil {
+		return err
+	}
+	h, err := readHead(tx, part)
+	if err != nil {
+		return err
+	}
+	h.Floor = max(h.Floor, pos)
+	return putJSON(tx.Bucket(bHeads), []byte(part), h)
+}

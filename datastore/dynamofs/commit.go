@@ -1,0 +1,275 @@
+package dynamofs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// BeginUpload records the upload intent with one PutItem.
+func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
+	it := intentKey(s)
+	it["path"] = str(s.Path)
+	return d.classify(d.putItem(ctx, &dynamodb.PutItemInput{Item: it}), s.Path)
+}
+
+// PutChunk stores one chunk with one PutItem.
+func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
+	it := chunkKey(version, i)
+	it["d"] = &types.AttributeValueMemberB{Value: data}
+	return d.classify(d.putItem(ctx, &dynamodb.PutItemInput{Item: it}), version)
+}
+
+// register adds partition to its registry shard (an atomic ADD to a string
+// set) once per process, before its first change.
+func (d *Driver) register(ctx context.Context, partition string) error {
+	if _, ok := d.registered.Load(partition); ok {
+		return nil
+	}
+	u, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name("parts"), expression.Value(&types.AttributeValueMemberSS{Value: []string{partition}}))).Build()
+	if err != nil {
+		return err
+	}
+	err = d.retry(ctx, func() error {
+		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &d.table, Key: registryKey(shard(partition)),
+			UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values(), ReturnConsumedCapacity: total})
+		if err == nil {
+			d.meter.add("UpdateItem", 0, one(out.ConsumedCapacity)...)
+		}
+		return err
+	})
+	if err != nil {
+		return d.classify(err, partition)
+	}
+	d.registered.Store(partition, struct{}{})
+	return nil
+}
+
+// role says why an item is in a commit's transaction, to explain a failed
+// condition.
+type role int
+
+const (
+	roleFence role = iota
+	roleIntent
+	roleRace // a path, head or counter another commit changed since the read
+	roleOther
+)
+
+// maxCommitAttempts bounds how often a commit re-reads after losing a race
+// to another commit of the same partition or shard.
+const maxCommitAttempts = 100
+
+// Commit applies entries in one TransactWriteItems, re-reading and trying
+// again when another commit changed a path, head or counter it read.
+func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	var parts []string
+	for _, e := range entries {
+		parts = append(parts, datastore.Partition(e.Path()))
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	for _, p := range parts {
+		if err := d.register(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 0 {
+			// Nothing to change: still answer for the fence, as bolt does.
+			if fence != nil {
+				v, err := d.GetRecord(ctx, fence.Key)
+				if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+					return nil, err
+				}
+				if err != nil || !bytes.Equal(v, fence.Token) {
+					return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
+				}
+			}
+			return nil, nil
+		}
+		err = d.transact(ctx, items)
+		if err == nil {
+			return out, nil
+		}
+		failed, ok := failedIndexes(err)
+		if !ok || len(failed) == 0 {
+			return nil, d.classify(err, "")
+		}
+		race := true
+		for _, i := range failed {
+			switch roles[i] {
+			case roleFence:
+				return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
+			case roleIntent:
+				return nil, fmt.Errorf("%w: an upload of this commit", datastore.ErrUploadExpired)
+			case roleOther:
+				race = false
+			}
+		}
+		if !race || attempt >= maxCommitAttempts {
+			return nil, fmt.Errorf("%w: commit kept losing races with other commits (%v)", metastore.ErrUnavailable, err)
+		}
+		sleep(ctx, time.Duration(rand.Int64N(int64(min(attempt, 20))*int64(2*time.Millisecond))))
+	}
+}
+
+// buildCommit reads the current state of the commit's paths, heads and shard
+// counters and returns the transaction that applies entries over it, the
+// role of each item, and the changes it makes (none: nothing to do).
+func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time) ([]types.TransactWriteItem, []role, []datastore.Info, error) {
+	shards := map[string]bool{}
+	var keys []item
+	for _, e := range entries {
+		keys = append(keys, key(filePK(datastore.Partition(e.Path())), e.Path()))
+	}
+	for _, p := range parts {
+		keys = append(keys, headKey(p))
+		if !shards[shard(p)] {
+			shards[shard(p)] = true
+			keys = append(keys, counterKey(shard(p)))
+		}
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cur := map[string]item{}
+	for _, it := range got {
+		cur[getS(it, attrPK)+"\x00"+getS(it, attrSK)] = it
+	}
+	lookup := func(k item) item { return cur[getS(k, attrPK)+"\x00"+getS(k, attrSK)] }
+
+	var items []types.TransactWriteItem
+	var roles []role
+	add := func(r role, w types.TransactWriteItem) { items, roles = append(items, w), append(roles, r) }
+	if fence != nil {
+		c, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(roleFence, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key),
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+	}
+	seq := map[string]uint64{}
+	var out []datastore.Info
+	for _, e := range entries {
+		path := e.Path()
+		part := datastore.Partition(path)
+		old := lookup(key(filePK(part), path))
+		if e.Put == nil && (old == nil || getBool(old, "del")) {
+			continue
+		}
+		if _, ok := seq[part]; !ok {
+			seq[part] = getN(lookup(headKey(part)), "seq")
+		}
+		seq[part]++
+		info := datastore.Info{Path: path, Partition: part, Pos: seq[part], Time: now}
+		if e.Put != nil {
+			s := e.Put
+			info.Version, info.Size, info.Chunks, info.SHA256, info.Meta = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta
+			c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			add(roleIntent, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: intentKey(*s),
+				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}})
+		} else {
+			info.Deleted = true
+			h := sha256.Sum256([]byte(path))
+			t := key("g#"+shard(path), "t#"+ms(now)+"#"+hex.EncodeToString(h[:12]))
+			t["path"], t["p"] = str(path), num(info.Pos)
+			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: t}})
+		}
+		if old != nil && !getBool(old, "del") && getN(old, "chunks") > 0 {
+			ver := getS(old, "ver")
+			g := key("g#"+shard(ver), "g#"+ms(now)+"#"+ver)
+			g["chunks"] = num(getN(old, "chunks"))
+			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: g}})
+		}
+		cond := expression.AttributeNotExists(expression.Name(attrPK))
+		if old != nil {
+			cond = expression.Name(attrPos).Equal(expression.Value(getN(old, attrPos)))
+		}
+		c, err := build(expression.NewBuilder().WithCondition(cond))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: fileItem(info),
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+		out = append(out, info)
+	}
+	if len(out) == 0 {
+		return nil, nil, nil, nil
+	}
+	// Heads and counters: every changed partition moves its one index
+	// entry (its head item) to the next position of its shard.
+	counter := map[string]uint64{}
+	for _, p := range parts {
+		newSeq, changed := seq[p]
+		if !changed {
+			continue
+		}
+		sh := shard(p)
+		if _, ok := counter[sh]; !ok {
+			counter[sh] = getN(lookup(counterKey(sh)), "n")
+		}
+		counter[sh]++
+		oldSeq := getN(lookup(headKey(p)), "seq")
+		w, err := d.casUpdate(headKey(p), "seq", oldSeq, expression.Set(expression.Name("seq"), expression.Value(newSeq)).
+			Set(expression.Name(attrPos), expression.Value(counter[sh])))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(roleRace, w)
+	}
+	for _, sh := range slices.Sorted(maps.Keys(counter)) {
+		oldN := getN(lookup(counterKey(sh)), "n")
+		w, err := d.casUpdate(counterKey(sh), "n", oldN, expression.Set(expression.Name("n"), expression.Value(counter[sh])))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(roleRace, w)
+	}
+	return items, roles, out, nil
+}
+
+// casUpdate is an Update of k applying u only if attribute name still holds
+// old (or, for zero, is absent).
+func (d *Driver) casUpdate(k item, name string, old uint64, u expression.UpdateBuilder) (types.TransactWriteItem, error) {
+	cond := expression.AttributeNotExists(expression.Name(name))
+	if old != 0 {
+		cond = expression.Name(name).Equal(expression.Value(old))
+	}
+	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(u))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: k, UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}, nil
+}
+
+func build(b expression.Builder) (expression.Expression, error) {
+	e, err := b.Build()
+	if err != nil {
+		return e, fmt.Errorf("lake: build expression: %w", err)
+	}
+	return e, nil
+}

@@ -1,0 +1,206 @@
+// Package dynamofs is the DynamoDB datastore driver: one table,
+// TABLE_files beside the metastore's dynamodb://TABLE, PAY_PER_REQUEST,
+// created by `lake data init`.
+//
+// # Items
+//
+// NB: key shapes and attribute names are the table format; they must not
+// change. HASH key "pk" (S), RANGE key "sk" (S), and one local secondary
+// index "bypos" (HASH pk, RANGE "pos" (N), all attributes projected). An LSI,
+// unlike a GSI, is read with ConsistentRead: the pull path never reads an
+// index that lags.
+//
+//	f#PARTITION   PATH            a path's latest state (pos, del, ver, size, chunks, sha, meta, t); in bypos by pos
+//	x#SS          PARTITION       the partition's head: seq, floor, and pos = its index position in shard SS
+//	n#SS          n               shard SS's index counter n
+//	r#SS          r               the registry shard: parts, a string set
+//	c#VERSION     00000042        chunk 42 of VERSION: d
+//	g#SS          i#MS#VERSION    an upload intent (path) since MS
+//	g#SS          g#MS#VERSION    a version replaced at MS (chunks)
+//	g#SS          t#MS#HASH       a tombstone written at MS (path, pos)
+//	k#DIR         KEY             a lock record (v): DIR is KEY up to its last "/"
+//
+// SS is a shard, two digits, FNV-1a of the partition (or version, or path)
+// modulo 16.
+//
+// # Commit
+//
+// One TransactWriteItems: the fence's ConditionCheck, each path's item put
+// under a condition on the position it had when read, each upload intent
+// deleted (condition: it still exists), each replaced version and tombstone
+// recorded for Reclaim, each partition's head moved to its new seq (condition:
+// the seq read) and each shard counter moved (condition: the value read). A
+// failed condition other than the fence or an intent means another commit
+// won the race: the commit re-reads and tries again. Every commit of a
+// partition therefore serializes on its head, positions are dense, and each
+// transaction completes before the next one of its partition can start.
+//
+// # Pull
+//
+// Changes reads the head with a strongly consistent GetItem, then queries
+// bypos for pos in (after, seq] with ConsistentRead: an entry at or below a
+// seq that a serializable read saw belongs to a committed transaction, so a
+// Query started afterwards sees it; entries of a commit still in flight lie
+// above seq and wait for the next pull. Items read = changes + 1.
+// ChangedPartitions reads the 16 shard counters in one BatchGetItem and
+// queries only the shards whose counter moved.
+package dynamofs
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// TableSuffix is appended to the metastore's table name to name the
+// datastore's table. NB: must not change.
+const TableSuffix = "_files"
+
+// Name is the backend name carried by this driver's cursors.
+const Name = "dynamodb"
+
+// Shards is the number of registry, index and reclaim shards. NB: must not
+// change for an existing table.
+const Shards = 16
+
+// maxCommit keeps a worst-case commit (each entry in its own partition and
+// replacing a version: 3 items an entry, plus a head each, plus 16 shard
+// counters and the fence) within TransactWriteItems's 100 items.
+const maxCommit = 20
+
+// Attribute and index names. NB: part of the table format.
+const (
+	attrPK, attrSK = "pk", "sk"
+	attrPos        = "pos"
+	indexByPos     = "bypos"
+)
+
+// Options configure Open.
+type Options struct {
+	// Table is the datastore's table (the metastore's table + TableSuffix).
+	Table string
+	// Retryer decides which failures are retried; nil means
+	// dynamostore.NewRetryer's defaults.
+	Retryer aws.Retryer
+}
+
+// Driver is the DynamoDB implementation of datastore.Driver.
+type Driver struct {
+	api        dynamostore.API
+	table      string
+	retryer    aws.Retryer
+	registered sync.Map // partition → struct{}: joined the registry
+	meter      meter
+}
+
+var _ datastore.Driver = (*Driver)(nil)
+
+// Open returns a driver over an existing table.
+func Open(ctx context.Context, api dynamostore.API, o Options) (*Driver, error) {
+	if o.Table == "" {
+		return nil, fmt.Errorf("%w: no table name", metastore.ErrInvalidArgument)
+	}
+	if o.Retryer == nil {
+		o.Retryer = dynamostore.NewRetryer(dynamostore.RetryOptions{})
+	}
+	d := &Driver{api: api, table: o.Table, retryer: o.Retryer}
+	if _, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)}); err != nil {
+		return nil, d.classify(err, "")
+	}
+	return d, nil
+}
+
+// TableInput describes the datastore's table: PAY_PER_REQUEST, keys pk and
+// sk, and the local secondary index bypos.
+func TableInput(table string) *dynamodb.CreateTableInput {
+	s := func(n string) *string { return aws.String(n) }
+	return &dynamodb.CreateTableInput{
+		TableName:   s(table),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: s(attrPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: s(attrSK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: s(attrPos), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: s(attrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: s(attrSK), KeyType: types.KeyTypeRange},
+		},
+		LocalSecondaryIndexes: []types.LocalSecondaryIndex{{
+			IndexName: s(indexByPos),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: s(attrPK), KeyType: types.KeyTypeHash},
+				{AttributeName: s(attrPos), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
+	}
+}
+
+// Create creates the table if it does not exist and waits until it is ACTIVE.
+func Create(ctx context.Context, api dynamostore.API, table string) error {
+	_, err := api.CreateTable(ctx, TableInput(table))
+	var inUse *types.ResourceInUseException
+	if err != nil && !asErr(err, &inUse) {
+		return fmt.Errorf("lake: create table %s: %w", table, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 2*time.Minute); err != nil {
+		return fmt.Errorf("lake: wait for table %s: %w", table, err)
+	}
+	return nil
+}
+
+// Name returns "dynamodb".
+func (d *Driver) Name() string { return Name }
+
+// Table returns the table name.
+func (d *Driver) Table() string { return d.table }
+
+// MaxCommit returns the most entries of one atomic commit.
+func (d *Driver) MaxCommit() int { return maxCommit }
+
+// Close releases nothing: the client is the caller's.
+func (d *Driver) Close() error { return nil }
+
+func shard(s string) string {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return fmt.Sprintf("%02d", h.Sum32()%Shards)
+}
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: str(pk), attrSK: str(sk)}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n uint64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(n)} }
+
+func filePK(partition string) string { return "f#" + partition }
+func headKey(partition string) map[string]types.AttributeValue {
+	return key("x#"+shard(partition), partition)
+}
+func counterKey(sh string) map[string]types.AttributeValue  { return key("n#"+sh, "n") }
+func registryKey(sh string) map[string]types.AttributeValue { return key("r#"+sh, "r") }
+func chunkKey(version string, i int) map[string]types.AttributeValue {
+	return key("c#"+version, fmt.Sprintf("%08d", i))
+}
+
+// ms renders t as 13-digit unix milliseconds, so that sort keys order by time.
+func ms(t time.Time) string { return fmt.Sprintf("%013d", max(t.UnixMilli(), 0)) }
+
+func intentKey(s datastore.Staged) map[string]types.AttributeValue {
+	return key("g#"+shard(s.Version), "i#"+ms(s.Started)+"#"+s.Version)
+}

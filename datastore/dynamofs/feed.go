@@ -1,0 +1,158 @@
+package dynamofs
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Head reads a partition's head with one strongly consistent GetItem.
+func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, error) {
+	it, err := d.getItem(ctx, headKey(partition))
+	if err != nil {
+		return datastore.Head{}, err
+	}
+	return datastore.Head{Partition: partition, Seq: getN(it, "seq"), Floor: getN(it, "floor")}, nil
+}
+
+// Changes reads the head, then queries bypos for (after, seq].
+func (d *Driver) Changes(ctx context.Context, partition string, after uint64, limit int) ([]datastore.Info, uint64, error) {
+	h, err := d.Head(ctx, partition)
+	if err != nil {
+		return nil, 0, err
+	}
+	if after < h.Floor {
+		return nil, 0, fmt.Errorf("%w: partition %q position %d, floor %d", datastore.ErrHorizon, partition, after, h.Floor)
+	}
+	if after > h.Seq {
+		return nil, 0, fmt.Errorf("%w: position %d is beyond partition %q's head %d", metastore.ErrInvalidArgument, after, partition, h.Seq)
+	}
+	if after == h.Seq {
+		return nil, h.Seq, nil
+	}
+	kc := expression.Key(attrPK).Equal(expression.Value(filePK(partition))).
+		And(expression.Key(attrPos).Between(expression.Value(after+1), expression.Value(h.Seq)))
+	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
+	if err != nil {
+		return nil, 0, err
+	}
+	in := &dynamodb.QueryInput{IndexName: strp(indexByPos), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), Limit: aws32(limit)}
+	var out []datastore.Info
+	for {
+		page, err := d.query(ctx, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, it := range page.Items {
+			out = append(out, fileInfo(it))
+		}
+		if len(out) >= limit {
+			return out[:limit], out[limit-1].Pos, nil
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, h.Seq, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+		in.Limit = aws32(limit - len(out))
+	}
+}
+
+func strp(s string) *string { return &s }
+
+func shardNames() []string {
+	out := make([]string, Shards)
+	for i := range out {
+		out[i] = fmt.Sprintf("%02d", i)
+	}
+	return out
+}
+
+// Partitions reads the registry shards in one BatchGetItem.
+func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
+	var keys []item
+	for _, sh := range shardNames() {
+		keys = append(keys, registryKey(sh))
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, it := range got {
+		if ss, ok := it["parts"].(*types.AttributeValueMemberSS); ok {
+			out = append(out, ss.Value...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// ChangedPartitions reads the shard counters in one BatchGetItem and queries
+// the index of each shard whose counter moved past the cursor.
+func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
+	var at [Shards]uint64
+	if cursor != nil {
+		if len(cursor) != 8*Shards {
+			return nil, nil, fmt.Errorf("%w: not a dynamodb feed cursor", metastore.ErrInvalidCursor)
+		}
+		for i := range at {
+			at[i] = binary.BigEndian.Uint64(cursor[8*i:])
+		}
+	}
+	names := shardNames()
+	var keys []item
+	for _, sh := range names {
+		keys = append(keys, counterKey(sh))
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	var now [Shards]uint64
+	for _, it := range got {
+		var i int
+		fmt.Sscanf(getS(it, attrPK), "n#%02d", &i)
+		now[i] = getN(it, "n")
+	}
+	var heads []datastore.Head
+	next := make([]byte, 0, 8*Shards)
+	for i, sh := range names {
+		if now[i] < at[i] {
+			return nil, nil, fmt.Errorf("%w: feed cursor is beyond shard %s's index", metastore.ErrInvalidCursor, sh)
+		}
+		next = binary.BigEndian.AppendUint64(next, now[i])
+		if now[i] == at[i] {
+			continue
+		}
+		kc := expression.Key(attrPK).Equal(expression.Value("x#" + sh)).
+			And(expression.Key(attrPos).Between(expression.Value(at[i]+1), expression.Value(now[i])))
+		e, err := build(expression.NewBuilder().WithKeyCondition(kc))
+		if err != nil {
+			return nil, nil, err
+		}
+		in := &dynamodb.QueryInput{IndexName: strp(indexByPos), KeyConditionExpression: e.KeyCondition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
+		for {
+			page, err := d.query(ctx, in)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, it := range page.Items {
+				heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: getN(it, "seq"), Floor: getN(it, "floor")})
+			}
+			if page.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = page.LastEvaluatedKey
+		}
+	}
+	return heads, next, nil
+}

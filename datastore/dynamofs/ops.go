@@ -1,0 +1,215 @@
+package dynamofs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+)
+
+type item = map[string]types.AttributeValue
+
+var total = types.ReturnConsumedCapacityTotal
+
+func (d *Driver) getItem(ctx context.Context, k item) (item, error) {
+	var out *dynamodb.GetItemOutput
+	err := d.retry(ctx, func() error {
+		var err error
+		out, err = d.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: k, ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: total})
+		return err
+	})
+	if err != nil {
+		return nil, d.classify(err, "")
+	}
+	n := int32(0)
+	if out.Item != nil {
+		n = 1
+	}
+	d.meter.add("GetItem", n, one(out.ConsumedCapacity)...)
+	return out.Item, nil
+}
+
+func (d *Driver) putItem(ctx context.Context, in *dynamodb.PutItemInput) error {
+	in.TableName, in.ReturnConsumedCapacity = &d.table, total
+	err := d.retry(ctx, func() error {
+		out, err := d.api.PutItem(ctx, in)
+		if err == nil {
+			d.meter.add("PutItem", 0, one(out.ConsumedCapacity)...)
+		}
+		return err
+	})
+	return err
+}
+
+// query runs one Query page, strongly consistent.
+func (d *Driver) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+	in.TableName, in.ConsistentRead, in.ReturnConsumedCapacity = &d.table, aws.Bool(true), total
+	var out *dynamodb.QueryOutput
+	err := d.retry(ctx, func() error {
+		var err error
+		out, err = d.api.Query(ctx, in)
+		return err
+	})
+	if err != nil {
+		return nil, d.classify(err, "")
+	}
+	d.meter.add("Query", out.ScannedCount, one(out.ConsumedCapacity)...)
+	return out, nil
+}
+
+// batchGetSize is BatchGetItem's limit of keys per request.
+const batchGetSize = 100
+
+// batchGet reads keys strongly consistently, 100 to a request; unprocessed
+// keys are retried with the retryer's backoff.
+func (d *Driver) batchGet(ctx context.Context, keys []item) ([]item, error) {
+	var found []item
+	for start := 0; start < len(keys); start += batchGetSize {
+		pending := keys[start:min(start+batchGetSize, len(keys))]
+		for attempt := 1; len(pending) > 0; attempt++ {
+			var out *dynamodb.BatchGetItemOutput
+			err := d.retry(ctx, func() error {
+				var err error
+				out, err = d.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+					RequestItems:           map[string]types.KeysAndAttributes{d.table: {Keys: pending, ConsistentRead: aws.Bool(true)}},
+					ReturnConsumedCapacity: total,
+				})
+				return err
+			})
+			if err != nil {
+				return nil, d.classify(err, "")
+			}
+			got := out.Responses[d.table]
+			d.meter.add("BatchGetItem", int32(len(got)), out.ConsumedCapacity...)
+			found = append(found, got...)
+			pending = out.UnprocessedKeys[d.table].Keys
+			if len(pending) > 0 {
+				if attempt >= d.retryer.MaxAttempts() {
+					return nil, fmt.Errorf("lake: %d keys stayed unprocessed after %d BatchGetItem attempts", len(pending), attempt)
+				}
+				delay, _ := d.retryer.RetryDelay(attempt, fmt.Errorf("unprocessed keys"))
+				sleep(ctx, delay)
+			}
+		}
+	}
+	return found, nil
+}
+
+// batchDelete deletes keys unconditionally, 25 to a request, retrying
+// unprocessed items with backoff.
+func (d *Driver) batchDelete(ctx context.Context, keys []item) error {
+	for start := 0; start < len(keys); start += 25 {
+		var reqs []types.WriteRequest
+		for _, k := range keys[start:min(start+25, len(keys))] {
+			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+		}
+		for attempt := 1; len(reqs) > 0; attempt++ {
+			var out *dynamodb.BatchWriteItemOutput
+			err := d.retry(ctx, func() error {
+				var err error
+				out, err = d.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+					RequestItems: map[string][]types.WriteRequest{d.table: reqs}, ReturnConsumedCapacity: total})
+				return err
+			})
+			if err != nil {
+				return d.classify(err, "")
+			}
+			d.meter.add("BatchWriteItem", 0, out.ConsumedCapacity...)
+			reqs = out.UnprocessedItems[d.table]
+			if len(reqs) > 0 {
+				if attempt >= d.retryer.MaxAttempts() {
+					return fmt.Errorf("lake: %d deletes stayed unprocessed after %d attempts", len(reqs), attempt)
+				}
+				delay, _ := d.retryer.RetryDelay(attempt, fmt.Errorf("unprocessed items"))
+				sleep(ctx, delay)
+			}
+		}
+	}
+	return nil
+}
+
+// transact sends one transaction under one idempotency token, reused by every
+// retry, so that a retry after a lost response cannot apply it twice.
+func (d *Driver) transact(ctx context.Context, items []types.TransactWriteItem) error {
+	var b [16]byte
+	rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	return d.retry(ctx, func() error {
+		out, err := d.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems: items, ClientRequestToken: &token, ReturnConsumedCapacity: total})
+		if err == nil {
+			d.meter.add("TransactWriteItems", 0, out.ConsumedCapacity...)
+		}
+		return err
+	})
+}
+
+func getS(it item, name string) string {
+	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(it item, name string) uint64 {
+	if v, ok := it[name].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseUint(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func getI(it item, name string) int64 {
+	if v, ok := it[name].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func getB(it item, name string) []byte {
+	if v, ok := it[name].(*types.AttributeValueMemberB); ok {
+		return v.Value
+	}
+	return nil
+}
+
+func getBool(it item, name string) bool {
+	v, ok := it[name].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+// fileItem encodes a path's state. NB: attribute names are the table format.
+func fileItem(info datastore.Info) item {
+	it := key(filePK(info.Partition), info.Path)
+	it[attrPos] = num(info.Pos)
+	it["t"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(info.Time.UnixNano(), 10)}
+	if info.Deleted {
+		it["del"] = &types.AttributeValueMemberBOOL{Value: true}
+		return it
+	}
+	it["ver"] = str(info.Version)
+	it["size"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(info.Size, 10)}
+	it["chunks"] = num(uint64(info.Chunks))
+	it["sha"] = str(info.SHA256)
+	it["meta"] = &types.AttributeValueMemberB{Value: info.Meta}
+	return it
+}
+
+func fileInfo(it item) datastore.Info {
+	path := getS(it, attrSK)
+	meta := getB(it, "meta")
+	if meta == nil && !getBool(it, "del") {
+		meta = []byte{}
+	}
+	return datastore.Info{Path: path, Partition: datastore.Partition(path), Pos: getN(it, attrPos), Deleted: getBool(it, "del"),
+		Version: getS(it, "ver"), Size: getI(it, "size"), Chunks: int(getN(it, "chunks")), SHA256: getS(it, "sha"),
+		Meta: meta, Time: time.Unix(0, getI(it, "t"))}
+}

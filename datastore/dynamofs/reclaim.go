@@ -1,0 +1,167 @@
+package dynamofs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Reclaim walks the reclaim shards: expired intents, replaced versions past
+// the grace period, tombstones past the horizon. Each kind is a range of
+// sort keys ordered by time, so it reads only what is due.
+func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
+	var st datastore.ReclaimStats
+	for _, sh := range shardNames() {
+		pk := "g#" + sh
+		err := d.due(ctx, pk, "i#", now.Add(-o.UploadGrace), func(it item) error {
+			// The intent goes first, conditionally: a commit that consumes
+			// it at the same time wins or loses as a whole.
+			c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
+			if err != nil {
+				return err
+			}
+			err = d.transact(ctx, []types.TransactWriteItem{{Delete: &types.Delete{TableName: &d.table, Key: key(pk, getS(it, attrSK)),
+				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}}})
+			if idx, ok := failedIndexes(err); ok && len(idx) > 0 {
+				return nil // committed meanwhile
+			}
+			if err != nil {
+				return d.classify(err, "")
+			}
+			n, err := d.deleteAllChunks(ctx, versionOf(getS(it, attrSK)))
+			st.Uploads++
+			st.Chunks += n
+			return err
+		})
+		if err != nil {
+			return st, err
+		}
+		err = d.due(ctx, pk, "g#", now.Add(-o.Grace), func(it item) error {
+			ver := versionOf(getS(it, attrSK))
+			n := int(getN(it, "chunks"))
+			keys := []item{key(pk, getS(it, attrSK))}
+			for i := range n {
+				keys = append(keys, chunkKey(ver, i))
+			}
+			st.Versions++
+			st.Chunks += n
+			return d.batchDelete(ctx, keys)
+		})
+		if err != nil {
+			return st, err
+		}
+		err = d.due(ctx, pk, "t#", now.Add(-o.Horizon), func(it item) error {
+			purged, err := d.purgeTombstone(ctx, getS(it, "path"), getN(it, "p"))
+			if err != nil {
+				return err
+			}
+			if purged {
+				st.Tombstones++
+			}
+			return d.batchDelete(ctx, []item{key(pk, getS(it, attrSK))})
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// versionOf returns the version at the end of a reclaim sort key KIND#MS#VERSION.
+func versionOf(sk string) string { return sk[len("i#")+13+1:] }
+
+// due calls fn for each item of pk whose sort key is KIND followed by a time
+// before end.
+func (d *Driver) due(ctx context.Context, pk, kind string, end time.Time, fn func(item) error) error {
+	kc := expression.Key(attrPK).Equal(expression.Value(pk)).And(expression.Key(attrSK).Between(expression.Value(kind), expression.Value(kind+ms(end))))
+	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
+	for {
+		page, err := d.query(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+func (d *Driver) deleteAllChunks(ctx context.Context, version string) (int, error) {
+	kc := expression.Key(attrPK).Equal(expression.Value("c#" + version))
+	e, err := build(expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(expression.Name(attrPK), expression.Name(attrSK))))
+	if err != nil {
+		return 0, err
+	}
+	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(),
+		ExpressionAttributeValues: e.Values(), ProjectionExpression: e.Projection()}
+	var keys []item
+	for {
+		page, err := d.query(ctx, in)
+		if err != nil {
+			return 0, err
+		}
+		keys = append(keys, page.Items...)
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	return len(keys), d.batchDelete(ctx, keys)
+}
+
+// purgeTombstone deletes path's tombstone at pos, if it is still the path's
+// state, and raises the partition's floor to pos, in one transaction.
+func (d *Driver) purgeTombstone(ctx context.Context, path string, pos uint64) (bool, error) {
+	part := datastore.Partition(path)
+	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
+		h, err := d.Head(ctx, part)
+		if err != nil {
+			return false, err
+		}
+		del, err := build(expression.NewBuilder().WithCondition(expression.Name(attrPos).Equal(expression.Value(pos)).
+			And(expression.Name("del").Equal(expression.Value(true)))))
+		if err != nil {
+			return false, err
+		}
+		items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: &d.table, Key: key(filePK(part), path),
+			ConditionExpression: del.Condition(), ExpressionAttributeNames: del.Names(), ExpressionAttributeValues: del.Values()}}}
+		if pos > h.Floor {
+			w, err := d.casUpdate(headKey(part), "floor", h.Floor, expression.Set(expression.Name("floor"), expression.Value(pos)))
+			if err != nil {
+				return false, err
+			}
+			items = append(items, w)
+		}
+		err = d.transact(ctx, items)
+		idx, ok := failedIndexes(err)
+		switch {
+		case err == nil:
+			return true, nil
+		case ok && len(idx) > 0 && idx[0] == 0:
+			return false, nil // the path changed since: nothing to purge
+		case ok && len(idx) > 0:
+			continue // the floor moved: read it again
+		default:
+			return false, d.classify(err, path)
+		}
+	}
+	return false, errors.New("lake: tombstone purge kept racing the floor")
+}
+
+var _ = metastore.ErrNotFound

@@ -1,0 +1,96 @@
+package datastore
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Limits of the contract. NB: part of every driver's format; they must not
+// grow without checking that a maximal metadata item still fits one DynamoDB
+// item and twenty of them one transaction.
+const (
+	// MaxPathBytes is the longest path, in bytes.
+	MaxPathBytes = 1024
+	// MaxMetaBytes is the largest metadata of one file.
+	MaxMetaBytes = 64 * 1024
+	// ChunkSize is the size of every chunk but a file's last.
+	ChunkSize = 256 * 1024
+	// MaxListLimit is the largest page List may ask for.
+	MaxListLimit = 10000
+)
+
+// ModelPrefix starts the paths that belong to a model's partition.
+const ModelPrefix = "data/"
+
+// ValidatePath returns nil if p is a valid file path, or an error matching
+// metastore.ErrInvalidKey: non-empty UTF-8 of at most MaxPathBytes without
+// NUL, slash-separated segments that are neither empty, "." nor "..", and no
+// leading or trailing slash.
+func ValidatePath(p string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: path %q %s", metastore.ErrInvalidKey, p, why)
+	}
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty path", metastore.ErrInvalidKey)
+	case len(p) > MaxPathBytes:
+		return bad(fmt.Sprintf("is %d bytes, longer than %d", len(p), MaxPathBytes))
+	case !utf8.ValidString(p):
+		return bad("is not valid UTF-8")
+	case strings.ContainsRune(p, 0):
+		return bad("contains NUL")
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			return bad("has an empty segment (a leading, trailing or double slash)")
+		case ".", "..":
+			return bad("has a . or .. segment")
+		}
+	}
+	if metastore.IsControlKey(p) {
+		return fmt.Errorf("%w: path %q is under the reserved prefix %q", metastore.ErrReservedKey, p, metastore.ControlPrefix)
+	}
+	return nil
+}
+
+// Partition returns the partition of a valid path: "T/I" for data/T/I/…
+// (at least one segment below I), otherwise the path's first segment.
+func Partition(p string) string {
+	if rest, ok := strings.CutPrefix(p, ModelPrefix); ok {
+		segs := strings.SplitN(rest, "/", 3)
+		if len(segs) == 3 {
+			return segs[0] + "/" + segs[1]
+		}
+	}
+	first, _, _ := strings.Cut(p, "/")
+	return first
+}
+
+// PartitionPrefix returns the prefix every path of partition starts with.
+func PartitionPrefix(partition string) string {
+	if strings.Contains(partition, "/") {
+		return ModelPrefix + partition + "/"
+	}
+	return partition + "/"
+}
+
+// ValidatePartition returns nil if name can be a partition: a model "T/I",
+// or a first segment (which may be "data": the partition of the odd paths
+// under data/ that name no model, such as data/README).
+func ValidatePartition(name string) error {
+	if err := ValidatePath(name); err != nil || strings.Count(name, "/") > 1 {
+		return fmt.Errorf("%w: partition %q: want a model TYPE/ID or a top-level directory", metastore.ErrInvalidArgument, name)
+	}
+	return nil
+}
+
+// PrefixMayMatch reports whether some path of partition can start with
+// prefix, so that a listing of prefix needs to read that partition.
+func PrefixMayMatch(partition, prefix string) bool {
+	pp := PartitionPrefix(partition)
+	return strings.HasPrefix(pp, prefix) || strings.HasPrefix(prefix, pp)
+}

@@ -1,0 +1,220 @@
+// Package remotefs is the datastore.Driver that talks to a lake node (`lake
+// serve`) serving a datastore: each driver method is one request to the
+// node's /v1/data/ endpoints (package nodeapi), which runs it on the node's
+// own datastore driver. Several processes on one machine share an embedded
+// bolt datastore this way, since one process holds the bolt file.
+//
+// Errors are the node's, mapped back to the metastore sentinels (and to
+// datastore.ErrHorizon and datastore.ErrUploadExpired); a conflict is a
+// *metastore.ConflictError with its key and reason, so
+// datastore.IsFenceConflict works on the client. A request that fails in
+// transport is metastore.ErrUnavailable: for a write, its outcome is
+// unknown. The driver does not retry.
+package remotefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
+)
+
+// Name is the backend name carried by this driver's cursors.
+const Name = "remote"
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Token is the node's bearer token; empty sends none.
+	Token string
+	// Client makes the requests; nil means a client of the driver's own.
+	Client *http.Client
+}
+
+// Driver is the HTTP client implementation of datastore.Driver.
+type Driver struct {
+	base      string
+	auth      string
+	client    *http.Client
+	ownClient bool
+	maxCommit int
+	backend   string
+}
+
+var _ datastore.Driver = (*Driver)(nil)
+
+// Open returns a driver for the node at base (http:// or https://, as for
+// the metastore's remote driver). It asks the node once what it serves,
+// so that a node without a datastore is refused at once.
+func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT", metastore.ErrInvalidArgument, base)
+	}
+	d := &Driver{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), client: opts.Client}
+	if opts.Token != "" {
+		d.auth = "Bearer " + opts.Token
+	}
+	if d.client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost, t.MaxIdleConns = 64, 64
+		d.client = &http.Client{Transport: t}
+		d.ownClient = true
+	}
+	var info nodeapi.DataInfoResponse
+	if err := d.call(ctx, http.MethodGet, nodeapi.DataInfo, nil, &info); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if info.MaxCommit < 1 {
+		d.Close()
+		return nil, fmt.Errorf("lake: node %s answered a max commit of %d", d.base, info.MaxCommit)
+	}
+	d.maxCommit, d.backend = info.MaxCommit, info.Backend
+	return d, nil
+}
+
+// Name returns "remote".
+func (d *Driver) Name() string { return Name }
+
+// Backend returns the name of the node's own datastore driver.
+func (d *Driver) Backend() string { return d.backend }
+
+// MaxCommit is the node's: its driver's bound, at most nodeapi.DataMaxCommit.
+func (d *Driver) MaxCommit() int { return d.maxCommit }
+
+// BeginUpload implements datastore.Driver.
+func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
+	return d.call(ctx, http.MethodPost, nodeapi.DataUpload, s, nil)
+}
+
+func chunkOp(version string, i int) string {
+	q := url.Values{}
+	q.Set("version", version)
+	q.Set("i", strconv.Itoa(i))
+	return nodeapi.DataChunk + "?" + q.Encode()
+}
+
+// PutChunk implements datastore.Driver.
+func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
+	resp, err := d.do(ctx, http.MethodPut, chunkOp(version, i), data, nodeapi.ValueMIMEType)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return d.errorOf(resp, "")
+	}
+	return nil
+}
+
+// GetChunk implements datastore.Driver.
+func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
+	resp, err := d.do(ctx, http.MethodGet, chunkOp(version, i), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, d.errorOf(resp, "")
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, datastore.ChunkSize+1))
+	if err != nil || len(b) > datastore.ChunkSize || (resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength) {
+		return nil, fmt.Errorf("%w: reading chunk %d of %s from %s: %v", metastore.ErrUnavailable, i, version, d.base, err)
+	}
+	return b, nil
+}
+
+// Commit implements datastore.Driver.
+func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	var out nodeapi.DataInfos
+	err := d.call(ctx, http.MethodPost, nodeapi.DataCommit, nodeapi.DataCommitRequest{Fence: fence, Entries: entries, Now: now}, &out)
+	if errors.Is(err, metastore.ErrRefused) {
+		return nil, fmt.Errorf("%w (%v)", datastore.ErrUploadExpired, err)
+	}
+	return out.Infos, err
+}
+
+// Stat implements datastore.Driver.
+func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
+	out := map[string]datastore.Info{}
+	for start := 0; start < len(paths); start += datastore.MaxListLimit {
+		var r nodeapi.DataInfos
+		if err := d.call(ctx, http.MethodPost, nodeapi.DataStat, nodeapi.DataRequest{Paths: paths[start:min(start+datastore.MaxListLimit, len(paths))]}, &r); err != nil {
+			return nil, err
+		}
+		for _, i := range r.Infos {
+			out[i.Path] = i
+		}
+	}
+	return out, nil
+}
+
+// List implements datastore.Driver.
+func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
+	var r nodeapi.DataListResponse
+	err := d.call(ctx, http.MethodPost, nodeapi.DataList, nodeapi.DataRequest{Prefix: prefix, Limit: limit, Pos: pos}, &r)
+	return r.Files, r.Next, err
+}
+
+// Head implements datastore.Driver.
+func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, error) {
+	var r nodeapi.DataHeadsResponse
+	if err := d.call(ctx, http.MethodPost, nodeapi.DataHead, nodeapi.DataRequest{Partition: partition}, &r); err != nil {
+		return datastore.Head{}, err
+	}
+	if len(r.Heads) != 1 {
+		return datastore.Head{}, fmt.Errorf("%w: node %s answered %d heads for one partition", metastore.ErrUnavailable, d.base, len(r.Heads))
+	}
+	return r.Heads[0], nil
+}
+
+// Changes implements datastore.Driver.
+func (d *Driver) Changes(ctx context.Context, partition string, after uint64, limit int) ([]datastore.Info, uint64, error) {
+	var r nodeapi.DataInfos
+	err := d.call(ctx, http.MethodPost, nodeapi.DataChanges, nodeapi.DataRequest{Partition: partition, After: after, Limit: limit}, &r)
+	if errors.Is(err, metastore.ErrCursorExpired) {
+		return nil, 0, fmt.Errorf("%w (%v)", datastore.ErrHorizon, err)
+	}
+	return r.Infos, r.UpTo, err
+}
+
+// Partitions implements datastore.Driver.
+func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
+	var r nodeapi.DataHeadsResponse
+	err := d.call(ctx, http.MethodPost, nodeapi.DataPartitions, nodeapi.DataRequest{}, &r)
+	return r.Partitions, err
+}
+
+// ChangedPartitions implements datastore.Driver.
+func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
+	var r nodeapi.DataHeadsResponse
+	err := d.call(ctx, http.MethodPost, nodeapi.DataChangedPartitions, nodeapi.DataRequest{Pos: cursor}, &r)
+	return r.Heads, r.Next, err
+}
+
+// Reclaim implements datastore.Driver.
+func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
+	var st datastore.ReclaimStats
+	err := d.call(ctx, http.MethodPost, nodeapi.DataReclaim, nodeapi.DataReclaimRequest{Now: now, Grace: int64(o.Grace), UploadGrace: int64(o.UploadGrace), Horizon: int64(o.Horizon)}, &st)
+	return st, err
+}
+
+// Close releases the driver's idle connections (of its own client only).
+func (d *Driver) Close() error {
+	if d.ownClient {
+		d.client.CloseIdleConnections()
+	}
+	return nil
+}

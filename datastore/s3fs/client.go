@@ -1,0 +1,297 @@
+package s3fs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// API is the part of the S3 client the driver uses; *s3.Client implements
+// it, and tests wrap it to inject faults.
+type API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// widMeta is the user-metadata key of an object's write id: a random id per
+// logical write, so that a 412 answered to a retry of that write (the SDK
+// retries a request whose response was lost) is told apart from a write of
+// someone else by reading the id back.
+const widMeta = "lake-wid"
+
+// maxConflictRetries bounds the retries of a 409 ConditionalRequestConflict
+// (another conditional write to the key in flight): it says nothing about
+// the outcome, so the write is simply sent again.
+const maxConflictRetries = 10
+
+// Counts are the requests a driver sent, by kind.
+type Counts struct {
+	Put, Get, Head, Delete, List int64
+}
+
+type counters struct{ put, get, head, del, list atomic.Int64 }
+
+func (c *counters) snapshot() Counts {
+	return Counts{c.put.Load(), c.get.Load(), c.head.Load(), c.del.Load(), c.list.Load()}
+}
+
+// object is what a read returns.
+type object struct {
+	body []byte
+	etag string
+	wid  string
+	mod  time.Time
+}
+
+// listed is one key of a listing.
+type listed struct {
+	key  string
+	etag string
+	mod  time.Time
+}
+
+// client is the conditional-request layer over API.
+type client struct {
+	api    API
+	bucket string
+	n      counters
+	clock  serverClock
+}
+
+func newWID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func status(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isNotFound(err error) bool {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	return errors.As(err, &nsk) || errors.As(err, &nf) || status(err) == http.StatusNotFound
+}
+
+func isPrecondition(err error) bool {
+	return status(err) == http.StatusPreconditionFailed || code(err) == "PreconditionFailed"
+}
+
+func isConditionalConflict(err error) bool {
+	return status(err) == http.StatusConflict || code(err) == "ConditionalRequestConflict"
+}
+
+// classify maps an error of S3 that is none of the above to a sentinel.
+func classify(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("lake: s3 %s %q: %w", op, key, err)
+	}
+	if c := code(err); c == "NoSuchBucket" {
+		return fmt.Errorf("%w: s3 bucket does not exist (%s %q): %v", metastore.ErrNotFound, op, key, err)
+	}
+	if s := status(err); s == http.StatusForbidden || s == http.StatusBadRequest {
+		return fmt.Errorf("%w: s3 %s %q refused: %v", metastore.ErrInvalidArgument, op, key, err)
+	}
+	return fmt.Errorf("%w: s3 %s %q: %v", metastore.ErrUnavailable, op, key, err)
+}
+
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(1+mrand.IntN(1<<min(attempt, 6))) * 5 * time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// get reads an object, strongly consistent (S3 has been since 2020).
+func (c *client) get(ctx context.Context, key string) (object, error) {
+	c.n.get.Add(1)
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &c.bucket, Key: &key}, c.clock.recordDate)
+	if err != nil {
+		if isNotFound(err) {
+			return object{}, metastore.NotFound(key)
+		}
+		return object{}, classify("GetObject", key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return object{}, fmt.Errorf("%w: s3 GetObject %q: read body: %v", metastore.ErrUnavailable, key, err)
+	}
+	o := object{body: body, etag: aws.ToString(out.ETag), wid: out.Metadata[widMeta]}
+	if out.LastModified != nil {
+		o.mod = *out.LastModified
+	}
+	return o, nil
+}
+
+// head reads an object's ETag and write id.
+func (c *client) head(ctx context.Context, key string) (object, error) {
+	c.n.head.Add(1)
+	out, err := c.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &c.bucket, Key: &key}, c.clock.recordDate)
+	if err != nil {
+		if isNotFound(err) {
+			return object{}, metastore.NotFound(key)
+		}
+		return object{}, classify("HeadObject", key, err)
+	}
+	o := object{etag: aws.ToString(out.ETag), wid: out.Metadata[widMeta]}
+	if out.LastModified != nil {
+		o.mod = *out.LastModified
+	}
+	return o, nil
+}
+
+// create writes key only if it does not exist (If-None-Match: *). A 412
+// means it exists: if it carries this write's id, the write was ours (the
+// SDK retried it after a lost response) and succeeded. It returns the new
+// object's ETag.
+func (c *client) create(ctx context.Context, key string, body []byte) (string, error) {
+	return c.write(ctx, key, body, func(in *s3.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
+}
+
+// replace writes key only if its ETag is etag (If-Match), settling a 412 the
+// same way as create.
+func (c *client) replace(ctx context.Context, key, etag string, body []byte) (string, error) {
+	return c.write(ctx, key, body, func(in *s3.PutObjectInput) { in.IfMatch = aws.String(etag) })
+}
+
+func (c *client) write(ctx context.Context, key string, body []byte, cond func(*s3.PutObjectInput)) (string, error) {
+	wid := newWID()
+	for attempt := 0; ; attempt++ {
+		in := &s3.PutObjectInput{
+			Bucket: &c.bucket, Key: &key,
+			// A seekable body: the SDK signs and may resend it, which
+			// over plain HTTP needs a body it can rewind.
+			Body:          bytes.NewReader(body),
+			ContentLength: aws.Int64(int64(len(body))),
+			Metadata:      map[string]string{widMeta: wid},
+		}
+		cond(in)
+		c.n.put.Add(1)
+		out, err := c.api.PutObject(ctx, in, c.clock.recordDate)
+		switch {
+		case err == nil:
+			return aws.ToString(out.ETag), nil
+		case isPrecondition(err):
+			// Lost the compare-and-swap, unless the object is this write
+			// (a retry of it, after the first attempt applied).
+			o, herr := c.head(ctx, key)
+			if herr == nil && o.wid == wid {
+				return o.etag, nil
+			}
+			if herr != nil && !errors.Is(herr, metastore.ErrNotFound) {
+				return "", herr
+			}
+			return "", metastore.Conflict(key, "object changed (412 Precondition Failed)")
+		case isNotFound(err):
+			// If-Match on a key that does not exist (404 NoSuchKey).
+			return "", metastore.Conflict(key, "object gone (404)")
+		case isConditionalConflict(err) && attempt < maxConflictRetries:
+			if berr := backoff(ctx, attempt); berr != nil {
+				return "", berr
+			}
+		default:
+			return "", classify("PutObject", key, err)
+		}
+	}
+}
+
+// deleteIf deletes key only if its ETag is etag (If-Match). A missing key is
+// a conflict: it no longer holds what the caller read.
+func (c *client) deleteIf(ctx context.Context, key, etag string) error {
+	for attempt := 0; ; attempt++ {
+		c.n.del.Add(1)
+		_, err := c.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: &key, IfMatch: aws.String(etag)}, c.clock.recordDate)
+		switch {
+		case err == nil:
+			return nil
+		case isPrecondition(err), isNotFound(err):
+			return metastore.Conflict(key, "object changed or gone (412/404)")
+		case isConditionalConflict(err) && attempt < maxConflictRetries:
+			if berr := backoff(ctx, attempt); berr != nil {
+				return berr
+			}
+		default:
+			return classify("DeleteObject", key, err)
+		}
+	}
+}
+
+// list returns up to max keys under prefix after startAfter ("" for the
+// start), and whether more follow.
+func (c *client) list(ctx context.Context, prefix, startAfter string, max int) ([]listed, bool, error) {
+	in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix, MaxKeys: aws.Int32(int32(min(max, 1000)))}
+	if startAfter != "" {
+		in.StartAfter = &startAfter
+	}
+	var out []listed
+	for {
+		c.n.list.Add(1)
+		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
+		if err != nil {
+			return nil, false, classify("ListObjectsV2", prefix, err)
+		}
+		for _, o := range page.Contents {
+			l := listed{key: aws.ToString(o.Key), etag: aws.ToString(o.ETag)}
+			if o.LastModified != nil {
+				l.mod = *o.LastModified
+			}
+			out = append(out, l)
+		}
+		more := aws.ToBool(page.IsTruncated)
+		if !more || len(out) >= max {
+			return out, more, nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
+		in.StartAfter = nil
+	}
+}
+
+// listAll returns every key under prefix after startAfter.
+func (c *client) listAll(ctx context.Context, prefix, startAfter string) ([]listed, error) {
+	out, _, err := c.list(ctx, prefix, startAfter, int(^uint(0)>>1))
+	return out, err
+}
+
+// trimPrefix is strings.TrimPrefix, named for the reader of key layouts.
+func trimPrefix(s, p string) string { return strings.TrimPrefix(s, p) }

@@ -1,0 +1,240 @@
+package s3fs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Commit implements datastore.Driver. The entries of each partition become
+// one log object, created with If-None-Match at the partition's next
+// position: that create is the commit. A commit that touches several
+// partitions writes one object per partition, in order; S3 has no
+// multi-object write, so a crash between them leaves the commit partly
+// applied, as a commit larger than MaxCommit is on every backend, and the
+// next sync completes it. The fence is checked before each object: the
+// lock record must hold the fence's bytes, and no earlier object of the log
+// may carry a higher token of the same lock.
+func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	for _, e := range entries {
+		if err := d.checkPath(e.Path()); err != nil {
+			return nil, err
+		}
+	}
+	ft, err := d.checkFence(ctx, fence)
+	if err != nil {
+		return nil, err
+	}
+	var order []string
+	byPart := map[string][]int{}
+	for i, e := range entries {
+		p := datastore.Partition(e.Path())
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], i)
+	}
+	// Refuse an expired upload before anything is written.
+	for _, e := range entries {
+		if e.Put == nil {
+			continue
+		}
+		if _, err := d.c.head(ctx, d.uploadKey(e.Put.Version)); err != nil {
+			if errors.Is(err, metastore.ErrNotFound) {
+				return nil, fmt.Errorf("%w: %q version %s", datastore.ErrUploadExpired, e.Put.Path, e.Put.Version)
+			}
+			return nil, err
+		}
+	}
+	out := make([]datastore.Info, len(entries))
+	applied := make([]bool, len(entries))
+	for _, part := range order {
+		idx := byPart[part]
+		sub := make([]datastore.Entry, len(idx))
+		for j, i := range idx {
+			sub[j] = entries[i]
+		}
+		infos, err := d.commitPartition(ctx, part, fence, ft, sub, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, info := range infos {
+			for _, i := range idx {
+				if entries[i].Path() == info.Path {
+					out[i], applied[i] = info, true
+				}
+			}
+		}
+	}
+	var res []datastore.Info
+	for i, ok := range applied {
+		if ok {
+			res = append(res, out[i])
+		}
+	}
+	return res, nil
+}
+
+// AppendFence appends a fence entry for fence to the log of each partition:
+// a new holder of a lock calls it before it reads what it will write, so
+// that from then on no commit under an older token of the same lock lands
+// in those logs (the S3 counterpart of a fenced write; see the package
+// documentation). Each fence entry takes one position.
+func (d *Driver) AppendFence(ctx context.Context, fence datastore.Fence, partitions []string) error {
+	ft, err := d.checkFence(ctx, &fence)
+	if err != nil {
+		return err
+	}
+	for _, part := range partitions {
+		if err := datastore.ValidatePartition(part); err != nil {
+			return err
+		}
+		if _, err := d.commitPartition(ctx, part, &fence, ft, nil, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFence reads the fence's lock record: it must hold exactly the
+// fence's bytes. It returns the fence as logged (the token parsed from a
+// lock record's JSON; zero for other bytes, which order nothing).
+func (d *Driver) checkFence(ctx context.Context, fence *datastore.Fence) (*fenceToken, error) {
+	if fence == nil {
+		return nil, nil
+	}
+	o, err := d.c.get(ctx, d.recordKey(fence.Key))
+	if errors.Is(err, metastore.ErrNotFound) || (err == nil && !bytes.Equal(o.body, fence.Token)) {
+		return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec struct {
+		Token uint64 `json:"token"`
+	}
+	_ = json.Unmarshal(fence.Token, &rec) // opaque bytes carry no token
+	return &fenceToken{Key: fence.Key, Token: rec.Token}, nil
+}
+
+// commitPartition creates the next log object of part holding entries (no
+// entries: a fence entry), retrying while other writers win the position.
+func (d *Driver) commitPartition(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	for attempt := 0; ; attempt++ {
+		started := time.Now()
+		t, err := d.register(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}}
+		if t.last != nil {
+			maps.Copy(obj.Fences, t.last.Fences)
+		}
+		if ft != nil && ft.Token != 0 {
+			if obj.Fences[ft.Key] > ft.Token {
+				return nil, metastore.Conflict(fence.Key, datastore.FenceReason) // a newer holder fenced this log
+			}
+			obj.Fences[ft.Key] = ft.Token
+		}
+		if len(obj.Fences) == 0 {
+			obj.Fences = nil
+		}
+		for _, e := range entries {
+			if e.Put != nil {
+				p := e.Put
+				obj.Entries = append(obj.Entries, logEntry{Path: p.Path, Version: p.Version, Size: p.Size, Chunks: p.Chunks, SHA256: p.SHA256, Meta: p.Meta})
+			}
+		}
+		var deletes []string
+		for _, e := range entries {
+			if e.Put == nil {
+				deletes = append(deletes, e.Delete)
+			}
+		}
+		if len(deletes) > 0 {
+			cur, err := d.statTail(ctx, t, deletes)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range deletes {
+				if c, ok := cur[p]; ok && !c.Deleted {
+					obj.Entries = append(obj.Entries, logEntry{Path: p, Deleted: true})
+				}
+			}
+		}
+		if len(entries) > 0 && len(obj.Entries) == 0 {
+			return nil, nil // only deletes of absent paths: nothing changes
+		}
+		// Keep entry order: puts were appended before deletes above.
+		obj.Entries = inEntryOrder(entries, obj.Entries)
+		if fence != nil {
+			// Re-check the lock record right before the create, so that
+			// the window in which a takeover can pass unseen is one
+			// request wide; the log's Fences close it for lock tokens.
+			if _, err := d.checkFence(ctx, fence); err != nil {
+				return nil, err
+			}
+		}
+		if time.Since(started) > d.window {
+			continue // too slow: the tail may be gone; read it again
+		}
+		body, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("lake: encode log object: %v", err)
+		}
+		_, err = d.c.create(ctx, d.logKey(part, obj.First), body)
+		if errors.Is(err, metastore.ErrConflict) {
+			if berr := backoff(ctx, attempt); berr != nil {
+				return nil, berr
+			}
+			continue // another writer took the position
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.objects = append(t.objects, obj)
+		t.last = obj
+		// The create is the commit: it is durable and visible (a stat or
+		// pull reads the log after the watermark). A failed roll-forward
+		// is left to the next writer of the partition or to Reclaim
+		// rather than reported as a failed commit, which a caller would
+		// retry into a second version.
+		_ = d.rollForward(ctx, part, t, now)
+		return obj.infos(part), nil
+	}
+}
+
+func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
+	byPath := make(map[string]logEntry, len(got))
+	for _, g := range got {
+		byPath[g.Path] = g
+	}
+	out := got[:0:0]
+	for _, e := range entries {
+		if g, ok := byPath[e.Path()]; ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// register reads part's tail, creating its head (the registry entry) first
+// if the partition is new.
+func (d *Driver) register(ctx context.Context, part string) (*tail, error) {
+	t, err := d.readTail(ctx, part, true)
+	if err != nil || t.exists {
+		return t, err
+	}
+	body, _ := json.Marshal(head{})
+	if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {
+		return nil, err
+	}
+	return d.readTail(ctx, part, true)
+}

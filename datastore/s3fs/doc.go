@@ -1,0 +1,23 @@
+// Package s3fs is the datastore driver on S3 (store URL s3://BUCKET/PREFIX),
+// and the lock package's Storage on the same bucket, so that the locks of a
+// datastore on S3 live beside it and fence its commits.
+//
+// S3 writes one object at a time, conditionally (If-None-Match: *, If-Match:
+// ETAG); every write this package sends is conditional. Under PREFIX/:
+//
+//	c/VERSION/NNNNNN     chunk NNNNNN of a version (immutable)
+//	u/VERSION            the intent of an upload, written before its chunks
+//	v/VERSION            a replaced version, whose chunks Reclaim deletes after the grace period
+//	l/PARTITION/POS      the partition's log: one object per commit, named by its first position
+//	h/PARTITION          the partition's head: registry entry and applied watermark
+//	f/PATH~              the path's index entry: its latest change, rolled forward from the log
+//	r/KEY~               a record of Records (lock records under r/lock/)
+//
+// A commit is the conditional create of the partition's next log position;
+// writers that read the same tail race for one name and exactly one wins, so
+// positions come from the store and the log has neither gaps nor forks. Each
+// log object carries its fence's token and the highest token of each lock
+// seen so far in the log: a writer never writes after an object fenced by a
+// newer holder, and a new holder appends a fence entry (AppendFence) to the
+// logs it will write before reading them. See docs/s3.md.
+package s3fs

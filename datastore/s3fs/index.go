@@ -1,0 +1,171 @@
+package s3fs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// indexEntry is the value of f/PATH: the path's latest change rolled
+// forward from its partition's log. It only moves to a higher position.
+//
+// NB: a stored format.
+type indexEntry struct {
+	logEntry
+	Pos  uint64    `json:"pos"`
+	Time time.Time `json:"time"`
+}
+
+// replaced is the value of v/VERSION: a version replaced at Time, whose
+// chunks Reclaim deletes after the grace period.
+type replaced struct {
+	Time   time.Time `json:"time"`
+	Chunks int       `json:"chunks"`
+}
+
+func (d *Driver) readIndex(ctx context.Context, path string) (*indexEntry, string, error) {
+	o, err := d.c.get(ctx, d.fileKey(path))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var e indexEntry
+	if err := json.Unmarshal(o.body, &e); err != nil {
+		return nil, "", fmt.Errorf("lake: s3 index entry of %q is corrupt: %v", path, err)
+	}
+	return &e, o.etag, nil
+}
+
+// rollForward applies the log objects of t after its applied position to
+// the path index, then advances the partition's applied watermark. Anyone
+// may roll a partition forward, any number of times: each index entry only
+// moves up, and the watermark only grows, each by a conditional write.
+func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
+	seen := map[string]uint64{}
+	for _, o := range t.objects {
+		if !o.stale(seen) {
+			for i, e := range o.Entries {
+				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now); err != nil {
+					return err
+				}
+			}
+		}
+		for k, v := range o.Fences {
+			seen[k] = max(seen[k], v)
+		}
+	}
+	if t.last == nil {
+		return nil
+	}
+	target := t.last.last()
+	h, etag := t.h, t.hetag
+	for attempt := 0; h.Applied < target; attempt++ {
+		h.Applied = target
+		body, _ := json.Marshal(h)
+		_, err := d.c.replace(ctx, d.headKey(part), etag, body)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) {
+			return err
+		}
+		var ok bool
+		if h, etag, ok, err = d.readHead(ctx, part); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("lake: s3 head of partition %q vanished", part)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateIndex moves path's index entry up to the change at pos, and marks
+// the version it replaces for Reclaim.
+func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, now time.Time) error {
+	next := indexEntry{logEntry: e, Pos: pos, Time: at}
+	body, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("lake: encode index entry: %v", err)
+	}
+	for attempt := 0; ; attempt++ {
+		cur, etag, err := d.readIndex(ctx, e.Path)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.Pos >= pos {
+			return nil // already there, or further
+		}
+		if cur == nil {
+			_, err = d.c.create(ctx, d.fileKey(e.Path), body)
+		} else {
+			_, err = d.c.replace(ctx, d.fileKey(e.Path), etag, body)
+		}
+		if errors.Is(err, metastore.ErrConflict) {
+			if berr := backoff(ctx, attempt); berr != nil {
+				return berr
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if cur != nil && !cur.Deleted && cur.Version != e.Version {
+			mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: cur.Chunks})
+			if _, err := d.c.create(ctx, d.replacedKey(cur.Version), mark); err != nil && !errors.Is(err, metastore.ErrConflict) {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// statTail returns the latest state of each of paths (all of t's
+// partition): the newest entry of the log objects after the applied
+// position, else the index entry.
+func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[string]datastore.Info, error) {
+	out := map[string]datastore.Info{}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	part := ""
+	if len(paths) > 0 {
+		part = datastore.Partition(paths[0])
+	}
+	seen := map[string]uint64{}
+	for _, o := range t.objects {
+		if !o.stale(seen) {
+			for _, info := range o.infos(part) {
+				if want[info.Path] {
+					out[info.Path] = info
+				}
+			}
+		}
+		for k, v := range o.Fences {
+			seen[k] = max(seen[k], v)
+		}
+	}
+	for _, p := range paths {
+		if _, ok := out[p]; ok || !t.exists {
+			continue
+		}
+		e, _, err := d.readIndex(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			out[p] = e.info(part, e.Pos, e.Time)
+		}
+	}
+	return out, nil
+}

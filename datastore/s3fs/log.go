@@ -1,0 +1,240 @@
+package s3fs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// logObject is one object of a partition's log, named by its first
+// position: a commit of N entries holds positions first..first+N-1; a fence
+// entry (no entries) holds position first. The next object of the log is
+// named first+span(): writers who read the same tail race for one name,
+// and the conditional create lets exactly one win.
+//
+// NB: a stored format; the JSON names must not change.
+type logObject struct {
+	First   uint64      `json:"first"`
+	Entries []logEntry  `json:"entries,omitempty"`
+	Time    time.Time   `json:"time"`
+	Fence   *fenceToken `json:"fence,omitempty"`
+	// Fences is the highest token seen so far in this log for each lock
+	// record that fenced a commit or appended a fence entry, this object
+	// included: a writer refuses to write after an object whose Fences
+	// name a higher token than its own, and a reader ignores such an
+	// object should one exist.
+	Fences map[string]uint64 `json:"fences,omitempty"`
+}
+
+// fenceToken is a commit's fence: the lock record and, when its bytes are a
+// lock record, their token.
+type fenceToken struct {
+	Key   string `json:"key"`
+	Token uint64 `json:"token,omitempty"`
+}
+
+// logEntry is one change.
+type logEntry struct {
+	Path    string `json:"path"`
+	Deleted bool   `json:"deleted,omitempty"`
+	Version string `json:"version,omitempty"`
+	Size    int64  `json:"size,omitempty"`
+	Chunks  int    `json:"chunks,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	Meta    []byte `json:"meta,omitempty"`
+}
+
+func (o *logObject) span() uint64 { return uint64(max(len(o.Entries), 1)) }
+func (o *logObject) last() uint64 { return o.First + o.span() - 1 }
+
+// stale reports whether o was written under a fence older than one the log
+// had already seen (seen: the Fences of the objects before it).
+func (o *logObject) stale(seen map[string]uint64) bool {
+	if o.Fence == nil || o.Fence.Token == 0 {
+		return false
+	}
+	return o.Fence.Token < seen[o.Fence.Key] || o.Fence.Token < o.Fences[o.Fence.Key]
+}
+
+// infos returns o's changes.
+func (o *logObject) infos(part string) []datastore.Info {
+	out := make([]datastore.Info, len(o.Entries))
+	for i, e := range o.Entries {
+		out[i] = e.info(part, o.First+uint64(i), o.Time)
+	}
+	return out
+}
+
+func (e logEntry) info(part string, pos uint64, t time.Time) datastore.Info {
+	meta := e.Meta
+	if meta == nil {
+		meta = []byte{}
+	}
+	return datastore.Info{Path: e.Path, Partition: part, Pos: pos, Deleted: e.Deleted, Version: e.Version,
+		Size: e.Size, Chunks: e.Chunks, SHA256: e.SHA256, Meta: meta, Time: t}
+}
+
+// head is the value of h/PART: the partition's registry entry (created
+// before its first log object) and its watermarks.
+//
+// NB: a stored format.
+type head struct {
+	// Applied: every log object up to this position has been rolled into
+	// the path index (f/PATH); it only grows.
+	Applied uint64 `json:"applied"`
+	// Floor: changes at or below it may have been purged.
+	Floor uint64 `json:"floor"`
+}
+
+// tail is a partition's log as a writer or reader sees it: its watermarks,
+// and the objects after the applied one, in order.
+type tail struct {
+	h       head
+	hetag   string
+	exists  bool
+	objects []*logObject // the log objects after h.Applied, in order
+	last    *logObject   // the log's last object (nil for an empty log)
+}
+
+// next is the name of the log's next object.
+func (t *tail) next() uint64 {
+	if t.last == nil {
+		return t.h.Applied + 1
+	}
+	return t.last.last() + 1
+}
+
+// headSeq is the position up to which every change is visible.
+func (t *tail) headSeq() uint64 { return t.next() - 1 }
+
+func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool, error) {
+	o, err := d.c.get(ctx, d.headKey(part))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return head{}, "", false, nil
+	}
+	if err != nil {
+		return head{}, "", false, err
+	}
+	var h head
+	if err := json.Unmarshal(o.body, &h); err != nil {
+		return head{}, "", false, fmt.Errorf("lake: s3 head of partition %q is corrupt: %v", part, err)
+	}
+	return h, o.etag, true, nil
+}
+
+func (d *Driver) readLog(ctx context.Context, key string) (*logObject, error) {
+	o, err := d.c.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var l logObject
+	if err := json.Unmarshal(o.body, &l); err != nil {
+		return nil, fmt.Errorf("lake: s3 log object %q is corrupt: %v", key, err)
+	}
+	return &l, nil
+}
+
+func (d *Driver) posOf(part, key string) (uint64, error) {
+	n, err := strconv.ParseUint(trimPrefix(key, d.logPrefix(part)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("lake: s3 log key %q is not a position", key)
+	}
+	return n, nil
+}
+
+// from returns the log objects that may hold a position after after, in
+// order: one LIST from the first name an object holding after+1 can have
+// (an object spans at most MaxCommit positions), then a GET of each object
+// that holds one, stopping once limit changes are read (limit 0: no bound).
+// end is the last position of the last object read (zero if none was).
+//
+// applied is the partition's applied watermark, which is always the end of
+// an object: when after is that end, or the listing shows the next object
+// starting at after+1, the object holding after is not read.
+func (d *Driver) from(ctx context.Context, part string, after, applied uint64, limit int) (objs []*logObject, end uint64, err error) {
+	start := ""
+	if after+1 > MaxCommit {
+		start = d.logKey(part, after+1-MaxCommit)
+	}
+	keys, err := d.c.listAll(ctx, d.logPrefix(part), start)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Only the last object named at or below after can hold after+1.
+	first, below := 0, false
+	for i, k := range keys {
+		pos, err := d.posOf(part, k.key)
+		if err != nil {
+			return nil, 0, err
+		}
+		if pos <= after {
+			first, below = i, true
+		} else if below && i == first+1 && pos == after+1 {
+			first, end = i, after // the object below ends at after
+		}
+	}
+	if below && first < len(keys) && after == applied && after > 0 {
+		if p, _ := d.posOf(part, keys[first].key); p <= after {
+			first, end = first+1, after // it ends at the watermark
+		}
+	}
+	read := 0
+	for _, k := range keys[first:] {
+		o, err := d.readLog(ctx, k.key)
+		if errors.Is(err, metastore.ErrNotFound) {
+			continue // a dead object Reclaim deleted after the listing
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		end = o.last()
+		if o.last() <= after {
+			continue
+		}
+		objs = append(objs, o)
+		for i := range o.Entries {
+			if o.First+uint64(i) > after {
+				read++
+			}
+		}
+		if limit > 0 && read >= limit {
+			break
+		}
+	}
+	return objs, end, nil
+}
+
+// readTail reads part's head, then its log after the applied position;
+// withLast also reads the log's last object when it is the applied one (a
+// writer needs it: its Fences guard the next object).
+func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tail, error) {
+	h, etag, ok, err := d.readHead(ctx, part)
+	if err != nil {
+		return nil, err
+	}
+	t := &tail{h: h, hetag: etag, exists: ok}
+	if !ok {
+		return t, nil
+	}
+	after, applied := h.Applied, h.Applied
+	if withLast {
+		after, applied = max(h.Applied, 1)-1, 0
+	}
+	objs, _, err := d.from(ctx, part, after, applied, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		t.last = o
+		if o.last() > h.Applied {
+			t.objects = append(t.objects, o)
+		}
+	}
+	return t, nil
+}

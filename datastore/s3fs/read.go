@@ -1,0 +1,249 @@
+package s3fs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// upload is the value of u/VERSION, the intent of an upload.
+type upload struct {
+	Path    string    `json:"path"`
+	Started time.Time `json:"started"`
+}
+
+// BeginUpload implements datastore.Driver.
+func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
+	if err := d.checkPath(s.Path); err != nil {
+		return err
+	}
+	body, _ := json.Marshal(upload{Path: s.Path, Started: s.Started.Round(0).UTC()})
+	_, err := d.c.create(ctx, d.uploadKey(s.Version), body)
+	return err
+}
+
+// PutChunk implements datastore.Driver. Chunks are immutable and a version
+// is fresh, so the create of one that exists is a retry of the same bytes.
+func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
+	_, err := d.c.create(ctx, d.chunkKey(version, i), data)
+	if errors.Is(err, metastore.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// GetChunk implements datastore.Driver.
+func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
+	o, err := d.c.get(ctx, d.chunkKey(version, i))
+	if err != nil {
+		return nil, err
+	}
+	return o.body, nil
+}
+
+// Stat implements datastore.Driver: per partition, its tail (the log after
+// the applied watermark, normally empty), then the index entry of each path
+// the tail does not answer.
+func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
+	byPart := map[string][]string{}
+	for _, p := range paths {
+		part := datastore.Partition(p)
+		byPart[part] = append(byPart[part], p)
+	}
+	out := map[string]datastore.Info{}
+	for part, ps := range byPart {
+		t, err := d.readTail(ctx, part, false)
+		if err != nil {
+			return nil, err
+		}
+		m, err := d.statTail(ctx, t, ps)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// List implements datastore.Driver over the path index: one LIST of up to
+// limit keys, then a GET of each entry. It reflects every acknowledged
+// commit, a commit being rolled into the index before it returns (unless
+// that roll-forward failed: then the partition's next commit, or Reclaim,
+// completes it).
+func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
+	start := ""
+	if pos != nil {
+		start = d.fileKey(string(pos))
+	}
+	keys, more, err := d.c.list(ctx, d.prefix+"f/"+escape(prefix), start, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(keys) > limit {
+		keys, more = keys[:limit], true
+	}
+	var out []datastore.Info
+	for _, k := range keys {
+		p := unleaf(trimPrefix(k.key, d.prefix+"f/"))
+		e, _, err := d.readIndex(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e != nil && !e.Deleted {
+			out = append(out, e.info(datastore.Partition(p), e.Pos, e.Time))
+		}
+	}
+	if !more || len(keys) == 0 {
+		return out, nil, nil
+	}
+	return out, []byte(unleaf(trimPrefix(keys[len(keys)-1].key, d.prefix+"f/"))), nil
+}
+
+// Head implements datastore.Driver.
+func (d *Driver) Head(ctx context.Context, part string) (datastore.Head, error) {
+	t, err := d.readTail(ctx, part, false)
+	if err != nil {
+		return datastore.Head{}, err
+	}
+	return datastore.Head{Partition: part, Seq: t.headSeq(), Floor: t.h.Floor}, nil
+}
+
+// Changes implements datastore.Driver: a LIST of the log from after (with
+// StartAfter) and a GET of each object that holds a later position, so a
+// pull costs the changes since its position plus a constant, whatever the
+// log held before. Within a page, a path keeps only its latest change; a
+// change superseded after the page's end may still be returned, followed
+// by the newer one in a later page.
+func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit int) ([]datastore.Info, uint64, error) {
+	h, _, ok, err := d.readHead(ctx, part)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		if after != 0 {
+			return nil, 0, fmt.Errorf("%w: position %d is beyond the head 0 of partition %q", metastore.ErrInvalidArgument, after, part)
+		}
+		return nil, 0, nil
+	}
+	if after < h.Floor {
+		return nil, 0, datastore.ErrHorizon
+	}
+	objs, end, err := d.from(ctx, part, after, h.Applied, limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	end = max(end, h.Applied)
+	if after > end {
+		return nil, 0, fmt.Errorf("%w: position %d is beyond the head %d of partition %q", metastore.ErrInvalidArgument, after, end, part)
+	}
+	var out []datastore.Info
+	upTo := end
+	seen := map[string]uint64{}
+collect:
+	for _, o := range objs {
+		if !o.stale(seen) {
+			for _, info := range o.infos(part) {
+				if info.Pos <= after {
+					continue
+				}
+				if len(out) == limit {
+					upTo = out[len(out)-1].Pos
+					break collect
+				}
+				out = append(out, info)
+			}
+		}
+		for k, v := range o.Fences {
+			seen[k] = max(seen[k], v)
+		}
+	}
+	return latestOnly(out), upTo, nil
+}
+
+// latestOnly keeps the last change of each path, in position order.
+func latestOnly(in []datastore.Info) []datastore.Info {
+	last := map[string]uint64{}
+	for _, c := range in {
+		last[c.Path] = c.Pos
+	}
+	out := in[:0]
+	for _, c := range in {
+		if last[c.Path] == c.Pos {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Partitions implements datastore.Driver: a LIST of the heads.
+func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
+	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		p, err := url.PathUnescape(trimPrefix(k.key, d.prefix+"h/"))
+		if err != nil {
+			return nil, fmt.Errorf("lake: s3 head key %q is not an escaped partition", k.key)
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ChangedPartitions implements datastore.Driver: a LIST of the heads, whose
+// ETags change with every commit rolled forward, compared with the ETags
+// the cursor remembers; then the head of each partition that changed. The
+// LIST costs one request per thousand partitions and the cursor grows with
+// the partitions (a short digest each): S3 has no index a write could
+// update in the same atomic write as the change.
+func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
+	prev := map[string]string{}
+	if len(cursor) > 0 {
+		if err := json.Unmarshal(cursor, &prev); err != nil {
+			return nil, nil, fmt.Errorf("%w: not an s3 feed cursor", metastore.ErrInvalidCursor)
+		}
+	}
+	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	next := make(map[string]string, len(keys))
+	var heads []datastore.Head
+	for _, k := range keys {
+		part, err := url.PathUnescape(trimPrefix(k.key, d.prefix+"h/"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("lake: s3 head key %q is not an escaped partition", k.key)
+		}
+		tag := k.etag
+		if len(tag) > 10 {
+			tag = tag[:10]
+		}
+		next[part] = tag
+		if prev[part] == tag {
+			continue
+		}
+		h, err := d.Head(ctx, part)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h.Seq > 0 {
+			heads = append(heads, h)
+		} else {
+			delete(next, part) // registered, nothing committed yet
+		}
+	}
+	b, _ := json.Marshal(next)
+	return heads, b, nil
+}

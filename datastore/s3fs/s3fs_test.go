@@ -1,0 +1,31 @@
+package s3fs_test
+
+import (
+	"testing"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+)
+
+// newDriver opens a datastore in a fresh bucket, under a prefix so that the
+// prefix handling is exercised too.
+func newDriver(t testing.TB) *s3fs.Driver {
+	t.Helper()
+	d, err := s3fs.Open(t.Context(), s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "lake/ds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newStore(t *testing.T) *datastore.Store {
+	s := datastore.New(newDriver(t))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	dstest.RunConformanceTests(t, newStore)
+}

@@ -1,0 +1,156 @@
+package reshape
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/sweep"
+)
+
+// ApplyOptions configure Apply.
+type ApplyOptions struct {
+	// Segments, PageSize and MaxWCU are the sweep's (see sweep.Options).
+	// MaxWCU counts the index writes too: DynamoDB bills each index write
+	// as a write.
+	Segments int
+	PageSize int
+	MaxWCU   float64
+	// Workers is how many items of one page are converted at once
+	// (DefaultWorkers).
+	Workers int
+	// DryRun creates nothing and writes nothing: it reports whether the
+	// index would be created and counts what the sweep would write.
+	DryRun bool
+	// State keeps the sweep's durable cursors; nil remembers nothing (a
+	// crash then restarts the sweep from the beginning).
+	State *metastore.Store
+	// Index configures the wait for the index.
+	Index IndexOptions
+	// Progress, when set, is called after each page.
+	Progress func(sweep.Progress)
+}
+
+// DefaultWorkers is ApplyOptions.Workers's default.
+const DefaultWorkers = 4
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	// IndexCreated says Apply added the index (in a dry run: would add it).
+	IndexCreated bool
+	// Sweep is the sweep's summary. Its Counts hold one count per Outcome
+	// ("wrote", "repaired", "gone", "contended", "unchanged") and per
+	// State of the items as first read ("missing", "stale", ...).
+	Sweep sweep.Summary
+}
+
+// Apply runs the reshape: it adds the index if it is missing and waits until
+// it is ACTIVE (EnsureIndex), then sweeps the whole table and converts every
+// covered item that is missing the new attributes or holds stale ones
+// (Convert, one conditional UpdateItem per item). With State, the sweep
+// resumes after a crash where it stopped, redoing at most one page per
+// segment; a sweep that had finished is forgotten, so that every Apply makes
+// at least one whole pass (which is how stale items are repaired).
+func (r *Reshaper) Apply(ctx context.Context, opts ApplyOptions) (ApplyResult, error) {
+	var res ApplyResult
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.DryRun {
+		res.IndexCreated = !r.IndexExists()
+	} else {
+		created, err := r.EnsureIndex(ctx, opts.Index)
+		if err != nil {
+			return res, err
+		}
+		res.IndexCreated = created
+	}
+	so := sweep.Options{
+		Table:    r.spec.Table,
+		Segments: opts.Segments,
+		PageSize: opts.PageSize,
+		MaxWCU:   opts.MaxWCU,
+		DryRun:   opts.DryRun,
+		Progress: opts.Progress,
+	}
+	if opts.State != nil {
+		cp := sweep.StoreCheckpoints{Store: opts.State, Prefix: r.StatePrefix()}
+		st, err := cp.Load(ctx)
+		if err != nil {
+			return res, err
+		}
+		if st != nil && st.Done() && !opts.DryRun {
+			if err := cp.Reset(ctx); err != nil {
+				return res, err
+			}
+		}
+		so.Checkpoints = cp
+	}
+	sum, err := sweep.Run(ctx, r.api, so, func(ctx context.Context, p *sweep.Page) error {
+		return r.convertPage(ctx, p, opts.Workers)
+	})
+	res.Sweep = sum
+	return res, err
+}
+
+// convertPage converts a page's items, workers at a time.
+func (r *Reshaper) convertPage(ctx context.Context, p *sweep.Page, workers int) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		next     = make(chan map[string]types.AttributeValue)
+	)
+	for range min(workers, len(p.Items)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range next {
+				first := r.spec.Classify(item).State
+				res, err := r.convert(ctx, item, p.Spend, p.DryRun)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				p.Count(first.String(), 1)
+				p.Count(res.Outcome.String(), 1)
+				if res.Retries > 0 {
+					p.Count("retries", int64(res.Retries))
+				}
+			}
+		}()
+	}
+	for _, item := range p.Items {
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed || ctx.Err() != nil {
+			break
+		}
+		next <- item
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// StatePrefix is where Apply keeps its sweep's cursors in the state store:
+// reshape/TABLE/INDEX/ and a digest of the spec, so that a changed spec
+// starts a sweep of its own instead of resuming another's cursors.
+func (r *Reshaper) StatePrefix() string {
+	b, _ := json.Marshal(r.spec)
+	h := sha256.Sum256(b)
+	return fmt.Sprintf("reshape/%s/%s/%s/", r.spec.Table, r.spec.Index.Name, hex.EncodeToString(h[:6]))
+}

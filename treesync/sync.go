@@ -1,0 +1,379 @@
+package treesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
+	"github.com/lakemeta/lake/lock"
+)
+
+// uploaded is a dirty file whose content is staged: invisible until the
+// commit.
+type uploaded struct {
+	staged datastore.Staged
+	fi     os.FileInfo // taken before the content was read
+}
+
+// testHookCommit, when set, runs under the lock just before the commit (the
+// tests kill a worker there).
+var testHookCommit func()
+
+// Sync runs the seed's loop without the work: dirty files are uploaded,
+// then under the lock NAMESPACE/sync the dirty paths are checked against
+// the remote (batch stat), the scope is pulled, and the dirty entries are
+// committed, fenced by the lock's token.
+func (t *Tree) Sync(ctx context.Context, scope Scope) (Report, error) {
+	return t.run(ctx, scope, nil, RunOptions{})
+}
+
+// RunOptions shape Run.
+type RunOptions struct {
+	// PushOnFailure pushes what fn changed even when fn fails.
+	PushOnFailure bool
+}
+
+// Run locks, pulls, runs fn in the tree under the lock, then pushes what
+// changed and commits, fenced. fn's context is cancelled when ctx ends or
+// the lock is lost (with that cause); the lease gives its token. If fn
+// fails, nothing is pushed unless PushOnFailure (its changes stay dirty
+// locally), and fn's error is returned, with the pull kept.
+func (t *Tree) Run(ctx context.Context, scope Scope, fn func(ctx context.Context, ls *lock.Lease) error, o RunOptions) (Report, error) {
+	if fn == nil {
+		return Report{}, fmt.Errorf("lake: Run needs a function")
+	}
+	return t.run(ctx, scope, fn, o)
+}
+
+func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *lock.Lease) error, o RunOptions) (Report, error) {
+	var rep Report
+	models, err := validScope(scope)
+	if err != nil {
+		return rep, err
+	}
+	unlock, err := t.lockDir()
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	st, err := t.loadState()
+	if err != nil {
+		return rep, err
+	}
+	hints := t.hintsSize()
+	// Sync finds its dirty paths now, to upload them before the lock. Run
+	// walks once, after fn; before it, only hinted paths count, and the
+	// pull checks each path it writes, so a local change is never
+	// overwritten either way.
+	var dirty []LocalChange
+	if fn == nil {
+		dirty, err = t.dirty(st, models, true)
+	} else {
+		dirty, err = t.hinted(st, models)
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.Dirty = len(dirty)
+	var up map[string]uploaded
+	if fn == nil {
+		// Phase one: the blobs, before the lock.
+		if up, err = t.upload(ctx, dirty, &rep); err != nil {
+			return rep, err
+		}
+	}
+	start := time.Now()
+	ls, err := t.locker.Acquire(ctx, t.LockName())
+	if err != nil {
+		return rep, err
+	}
+	defer ls.Release(context.WithoutCancel(ctx))
+	rep.LockWait, rep.Token = time.Since(start), ls.Token()
+
+	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
+	if err != nil {
+		return rep, err
+	}
+	pl, err := t.plan(ctx, st, models)
+	if err != nil {
+		return rep, err
+	}
+	rep.Partitions, rep.Changes = len(pl.positions), pl.read
+	isDirty := map[string]bool{}
+	for _, c := range dirty {
+		isDirty[c.Path] = true
+	}
+	var apply []datastore.Info
+	var conflicts []string
+	for _, c := range pl.sorted() {
+		if isDirty[c.Path] || !needed(st, c) {
+			continue
+		}
+		// Hints may have missed a local change: never overwrite one.
+		if _, changed, err := t.check(st, c.Path); err != nil {
+			return rep, err
+		} else if changed {
+			conflicts = append(conflicts, c.Path)
+			continue
+		}
+		apply = append(apply, c)
+	}
+	push, apply, err = t.resolve(push, dirtyConflicts, conflicts, apply, &rep)
+	if err != nil {
+		return rep, err
+	}
+	for _, c := range apply {
+		if err := t.apply(ctx, st, c, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if fn != nil {
+		// fn stops when the caller cancels or the lock is lost (the cause
+		// says which).
+		fctx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(ls.Context(), func() { cancel(context.Cause(ls.Context())) })
+		ferr := fn(fctx, ls)
+		stop()
+		cancel(nil)
+		if ferr != nil && !o.PushOnFailure {
+			// Keep what was pulled; what fn changed stays dirty.
+			t.advance(st, pl, nil)
+			if err := t.saveState(st); err != nil {
+				return rep, err
+			}
+			return rep, ferr
+		} else if ferr != nil {
+			err = ferr // pushed below, as asked; fn's error is still returned
+		}
+		dirty, derr := t.walk(st, models)
+		if derr != nil {
+			return rep, derr
+		}
+		rep.Dirty = len(dirty)
+		if up, derr = t.upload(ctx, dirty, &rep); derr != nil {
+			return rep, derr
+		}
+		var dc []LocalChange
+		push, dc, derr = t.decide(ctx, st, dirty, up, &rep)
+		if derr != nil {
+			return rep, derr
+		}
+		var fetch []datastore.Info
+		if push, fetch, derr = t.resolve(push, dc, nil, nil, &rep); derr != nil {
+			return rep, derr
+		}
+		for _, c := range fetch {
+			if derr := t.apply(ctx, st, c, &rep); derr != nil {
+				return rep, derr
+			}
+		}
+	}
+	if testHookCommit != nil {
+		testHookCommit()
+	}
+	applied, cerr := t.commit(ctx, ls, st, push, up)
+	if cerr != nil {
+		return rep, cerr
+	}
+	rep.Committed = len(applied)
+	t.advance(st, pl, applied)
+	if serr := t.saveState(st); serr != nil {
+		return rep, serr
+	}
+	if hints >= 0 { // a walk or the hints covered them
+		t.clearHints(hints)
+	}
+	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
+		return rep, rerr
+	}
+	return rep, err
+}
+
+// upload stages the content of the dirty files (phase one of the push).
+func (t *Tree) upload(ctx context.Context, dirty []LocalChange, rep *Report) (map[string]uploaded, error) {
+	up := map[string]uploaded{}
+	for _, c := range dirty {
+		if c.Kind == Deleted {
+			continue
+		}
+		f, err := os.Open(t.localPath(c.Path))
+		if err != nil {
+			return nil, fmt.Errorf("lake: %w", err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lake: %w", err)
+		}
+		s, err := t.store.Upload(ctx, c.Path, f, nil)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		up[c.Path] = uploaded{staged: s, fi: fi}
+		rep.Uploaded++
+	}
+	return up, nil
+}
+
+// decide checks the dirty paths against the remote with one batch stat:
+// a path whose remote state is still the one last synced is pushed; one
+// whose remote content already equals the local one is adopted; any other
+// is a conflict.
+func (t *Tree) decide(ctx context.Context, st *state, dirty []LocalChange, up map[string]uploaded, rep *Report) ([]LocalChange, []LocalChange, error) {
+	if len(dirty) == 0 {
+		return nil, nil, nil
+	}
+	paths := make([]string, len(dirty))
+	for i, c := range dirty {
+		paths[i] = c.Path
+	}
+	remote, err := t.store.StatMany(ctx, paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.Stated += len(paths)
+	var push, conflicts []LocalChange
+	for _, c := range dirty {
+		r, has := remote[c.Path]
+		live := has && !r.Deleted
+		base, synced := st.Files[c.Path]
+		unchanged := (!synced && !live) || (synced && live && r.Version == base.Version)
+		switch {
+		case unchanged:
+			push = append(push, c)
+		case c.Kind == Deleted && !live:
+			delete(st.Files, c.Path) // deleted on both sides
+		case c.Kind != Deleted && live && t.localSHA(c, up) == r.SHA256:
+			// The same content on both sides: adopt it.
+			if u, ok := up[c.Path]; ok {
+				st.Files[c.Path] = record(u.fi, r, t.now())
+			} else if fs, err := recordWritten(t.localPath(c.Path), r, t.now()); err == nil {
+				fs.MTime = 0 // not read under this stat: hash it next time
+				st.Files[c.Path] = fs
+			}
+		default:
+			conflicts = append(conflicts, c)
+		}
+	}
+	return push, conflicts, nil
+}
+
+// localSHA is the local content's hash: from its upload, from the walk,
+// or read now.
+func (t *Tree) localSHA(c LocalChange, up map[string]uploaded) string {
+	if u, ok := up[c.Path]; ok {
+		return u.staged.SHA256
+	}
+	if c.SHA256 != "" {
+		return c.SHA256
+	}
+	sum, _ := hashFile(t.localPath(c.Path))
+	return sum
+}
+
+// resolve applies Options.Prefer to conflicts: refused without it; local
+// keeps the path in the push; remote drops it from the push and fetches
+// the remote state into the tree.
+func (t *Tree) resolve(push, dirtyConflicts []LocalChange, pullConflicts []string, apply []datastore.Info, rep *Report) ([]LocalChange, []datastore.Info, error) {
+	conflicts := slices.Clone(pullConflicts)
+	for _, c := range dirtyConflicts {
+		conflicts = append(conflicts, c.Path)
+	}
+	if len(conflicts) == 0 {
+		return push, apply, nil
+	}
+	sort.Strings(conflicts)
+	switch t.opts.Prefer {
+	case PreferNone:
+		return nil, nil, &ConflictError{Paths: conflicts}
+	case PreferLocal:
+		// A conflict found by the pull (a change the hints missed) is not
+		// in the push: the walk of the next sync pushes it.
+		push = append(push, dirtyConflicts...)
+	case PreferRemote:
+		is := map[string]bool{}
+		for _, p := range conflicts {
+			is[p] = true
+			apply = append(apply, datastore.Info{Path: p})
+		}
+		kept := push[:0]
+		for _, c := range push {
+			if !is[c.Path] {
+				kept = append(kept, c)
+			}
+		}
+		push = kept
+	}
+	rep.Resolved = append(rep.Resolved, conflicts...)
+	return push, apply, nil
+}
+
+// commit writes the pushed entries in one commit fenced by the lock's
+// token, and records them as synced.
+func (t *Tree) commit(ctx context.Context, ls *lock.Lease, st *state, push []LocalChange, up map[string]uploaded) ([]datastore.Info, error) {
+	if len(push) == 0 {
+		return nil, nil
+	}
+	entries := make([]datastore.Entry, 0, len(push))
+	for _, c := range push {
+		if c.Kind == Deleted {
+			entries = append(entries, datastore.Entry{Delete: c.Path})
+			continue
+		}
+		s := up[c.Path].staged
+		entries = append(entries, datastore.Entry{Put: &s})
+	}
+	applied, err := t.store.Commit(ctx, dslock.Fence(ls), entries)
+	if datastore.IsFenceConflict(err) {
+		return nil, fmt.Errorf("lake: the lock %s was lost before the commit, which the store refused (%w); nothing was committed, the changes stay dirty", t.LockName(), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := t.now()
+	for _, info := range applied {
+		if info.Deleted {
+			delete(st.Files, info.Path)
+			continue
+		}
+		st.Files[info.Path] = record(up[info.Path].fi, info, now)
+	}
+	return applied, nil
+}
+
+// advance moves the positions the pull vouches for, and a partition's
+// position past this sync's own commit when the commit's positions follow
+// it with no gap (nobody else wrote in between). The unscoped cursor moves
+// only after an unscoped pull.
+func (t *Tree) advance(st *state, pl *pullPlan, applied []datastore.Info) {
+	for part, pos := range pl.positions {
+		if pos > st.Positions[part] {
+			st.Positions[part] = pos
+		}
+	}
+	byPart := map[string][]uint64{}
+	for _, a := range applied {
+		byPart[a.Partition] = append(byPart[a.Partition], a.Pos)
+	}
+	for part, ps := range byPart {
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		next := st.Positions[part]
+		for _, p := range ps {
+			if p != next+1 {
+				break
+			}
+			next = p
+		}
+		st.Positions[part] = next
+	}
+	if pl.unscoped {
+		st.Cursor, st.Unscoped = pl.cursor, true
+	}
+}

@@ -1,0 +1,218 @@
+package treesync
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
+	"github.com/lakemeta/lake/lock"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Prefer decides a conflict: a path changed both locally and remotely since
+// the last sync.
+type Prefer string
+
+// The ways to decide a conflict.
+const (
+	// PreferNone refuses the sync, naming the conflicting paths.
+	PreferNone Prefer = ""
+	// PreferLocal pushes the local version over the remote one.
+	PreferLocal Prefer = "local"
+	// PreferRemote replaces the local file with the remote version.
+	PreferRemote Prefer = "remote"
+)
+
+// DefaultNamespace is the namespace of a tree whose options name none.
+const DefaultNamespace = "default"
+
+// DefaultMaxHints bounds the dirty hints kept; beyond it the walk decides.
+const DefaultMaxHints = 10000
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Namespace scopes the lock (NAMESPACE/sync); empty means "default".
+	Namespace string
+	// Lock configures the lock (lease, wait, clock skew); nil means the
+	// lock package's defaults.
+	Lock *lock.Options
+	// Prefer decides conflicts; PreferNone refuses them.
+	Prefer Prefer
+	// MaxHints bounds the paths MarkDirty keeps; zero means
+	// DefaultMaxHints.
+	MaxHints int
+}
+
+// ErrBusy is returned when another process is syncing the same directory.
+var ErrBusy = fmt.Errorf("%w: directory busy", metastore.ErrRefused)
+
+// ConflictError is a sync refused because paths changed both locally and
+// remotely since the last sync. It matches metastore.ErrConflict; nothing
+// was changed, locally or remotely.
+type ConflictError struct {
+	Paths []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("lake: conflict: %d path(s) changed both locally and remotely since the last sync: %s; nothing was changed (decide with --prefer local or --prefer remote)",
+		len(e.Paths), strings.Join(e.Paths, ", "))
+}
+
+// Unwrap makes a ConflictError match metastore.ErrConflict.
+func (e *ConflictError) Unwrap() error { return metastore.ErrConflict }
+
+// Scope limits a sync to some partitions. The zero Scope is the whole tree.
+type Scope struct {
+	// Models are partitions (TYPE/ID models, or top-level directories).
+	Models []string
+}
+
+// Report says what one sync did.
+type Report struct {
+	// Token is the fencing token the sync held.
+	Token lock.Token
+	// LockWait is how long the acquisition took.
+	LockWait time.Duration
+	// Dirty counts the dirty paths found locally; Uploaded the files
+	// uploaded.
+	Dirty, Uploaded int
+	// Partitions counts the partitions whose feed was read; Changes the
+	// feed entries read (a pull reads only these).
+	Partitions, Changes int
+	// Downloaded and Removed count the local files a pull wrote and
+	// deleted.
+	Downloaded, Removed int
+	// Stated counts the paths checked with the batch stat.
+	Stated int
+	// Committed counts the index entries committed: the files this sync
+	// changed remotely.
+	Committed int
+	// Resolved names the conflicts decided by Options.Prefer.
+	Resolved []string
+}
+
+// Tree is a local directory synced with a datastore.
+type Tree struct {
+	dir    string
+	store  *datastore.Store
+	opts   Options
+	locker *lock.Locker
+	now    func() time.Time
+}
+
+var nsRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// Open returns the tree of dir (which must exist) over store. opts may be
+// nil. It does no I/O on the store.
+func Open(dir string, store *datastore.Store, opts *Options) (*Tree, error) {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if !nsRE.MatchString(o.Namespace) {
+		return nil, fmt.Errorf("%w: namespace %q: want 1 to 64 letters, digits, '.', '_' or '-'", metastore.ErrInvalidArgument, o.Namespace)
+	}
+	switch o.Prefer {
+	case PreferNone, PreferLocal, PreferRemote:
+	default:
+		return nil, fmt.Errorf("%w: prefer %q: want local or remote", metastore.ErrInvalidArgument, o.Prefer)
+	}
+	if o.MaxHints < 0 {
+		return nil, fmt.Errorf("%w: negative MaxHints", metastore.ErrInvalidArgument)
+	}
+	if o.MaxHints == 0 {
+		o.MaxHints = DefaultMaxHints
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil datastore", metastore.ErrInvalidArgument)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("lake: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", metastore.ErrInvalidArgument, dir)
+	}
+	l, err := lock.New(dslock.New(store), o.Lock)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{dir: abs, store: store, opts: o, locker: l, now: time.Now}, nil
+}
+
+// LockName is the name of the tree's lock: NAMESPACE/sync.
+func (t *Tree) LockName() string { return t.opts.Namespace + "/sync" }
+
+// Dir is the tree's directory.
+func (t *Tree) Dir() string { return t.dir }
+
+// MarkDirty records that paths (slash-separated, relative to the tree)
+// changed, so that the next Sync checks exactly them instead of walking the
+// directory. Hints MUST name every change until the next sync; past
+// MaxHints the next sync walks.
+func (t *Tree) MarkDirty(paths ...string) error {
+	var b strings.Builder
+	for _, p := range paths {
+		if err := datastore.ValidatePath(p); err != nil {
+			return err
+		}
+		if strings.HasPrefix(p, StateDir+"/") {
+			return fmt.Errorf("%w: %s is the tree's own state", metastore.ErrInvalidArgument, p)
+		}
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	if err := os.MkdirAll(filepath.Join(t.dir, StateDir), 0o755); err != nil {
+		return fmt.Errorf("lake: %w", err)
+	}
+	f, err := os.OpenFile(t.hintsPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("lake: %w", err)
+	}
+	_, err = f.WriteString(b.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("lake: write dirty hints: %w", err)
+	}
+	return nil
+}
+
+// clearHints removes the hints file if it still holds only what the sync
+// read (size unchanged); hints added meanwhile stay for the next sync.
+func (t *Tree) clearHints(size int64) {
+	if fi, err := os.Stat(t.hintsPath()); err == nil && fi.Size() == size {
+		os.Remove(t.hintsPath())
+	}
+}
+
+func (t *Tree) hintsSize() int64 {
+	fi, err := os.Stat(t.hintsPath())
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+func validScope(s Scope) ([]string, error) {
+	for _, m := range s.Models {
+		if err := datastore.ValidatePartition(m); err != nil {
+			return nil, err
+		}
+	}
+	return s.Models, nil
+}
+
+// isNotFound reports a missing or deleted remote path.
+func isNotFound(err error) bool { return errors.Is(err, metastore.ErrNotFound) }
