@@ -43,22 +43,28 @@ type MutationCost struct {
 
 // MigrationResult holds the figures of RunMigration.
 type MigrationResult struct {
-	Records        int
-	Backfill       time.Duration
-	RawCopy        time.Duration
-	Mutations      []MutationCost
-	FinalizePause  time.Duration
-	Precheck       time.Duration // finalize's online check before the barrier
-	Reverified     int64         // keys re-verified under the barrier
-	Verify         time.Duration
+	Records   int
+	Backfill  time.Duration
+	RawCopy   time.Duration
+	Mutations []MutationCost
+	Verify    time.Duration
+	// Written counts the keys written after the verify; Legacy the raw
+	// SDK writes among them (the rest were lake's).
+	Written, Legacy int
+	// Detection is what each check's precheck found after those writes.
+	Detection []Detection
+	// Finalize compares finalize's check strategies on the same changes.
+	Finalize       []FinalizeFigures
 	BackfillCounts dynamostore.BackfillProgress
 }
 
 // RunMigration loads cfg.Records records into a v1 table and measures: a
 // raw unconditional copy of the table (Scan + BatchWriteItem, the practical
 // ceiling), the backfill of the same records, the cost of a CAS in state v1
-// and in dual mode, and the write pause of finalize after cfg.Mutations
-// writes since the verify.
+// and in dual mode, and finalize after cfg.Mutations keys written since the
+// verify, a fifth of them by a raw SDK client: which check detects them, and
+// the precheck time and write pause of each check strategy, side by side
+// (finalize_bench.go).
 func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig, progress io.Writer) (MigrationResult, error) {
 	res := MigrationResult{Records: cfg.Records}
 	if cfg.Records < 1 || cfg.Mutations < 1 || cfg.PageSize < 1 || cfg.PageSize > metastore.MaxListLimit {
@@ -129,18 +135,35 @@ func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig,
 		return res, err
 	}
 	res.Verify = time.Since(start)
-	// Writes between the verify and the barrier are what the pause
-	// re-verifies: make some.
-	for i := range cfg.Mutations {
-		if err := s.Put(ctx, fmt.Sprintf("tbl/changed-after-verify-%05d", i), []byte("x")); err != nil {
-			return res, err
-		}
-	}
-	fin, err := m.Finalize(ctx)
+	// Writes between the verify and the barrier are what finalize
+	// re-checks: lake's, and a legacy writer's (raw SDK) it did not make.
+	legacy, err := afterVerify(ctx, api, s, cfg)
 	if err != nil {
 		return res, err
 	}
-	res.FinalizePause, res.Precheck, res.Reverified = fin.Pause, fin.Precheck.Duration, fin.Reverify.Checked
+	res.Written, res.Legacy = cfg.Mutations, legacy
+	if res.Detection, err = detect(ctx, d, m, cfg); err != nil {
+		return res, err
+	}
+	if _, err := m.Repair(ctx); err != nil {
+		return res, err
+	}
+	for _, c := range []struct {
+		name     string
+		opts     migrate.Options
+		complete bool
+	}{
+		{"change log alone (before issue 10; misses legacy writes)", migrate.Options{ChangeLogOnly: true}, false},
+		{"full scans (--full-reverify)", migrate.Options{FullReverify: true}, false},
+		{"change log + stream (default)", migrate.Options{}, true},
+	} {
+		f, err := finalizeWith(ctx, d, cfg, c.opts, c.complete, progress)
+		if err != nil {
+			return res, fmt.Errorf("finalize with %s: %w", c.name, err)
+		}
+		f.Strategy = c.name
+		res.Finalize = append(res.Finalize, f)
+	}
 	time.Sleep(d.Refresh())
 	if cost, err = measureCAS(ctx, s, d, "v2-authoritative (v2 + v1 mirror)", cfg.Mutations); err != nil {
 		return res, err
@@ -223,8 +246,7 @@ func PrintMigration(w io.Writer, r MigrationResult) error {
 		r.Backfill.Round(time.Millisecond), rate(r.Backfill), r.Backfill.Seconds()/max(r.RawCopy.Seconds(), 1e-9),
 		r.BackfillCounts.Created, r.BackfillCounts.Validated, r.BackfillCounts.Repaired)
 	fmt.Fprintf(w, "verify (online):   %v\n", r.Verify.Round(time.Millisecond))
-	fmt.Fprintf(w, "finalize precheck: %v (online, writes flowing: filtered scans of both tables)\n", r.Precheck.Round(time.Millisecond))
-	fmt.Fprintf(w, "finalize pause:    %v (barrier installed → marker published; %d changed keys re-verified)\n", r.FinalizePause.Round(time.Millisecond), r.Reverified)
+	printFinalize(w, r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CAS in mode\trequests/op\twrite units/op\tread units/op\tp50\tp99\tp50 vs v1")
 	for _, c := range r.Mutations {

@@ -69,8 +69,15 @@ func TestMigration(t *testing.T) {
 	if v1, dual := res.Mutations[0], res.Mutations[1]; v1.Requests != 1 || dual.Requests != 1 || dual.WriteUnits <= v1.WriteUnits {
 		t.Fatalf("a CAS is one request in each mode, and dual writes more: %+v", res.Mutations)
 	}
+	// The change log alone misses the legacy writes; the stream names each.
+	if d := res.Detection; len(d) != 2 || d[0].Refused || !d[1].Refused || d[1].Named != int64(res.Legacy) || res.Legacy != 4 {
+		t.Fatalf("detection after %d legacy writes: %+v", res.Legacy, d)
+	}
+	if f := res.Finalize; len(f) != 3 || !f[2].Published || f[1].Checked < 120 || f[2].Checked >= f[1].Checked || f[2].Records < 20 {
+		t.Fatalf("finalize figures: %+v", f)
+	}
 	var out bytes.Buffer
-	if err := bench.PrintMigration(&out, res); err != nil || !strings.Contains(out.String(), "finalize pause") {
+	if err := bench.PrintMigration(&out, res); err != nil || !strings.Contains(out.String(), "write pause") {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log("\n" + out.String())

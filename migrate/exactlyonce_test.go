@@ -30,7 +30,7 @@ func TestExactlyOnceInEveryState(t *testing.T) {
 	}
 	s := metastore.New(d)
 	md, _ := dynamostore.Open(t.Context(), api, opts)
-	m, err := migrate.New(md, &migrate.Options{Refresh: refresh, PageSize: 50})
+	m, err := migrate.New(md, &migrate.Options{Refresh: refresh, PageSize: 50, Settle: new(4 * refresh)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@
 // state allows it (and why not), and an apply; status, refusals and
 // resumption all come from that one shape.
 //
-//   - dual: creates the v2 table; from now on every mutation updates v1 and v2
+//   - dual: creates the v2 table and enables the v1 table's stream; from now on every mutation updates v1 and v2
 //     in one transaction that also checks the write barrier is absent.
 //   - backfill: starts once every live commit-capable peer observes dual and
 //     one refresh interval has passed; copies v1 into v2 with a parallel
@@ -30,10 +30,13 @@
 //     verify after a complete backfill is recorded.
 //   - finalize: refused while a live commit-capable peer is v1-only, the
 //     backfill is incomplete, no verify passed or differences are recorded;
-//     installs the barrier
-//     (writes pause), re-verifies what changed since the verify, and
-//     publishes the marker in one transaction that checks every barrier item
-//     is still held.
+//     re-checks, with writes flowing, every key the change log (lake's
+//     writes) or the v1 table's stream (every writer's) shows changed
+//     since the verify; installs the barrier (writes pause); after a settle
+//     delay re-checks what changed since; and publishes the marker in one
+//     transaction that checks every barrier item is still held. Where the
+//     stream cannot show the whole interval it refuses (ErrUnprovable)
+//     and names a fresh verify or --full-reverify (finalize.go).
 //   - repair: converges the keys the last verify or refused finalize
 //     recorded; backfill --again (BackfillAgain) re-passes both tables. Both
 //     write v2 only, under conditions on both copies (see repair.go).
@@ -79,12 +82,22 @@ type Options struct {
 	// Refresh is the stores' state refresh interval: the backfill waits this
 	// long after dual before it starts; default dynamostore.DefaultRefresh.
 	Refresh time.Duration
-	// FullReverify makes finalize re-verify by scanning both tables for
-	// what changed since the online verify (lake's writes, and every v1
-	// item without lake's stamp, which catches a legacy writer's PUT),
-	// instead of reading the change log of dual writes (the default, whose
-	// pause does not grow with the table).
+	// FullReverify makes finalize check by scanning both tables whole,
+	// online and again under the barrier, instead of re-checking the keys
+	// the change log and the v1 table's stream say changed since the
+	// verify (the default, whose work follows what changed, not the
+	// table). It proves equality when the stream cannot (see
+	// ErrUnprovable); the pause grows with the table.
 	FullReverify bool
+	// Settle is how long finalize waits under the barrier before reading
+	// the stream; nil means DefaultSettle. Zero is honoured (a legacy
+	// write just before the barrier may then be missed); negative is
+	// refused.
+	Settle *time.Duration
+	// ChangeLogOnly makes finalize check only the keys the change log
+	// names, ignoring the stream. For measurement only (lake bench
+	// migration): it misses every write lake did not make.
+	ChangeLogOnly bool
 	// GateWait is how long backfill waits for lagging peers to observe
 	// dual before it refuses; default 30 s.
 	GateWait time.Duration
@@ -144,6 +157,13 @@ func New(d *dynamostore.Driver, opts *Options) (*Migrator, error) {
 	}
 	if *o.Retention < 0 {
 		return nil, fmt.Errorf("%w: retention %v is negative", metastore.ErrInvalidArgument, *o.Retention)
+	}
+	if o.Settle == nil {
+		st := DefaultSettle
+		o.Settle = &st
+	}
+	if *o.Settle < 0 {
+		return nil, fmt.Errorf("%w: settle delay %v is negative", metastore.ErrInvalidArgument, *o.Settle)
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

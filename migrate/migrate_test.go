@@ -53,6 +53,11 @@ func (e *env) migrator(opts *migrate.Options) *migrate.Migrator {
 			o.Refresh = refresh
 		}
 	}
+	if o.Settle == nil {
+		// DynamoDB Local delivers stream records at once; the default
+		// settle delay would only slow every finalize of the suite.
+		o.Settle = new(4 * refresh)
+	}
 	m, err := migrate.New(d, &o)
 	if err != nil {
 		e.t.Fatal(err)

@@ -23,7 +23,9 @@ type Status struct {
 	Backfill   dynamostore.BackfillProgress `json:"backfill"`
 	Verified   *dynamostore.Verification    `json:"verified,omitempty"`
 	Diverged   *dynamostore.Diverged        `json:"diverged,omitempty"`
-	Finalized  *time.Time                   `json:"finalized_at,omitempty"`
+	// Capture is where the v1 table's stream began capturing (dual).
+	Capture   *dynamostore.StreamMark `json:"stream_capture,omitempty"`
+	Finalized *time.Time              `json:"finalized_at,omitempty"`
 	// Finalizing is set while the barrier is held without a marker.
 	Finalizing *time.Time `json:"finalizing_since,omitempty"`
 	// RetireAt is when retire-v1 becomes allowed, while it is not yet.
@@ -53,7 +55,7 @@ func (m *Migrator) Status(ctx context.Context) (Status, error) {
 		return Status{}, err
 	}
 	st := Status{Table: m.p.Table(), V1Table: s.HasV1, Standalone: s.Standalone, State: s.State, Epoch: s.Epoch, Since: s.Since,
-		Backfill: s.Backfill, Verified: s.Verified, Diverged: s.Diverged, Finalized: s.FinalizedAt, Finalizing: s.FinalizingSince,
+		Backfill: s.Backfill, Verified: s.Verified, Diverged: s.Diverged, Capture: s.Capture, Finalized: s.FinalizedAt, Finalizing: s.FinalizingSince,
 		Peers: []Peer{}, V1Only: v1only, Allowed: []string{}}
 	var v1peers []string
 	for _, n := range live {
@@ -104,8 +106,10 @@ func (m *Migrator) hint(s dynamostore.MigrationSnapshot, v1peers []string, retir
 		return fmt.Sprintf("%d keys differ (found by %s): run `lake dynamo-migrate backfill --again`, then `lake dynamo-migrate verify`", s.Diverged.More, s.Diverged.By)
 	case s.State == dynamostore.StateBackfill && s.Verified == nil:
 		return "run `lake dynamo-migrate verify`"
+	case s.State == dynamostore.StateBackfill && s.Verified.Stream == nil:
+		return "the verify recorded no position in the v1 table's stream: run `lake dynamo-migrate verify` again (it records one), or `lake dynamo-migrate finalize --full-reverify` (full scans)"
 	case s.State == dynamostore.StateBackfill:
-		return "run `lake dynamo-migrate finalize` (writes pause briefly)"
+		return fmt.Sprintf("run `lake dynamo-migrate finalize` (writes pause briefly) before %s: the stream keeps records 24 hours, after that finalize needs a fresh verify", s.Verified.Stream.At.Add(24*time.Hour).Format(time.RFC3339))
 	case s.State == dynamostore.StateV2Auth && !s.HasV1:
 		return fmt.Sprintf("the v1 table %q is missing (deleted after finalization): reads and writes use v2 alone; run `lake dynamo-migrate retire-v1` to record state v2-only", v1)
 	case s.State == dynamostore.StateV2Auth && m.now().Before(retireAt):
@@ -144,7 +148,11 @@ func (st Status) Print(w io.Writer) {
 		}
 	}
 	if st.Verified != nil {
-		fmt.Fprintf(w, "verified:    %s (%d keys)\n", st.Verified.At.Format(time.RFC3339), st.Verified.Checked)
+		pos := "no stream position: finalize needs a fresh verify or --full-reverify"
+		if m := st.Verified.Stream; m != nil {
+			pos = fmt.Sprintf("stream position in %d shards", len(m.Shards))
+		}
+		fmt.Fprintf(w, "verified:    %s (%d keys; %s)\n", st.Verified.At.Format(time.RFC3339), st.Verified.Checked, pos)
 	}
 	if d := st.Diverged; d != nil {
 		fmt.Fprintf(w, "diverged:    %d keys (found by %s at %s)", int64(len(d.Keys))+d.More, d.By, d.At.Format(time.RFC3339))
@@ -152,6 +160,9 @@ func (st Status) Print(w io.Writer) {
 			fmt.Fprintf(w, ", first: %s", quoteKeys(d.Keys))
 		}
 		fmt.Fprintln(w)
+	}
+	if c := st.Capture; c != nil && !st.Standalone {
+		fmt.Fprintf(w, "stream:      %s (capturing v1 writes since %s)\n", c.Arn, c.At.Format(time.RFC3339))
 	}
 	if st.Finalized != nil {
 		fmt.Fprintf(w, "finalized:   %s\n", st.Finalized.Format(time.RFC3339))

@@ -199,7 +199,9 @@ func dynamoTarget(ctx context.Context, rest string) (dynamostore.API, dynamostor
 	if cfg.Region == "" {
 		return nil, dynamostore.Options{}, fmt.Errorf("%w: no AWS region: set AWS_REGION or add ?region= to the store URL", metastore.ErrInvalidArgument)
 	}
-	return dynamostore.NewClient(cfg, t.Endpoint), dynamostore.Options{Table: t.Table, Layout: t.Layout}, nil
+	c := dynamostore.NewClient(cfg, t.Endpoint)
+	// The migrator reads the v1 table's stream on the same endpoint.
+	return c, dynamostore.Options{Table: t.Table, Layout: t.Layout, Streams: dynamostore.StreamsClientOf(c)}, nil
 }
 
 // sdkLogger routes the AWS SDK's own log lines (such as its warning when

@@ -78,6 +78,12 @@
 //   - Change log (changelog.go). Every dual transaction also writes an
 //     entry, keyed time first, in the v2 partition of its barrier shard, so
 //     finalization re-verifies only the keys written since the verify.
+//   - Stream (streams.go). Entering dual enables a stream on v1; verify
+//     marks per shard the sequence number of its last record before its
+//     scan; finalize reads every record since, following shard lineage,
+//     so it sees writes lake did not make (legacy puts, updates and
+//     deletes), and fails with ErrStreamGap where the stream cannot show
+//     the whole interval (trimmed, disabled, replaced).
 //   - Registry (registry.go). Long-running processes heartbeat an entry
 //     into the node registry; the migrator gates its steps on the live
 //     entries, and heartbeats prune entries dead for PruneAfterLeases
@@ -87,7 +93,7 @@
 //     written, and a v2 copy is removed only while v1 lacks the key.
 //
 // The contract is the Driver's. The migrator's primitives (transitions,
-// backfill pages, verification pages, the change log) are on the handle
+// backfill pages, verification pages, the change log, the stream) are on the handle
 // Driver.Primitives returns, the node registry on Driver.Registry's: callers
 // other than package migrate and a node's watcher need neither.
 //

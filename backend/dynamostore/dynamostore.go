@@ -80,11 +80,16 @@ type Options struct {
 	// Refresh is how often the migration state is re-read; zero means
 	// DefaultRefresh.
 	Refresh time.Duration
+	// Streams reads the v1 table's stream for the migrator (streams.go);
+	// nil derives one from api when it is (or unwraps to) the SDK's
+	// client.
+	Streams StreamsAPI
 }
 
 // Driver is the DynamoDB implementation of metastore.Driver.
 type Driver struct {
 	api     API
+	streams StreamsAPI
 	retryer aws.Retryer
 	layout  Layout
 	v1      string // v1 table name
@@ -141,7 +146,10 @@ func validTableName(name string) error {
 }
 
 func newDriver(api API, opts Options) *Driver {
-	return &Driver{api: api, retryer: opts.Retryer, layout: opts.Layout, v1: opts.Table, v2: opts.Table + V2Suffix,
+	if opts.Streams == nil {
+		opts.Streams = streamsFor(api)
+	}
+	return &Driver{api: api, streams: opts.Streams, retryer: opts.Retryer, layout: opts.Layout, v1: opts.Table, v2: opts.Table + V2Suffix,
 		params: *opts.Params, refresh: opts.Refresh}
 }
 

@@ -59,6 +59,10 @@ type Migration struct {
 	// Diverged lists the keys the last verify or refused finalize found
 	// different; finalize is refused until a repair converges them.
 	Diverged *Diverged `json:"diverged,omitempty"`
+	// Capture is where the v1 table's stream began capturing when this
+	// dual period began (streams.go); nil for a period begun before lake
+	// enabled streams (verify enables it then).
+	Capture *StreamMark `json:"capture,omitempty"`
 	// FinalizingSince is set while the barrier is installed and the marker
 	// not yet published (writes are paused).
 	FinalizingSince *time.Time `json:"finalizing_since,omitempty"`
@@ -124,6 +128,10 @@ type Verification struct {
 	At      time.Time `json:"at"`
 	Started time.Time `json:"started"`
 	Checked int64     `json:"checked"`
+	// Stream is the v1 table's stream position taken before the scan
+	// began: finalize re-checks every key written after it. Nil when no
+	// stream could be read (finalize then needs --full-reverify).
+	Stream *StreamMark `json:"stream,omitempty"`
 }
 
 // Barrier returns the barrier item a key's dual mutations check.

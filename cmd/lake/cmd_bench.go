@@ -122,14 +122,22 @@ func newBenchMigrationCommand(g *globalOptions) *cobra.Command {
 	var o benchMigrationOptions
 	cmd := &cobra.Command{
 		Use:   "migration",
-		Short: "Measure the backfill against a raw copy, dual-mode write cost and the finalize pause",
+		Short: "Measure the backfill against a raw copy, dual-mode write cost and finalize's checks",
 		Long: `Create the v1 table TABLE named by --store (dynamodb://TABLE; TABLE, TABLE_prefix_v2
 and TABLE_rawcopy must not exist), load --records records, and measure:
 a raw unconditional copy of the table (Scan + BatchWriteItem: the practical
 ceiling), the backfill of the same records in pages of --page-size, the cost of
 a CAS in state v1, in dual mode and after finalization (requests, capacity
-units, latency), and how long finalize pauses writes. The tables are deleted at
-the end unless --keep.`,
+units, latency), and finalize. After the verify, --mutations keys are written,
+a fifth of them by a raw SDK client as a legacy binary would (PutItem,
+UpdateItem, batch deletes): the run shows which precheck detects them (the
+change log alone does not), repairs them, then measures side by side, on the
+same changes, finalize's online precheck and write pause with the change log
+alone, with full scans (--full-reverify) and with the change log and the v1
+stream (the default; its pause includes the settle delay). The first two are
+rehearsals stopped after the re-check under the barrier (then
+abort-finalize); the last publishes the marker. The tables are deleted at the
+end unless --keep.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !strings.HasPrefix(g.store, "dynamodb://") {
@@ -155,7 +163,7 @@ the end unless --keep.`,
 	}
 	cmd.Flags().IntVar(&o.records, "records", 100000, "v1 records to migrate")
 	cmd.Flags().IntVar(&o.pageSize, "page-size", 1000, "backfill page size")
-	cmd.Flags().IntVar(&o.mutations, "mutations", 500, "CAS writes per mode for the write-cost figures")
+	cmd.Flags().IntVar(&o.mutations, "mutations", 500, "CAS writes per mode for the write-cost figures, and keys written after the verify")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the tables after the run")
 	return cmd
 }

@@ -21,6 +21,7 @@ type migrateOptions struct {
 	retention    time.Duration
 	deleteTable  bool
 	again        bool
+	settle       time.Duration
 	maxWCU       float64
 	dryRun       bool
 }
@@ -36,7 +37,7 @@ func (g *globalOptions) newMigrator(cmd *cobra.Command, o *migrateOptions) (*mig
 		return nil, nil, err
 	}
 	d := s.Driver().(*dynamostore.Driver)
-	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Retention: &o.retention, Progress: cmd.ErrOrStderr(),
+	m, err := migrate.New(d, &migrate.Options{PageSize: o.pageSize, Segments: o.segments, FullReverify: o.fullReverify, Settle: &o.settle, Retention: &o.retention, Progress: cmd.ErrOrStderr(),
 		MaxWCU: o.maxWCU, DryRun: o.dryRun})
 	if err != nil {
 		s.Close()
@@ -170,7 +171,9 @@ reported only after an atomic read of both copies confirms the difference.
 Prints a summary (the count is of keys, each once: every v1 key, and every v2
 key v1 lacks) and the first offending keys (missing in v2, extra in v2,
 different; "unstamped" marks a v1 record a non-lake writer wrote). A clean
-verify after a complete backfill is recorded; finalize requires it. Exit code 6
+verify after a complete backfill is recorded, with the position of the v1
+table's stream taken before the scan began (finalize re-checks every key
+written after it); finalize requires it. Exit code 6
 when differences are found; they are recorded for "lake dynamo-migrate repair".`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
@@ -197,16 +200,21 @@ when differences are found; they are recorded for "lake dynamo-migrate repair".`
 		Use:   "finalize",
 		Short: "Pause writes, re-verify what changed, publish the v2 marker",
 		Long: `Refused while a live commit-capable peer is v1-only, the backfill is incomplete or
-no verify has passed since. First, with writes still flowing, it checks what
-changed since the last verify by filtered scans of both tables (lake's writes,
-and every v1 item without lake's stamp, which a legacy writer leaves) and
-refuses on a difference. Then it installs every write-barrier item (mutations
-now get "writes paused", exit 5), re-verifies the keys the change log says dual
-writes touched since the verify (with --full-reverify: the filtered scans
-again), and publishes the monotonic marker in one transaction that checks every
+no verify has passed since. First, with writes still flowing, it re-checks every
+key changed since the last verify: the keys lake's dual writes logged (the
+change log) and the keys the v1 table's stream shows any writer touched since
+the verify's recorded stream position (PutItem, UpdateItem, DeleteItem, lake
+or a legacy binary); it refuses on a difference, naming the keys. Then it
+installs every write-barrier item (mutations now get "writes paused", exit 5),
+waits --settle for stream records still on their way, re-checks what changed
+since, and publishes the monotonic marker in one transaction that checks every
 barrier item is still held; v2 is then the read authority. Prints how long
-writes were paused. If it is interrupted, status shows it; run finalize again
-to finish or abort-finalize to resume writes.`,
+writes were paused. When the stream cannot show the whole interval since the
+verify (records are kept 24 hours; a stream disabled or replaced) it refuses
+and names the way out: a fresh verify, or --full-reverify (both tables scanned
+whole, online and under the barrier; the pause grows with the table). If it is
+interrupted, status shows it; run finalize again to finish or abort-finalize
+to resume writes.`,
 		Args: exactArgs(0),
 		RunE: g.withMigrator(&o, func(cmd *cobra.Command, m *migrate.Migrator) error {
 			rep, err := m.Finalize(cmd.Context())
@@ -219,13 +227,14 @@ to finish or abort-finalize to resume writes.`,
 				}
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it)\n",
-				rep.Pause.Round(time.Millisecond), rep.Reverify.Checked, rep.Precheck.Checked)
+			fmt.Fprintf(cmd.OutOrStdout(), "finalized: writes were paused %v; re-verified %d keys under the barrier (%d before it; %d v1 stream records read)\n",
+				rep.Pause.Round(time.Millisecond), rep.Reverify.Checked, rep.Precheck.Checked, rep.Records)
 			return nil
 		}),
 	}
 
-	finalize.Flags().BoolVar(&o.fullReverify, "full-reverify", false, "under the barrier, re-verify by scanning both tables (also catches a legacy write in the last seconds; the pause grows with the table)")
+	finalize.Flags().BoolVar(&o.fullReverify, "full-reverify", false, "check by scanning both tables whole, online and under the barrier, instead of the change log and the stream (proves equality when the stream cannot; the pause grows with the table)")
+	finalize.Flags().DurationVar(&o.settle, "settle", migrate.DefaultSettle, "under the barrier, wait this long for stream records of writes made before it, then read the stream (writes are paused meanwhile; 0 is honoured, negative is refused)")
 
 	retire := &cobra.Command{
 		Use:   "retire-v1",
@@ -249,7 +258,9 @@ already gone (deleted by hand after finalization) is retired at once.`,
 	cmd.AddCommand(status,
 		step("dual", "Enter dual mode: create v2; every mutation then updates v1 and v2 atomically", `Create the v2 table (TABLE_prefix_v2) if needed and enter state dual: v1 stays
 the read authority and every mutation updates v1 and v2 in one transaction that
-also checks the write barrier is absent.`),
+also checks the write barrier is absent. Enables a stream on the v1 table
+(KEYS_ONLY; a stream already enabled is kept as it is), through which finalize
+sees writes lake did not make.`),
 		backfill, verify, repair, finalize,
 		step("abort-finalize", "Remove the write barrier of an unfinished finalization", `Remove the write barrier in a transaction that checks the marker is absent;
 writes resume in dual mode.`),

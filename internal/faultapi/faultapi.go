@@ -237,6 +237,15 @@ func (a *API) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, o 
 	return a.next.DeleteTable(ctx, in, o...)
 }
 
+// UpdateTable passes through without faults.
+func (a *API) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	return a.next.UpdateTable(ctx, in, o...)
+}
+
+// Unwrap returns the wrapped client, so that a store derives its DynamoDB
+// Streams client from the real one.
+func (a *API) Unwrap() dynamostore.API { return a.next }
+
 var _ dynamostore.API = (*API)(nil)
 
 // putToken is the token a store stamped on the item of a PutItem.
