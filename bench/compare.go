@@ -93,22 +93,8 @@ func RunCompare(ctx context.Context, api RawAPI, cfg CompareConfig, progress io.
 			}
 		}()
 	}
-	if err := dynamostore.Create(ctx, api, dynamostore.Options{Table: cfg.Table, Layout: dynamostore.LayoutV1}); err != nil {
+	if err := createLoadedV1(ctx, api, cfg.Table, cfg.Records, progress); err != nil {
 		return res, err
-	}
-	if cfg.Records > 0 {
-		loader, err := dynamostore.Open(ctx, api, dynamostore.Options{Table: cfg.Table, Layout: dynamostore.LayoutV1})
-		if err != nil {
-			return res, err
-		}
-		items := make([]metastore.Item, cfg.Records)
-		for i := range items {
-			items[i] = metastore.Item{Key: retainedKey(i, 200), Value: []byte("retained record " + strconv.Itoa(i))}
-		}
-		fmt.Fprintf(progress, "loading %d records into %s…\n", cfg.Records, cfg.Table)
-		if err := loader.Load(ctx, items); err != nil {
-			return res, err
-		}
 	}
 	d, err := dynamostore.Open(ctx, api, dynamostore.Options{Table: cfg.Table})
 	if err != nil {

@@ -78,19 +78,7 @@ func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig,
 			}
 		}()
 	}
-	if err := dynamostore.Create(ctx, api, dynamostore.Options{Table: cfg.Table, Layout: dynamostore.LayoutV1}); err != nil {
-		return res, err
-	}
-	loader, err := dynamostore.Open(ctx, api, dynamostore.Options{Table: cfg.Table, Layout: dynamostore.LayoutV1})
-	if err != nil {
-		return res, err
-	}
-	items := make([]metastore.Item, cfg.Records)
-	for i := range items {
-		items[i] = metastore.Item{Key: retainedKey(i, 200), Value: []byte("retained record " + strconv.Itoa(i))}
-	}
-	fmt.Fprintf(progress, "loading %d records into %s…\n", cfg.Records, cfg.Table)
-	if err := loader.Load(ctx, items); err != nil {
+	if err := createLoadedV1(ctx, api, cfg.Table, cfg.Records, progress); err != nil {
 		return res, err
 	}
 	d, err := dynamostore.Open(ctx, api, dynamostore.Options{Table: cfg.Table})
@@ -254,4 +242,25 @@ func PrintMigration(w io.Writer, r MigrationResult) error {
 			c.P50.Round(10*time.Microsecond), c.P99.Round(10*time.Microsecond), float64(c.P50)/float64(r.Mutations[0].P50))
 	}
 	return tw.Flush()
+}
+
+// createLoadedV1 creates the v1 table and loads records retained records
+// into it (the migration's source), the same for every migration bench.
+func createLoadedV1(ctx context.Context, api dynamostore.API, table string, records int, progress io.Writer) error {
+	if err := dynamostore.Create(ctx, api, dynamostore.Options{Table: table, Layout: dynamostore.LayoutV1}); err != nil {
+		return err
+	}
+	if records == 0 {
+		return nil
+	}
+	loader, err := dynamostore.Open(ctx, api, dynamostore.Options{Table: table, Layout: dynamostore.LayoutV1})
+	if err != nil {
+		return err
+	}
+	items := make([]metastore.Item, records)
+	for i := range items {
+		items[i] = metastore.Item{Key: retainedKey(i, 200), Value: []byte("retained record " + strconv.Itoa(i))}
+	}
+	fmt.Fprintf(progress, "loading %d records into %s…\n", records, table)
+	return loader.Load(ctx, items)
 }
