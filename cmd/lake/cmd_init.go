@@ -18,7 +18,8 @@ existing store changes nothing.
   dynamodb://TABLE  the v1 table TABLE (layouts auto and v1; a migration creates
                     TABLE_prefix_v2 when it enters dual), or with ?layout=v2 the v2
                     table with its frozen layout parameters; PAY_PER_REQUEST, waiting
-                    until ACTIVE
+                    until ACTIVE; TTL enabled on the attribute "expires" (lock
+                    records' backstop; a table's own TTL is left alone)
   http://HOST:PORT  (or https://) a node: nothing to create, the node serves a
                     store that exists (lake serve creates its own bolt file); init
                     only checks the URL`,
