@@ -1,0 +1,96 @@
+package syncreport
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Metric is one chart: a column of the series and how to title it.
+type Metric struct {
+	Column, Title, Unit string
+}
+
+// Metrics are the charts of a report, in order.
+var Metrics = []Metric{
+	{"iter_per_s", "Iterations per second (all workers)", "iterations/s"},
+	{"items_read_per_sync", "Items read per sync", "items"},
+	{"items_written_per_sync", "Items written per sync", "items"},
+	{"requests_per_sync", "Requests per sync", "requests"},
+	{"lock_wait_ms", "Lock wait per iteration", "ms"},
+	{"pull_ms", "Pull per iteration", "ms"},
+	{"work_ms", "Work (method run) per iteration", "ms"},
+	{"push_ms", "Push (upload, batch stat) per iteration", "ms"},
+	{"commit_ms", "Commit per iteration", "ms"},
+	{"catalog_ms", "Catalog read per iteration", "ms"},
+	{"prune_ms", "Prune (lifecycle sync) per iteration", "ms"},
+	{"index_written_per_sync", "Index entries written per sync", "entries"},
+	{"catalog_rows", "Catalog rows", "rows"},
+	{"index_entries", "Namespace index entries", "entries"},
+	{"lock_timeouts", "Lock timeouts per interval", "timeouts"},
+	{"errors", "Failed iterations per interval", "iterations"},
+	{"hot_key_share", "Hottest key's share of requests", "share"},
+}
+
+// column returns the named column of every row of r as points (t, value).
+func column(r Run, name string) (plotter.XYs, error) {
+	pts := make(plotter.XYs, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		names, vals := row.Columns()
+		found := false
+		for i, n := range names {
+			if n == name {
+				pts = append(pts, plotter.XY{X: row.T, Y: vals[i]})
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("lake: no column %q", name)
+		}
+	}
+	return pts, nil
+}
+
+// Chart draws metric m for every run (a line each) and saves it as
+// DIR/chart-COLUMN.png and .svg. It returns the two file names.
+func Chart(dir string, m Metric, runs []Run) (png, svg string, err error) {
+	p := plot.New()
+	p.Title.Text = m.Title
+	p.X.Label.Text = "seconds since the start of the configuration's run"
+	p.Y.Label.Text = m.Unit
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for i, r := range runs {
+		pts, err := column(r, m.Column)
+		if err != nil {
+			return "", "", err
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return "", "", fmt.Errorf("lake: chart %s: %w", m.Column, err)
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i)
+		l.Width = vg.Points(1.5)
+		sc.Color = plotutil.Color(i)
+		sc.Shape = plotutil.Shape(i)
+		sc.Radius = vg.Points(2)
+		p.Add(l, sc)
+		p.Legend.Add(r.Config.Name, l, sc)
+	}
+	png, svg = "chart-"+m.Column+".png", "chart-"+m.Column+".svg"
+	for _, name := range []string{png, svg} {
+		if err := p.Save(18*vg.Centimeter, 10*vg.Centimeter, filepath.Join(dir, name)); err != nil {
+			return "", "", fmt.Errorf("lake: save chart %s: %w", name, err)
+		}
+	}
+	return png, svg, nil
+}
