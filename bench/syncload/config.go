@@ -208,3 +208,16 @@ func Seed004(base Config, d time.Duration) []Config {
 	out = append(out, c)
 	return out
 }
+
+// LockFloor returns the seed's diagnostic of the lock: one global lock at
+// base.Workers and at twice as many, each for d. If both settle at the
+// same rate, the lock, not the database, is the ceiling.
+func LockFloor(base Config, d time.Duration) []Config {
+	c := base
+	c.Duration, c.Iterations, c.Lock = d, 0, LockGlobal
+	c.Name = fmt.Sprintf("global lock, %d workers", c.Workers)
+	out := []Config{c}
+	c.Workers *= 2
+	c.Name = fmt.Sprintf("global lock, %d workers", c.Workers)
+	return append(out, c)
+}

@@ -64,7 +64,9 @@ func Chart(dir string, m Metric, runs []Run) (png, svg string, err error) {
 	p.Y.Label.Text = m.Unit
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
+	top := 0.0
 	for i, r := range runs {
 		pts, err := column(r, m.Column)
 		if err != nil {
@@ -72,6 +74,9 @@ func Chart(dir string, m Metric, runs []Run) (png, svg string, err error) {
 		}
 		if len(pts) == 0 {
 			continue
+		}
+		for _, pt := range pts {
+			top = max(top, pt.Y)
 		}
 		l, sc, err := plotter.NewLinePoints(pts)
 		if err != nil {
@@ -86,6 +91,11 @@ func Chart(dir string, m Metric, runs []Run) (png, svg string, err error) {
 		p.Add(l, sc)
 		p.Legend.Add(r.Config.Name, l, sc)
 	}
+	// Headroom above the data for the legend, a line per run.
+	if top == 0 {
+		top = 1
+	}
+	p.Y.Max = top * (1.15 + 0.12*float64(len(runs)))
 	png, svg = "chart-"+m.Column+".png", "chart-"+m.Column+".svg"
 	for _, name := range []string{png, svg} {
 		if err := p.Save(18*vg.Centimeter, 10*vg.Centimeter, filepath.Join(dir, name)); err != nil {
