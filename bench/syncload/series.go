@@ -10,12 +10,12 @@ import (
 // interval; costs are means per sync.
 type Row struct {
 	// T is the interval's end, in seconds since the run's start.
-	T            float64
-	Iterations   int
-	IterPerSec   float64
-	Errors       int
-	LockTimeouts int
-	Syncs        int
+	T                                                                float64
+	Iterations                                                       int
+	IterPerSec                                                       float64
+	Errors                                                           int
+	LockTimeouts                                                     int
+	Syncs                                                            int
 	LockWaitMs, PullMs, WorkMs, PushMs, CommitMs, CatalogMs, PruneMs float64
 	RequestsPerSync, ItemsReadPerSync, ItemsWrittenPerSync           float64
 	// IndexWrittenPerSync counts the index entries a sync's commit wrote.
