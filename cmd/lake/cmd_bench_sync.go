@@ -65,9 +65,9 @@ changed entries only, catalog incremental and lifecycle), each for a fifth of
 s3://B/P/cN), and draws the five curves on each chart. --scenario lock-floor
 runs the global lock at --workers and at twice as many.
 
---processes P runs the workers in P child processes (they need a node:
---store http://… of a ` + "`lake serve`" + `). The datastore of a single run must hold
-no files.`,
+--processes P runs the workers in P child processes, on DynamoDB, S3 or a
+node (a bolt file is one process's: run ` + "`lake serve`" + ` on it and use --store
+http://HOST:PORT). The datastore of a single run must hold no files.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchSync(cmd, g, &o) },
 	}
@@ -90,7 +90,7 @@ no files.`,
 	f.DurationVar(&c.Wait, "wait", c.Wait, "longest lock wait; a wait that runs out is a lock timeout")
 	f.StringVar(&o.scenario, "scenario", "", "seed004 (the seed's five configurations) or lock-floor (global lock at N and 2N workers)")
 	f.DurationVar(&o.budget, "budget", 10*time.Minute, "a scenario's total time, split evenly among its configurations")
-	f.IntVar(&o.processes, "processes", 0, "run the workers in this many child processes (needs --store http://…)")
+	f.IntVar(&o.processes, "processes", 0, "run the workers in this many child processes (DynamoDB, S3 or a node; not bolt)")
 	f.StringVar(&o.out, "out", "bench-sync-report", "directory of the report")
 	cmd.AddCommand(newBenchSyncWorkerCommand(g))
 	return cmd
@@ -152,9 +152,8 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 	if g.store == "" {
 		return usagef("bench sync needs --store (bolt://PATH, dynamodb://TABLE, s3://BUCKET/PREFIX or http://HOST:PORT of a node)")
 	}
-	remote := strings.HasPrefix(g.store, "http://") || strings.HasPrefix(g.store, "https://")
-	if o.processes > 0 && !remote {
-		return usagef("--processes needs a datastore that several processes share: run `lake serve` on the bolt file and use --store http://HOST:PORT")
+	if o.processes > 0 && strings.HasPrefix(g.store, "bolt://") {
+		return usagef("--processes needs a datastore that several processes share, and a bolt file is one process's: run `lake serve` on it and use --store http://HOST:PORT")
 	}
 	cfgs, urls, err := o.plan(g.store)
 	if err != nil {
