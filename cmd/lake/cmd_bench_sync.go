@@ -62,7 +62,7 @@ offline).
 bottleneck on, then each fix added: feed pull, lock per namespace, commit of
 changed entries only, catalog incremental and lifecycle), each for a fifth of
 --budget on a fresh datastore beside --store (bolt://P-cN, dynamodb://T-cN,
-s3://B/P/cN), and draws the five curves on each chart. --scenario lock-floor
+s3://B/P-cN), and draws the five curves on each chart. --scenario lock-floor
 runs the global lock at --workers and at twice as many.
 
 --processes P runs the workers in P child processes, on DynamoDB, S3 or a
