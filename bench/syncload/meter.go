@@ -41,10 +41,19 @@ type counts struct {
 	// a partition's feed and files, "list:PREFIX", "changed-partitions",
 	// "rec:DIR" for records, "chunks".
 	Keys map[string]int64
+	// StoreKeys, StoreRequests and StoreItemsRead are the store's own
+	// requests (DynamoDB's, S3's) under DynamoKeys or S3Keys: by
+	// partition key or key prefix, and the items the store read.
+	StoreKeys                     map[string]int64
+	StoreRequests, StoreItemsRead int64
+}
+
+func newCounts() counts {
+	return counts{Time: map[string]time.Duration{}, Keys: map[string]int64{}, StoreKeys: map[string]int64{}}
 }
 
 func newMeter(d datastore.Driver, cfg Config, namespace string) *meter {
-	return &meter{Driver: d, cfg: cfg, namespace: namespace, c: counts{Time: map[string]time.Duration{}, Keys: map[string]int64{}}}
+	return &meter{Driver: d, cfg: cfg, namespace: namespace, c: newCounts()}
 }
 
 // take returns the counts since the last take and resets them.
@@ -52,7 +61,7 @@ func (m *meter) take() counts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.c
-	m.c = counts{Time: map[string]time.Duration{}, Keys: map[string]int64{}}
+	m.c = newCounts()
 	return c
 }
 
@@ -109,6 +118,7 @@ func recKey(key string) string {
 
 // BeginUpload implements datastore.Driver.
 func (m *meter) BeginUpload(ctx context.Context, s datastore.Staged) error {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	err := m.Driver.BeginUpload(ctx, s)
 	m.note("push", t, 0, 1, "uploads")
@@ -117,6 +127,7 @@ func (m *meter) BeginUpload(ctx context.Context, s datastore.Staged) error {
 
 // PutChunk implements datastore.Driver.
 func (m *meter) PutChunk(ctx context.Context, version string, i int, data []byte) error {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	err := m.Driver.PutChunk(ctx, version, i, data)
 	m.note("push", t, 0, 1, "chunks")
@@ -125,6 +136,7 @@ func (m *meter) PutChunk(ctx context.Context, version string, i int, data []byte
 
 // GetChunk implements datastore.Driver.
 func (m *meter) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	b, err := m.Driver.GetChunk(ctx, version, i)
 	m.note("pull", t, 1, 0, "chunks")
@@ -134,6 +146,7 @@ func (m *meter) GetChunk(ctx context.Context, version string, i int) ([]byte, er
 // Commit implements datastore.Driver; with CommitFull, a successful fenced
 // commit is followed by the rewrite of the namespace's whole index.
 func (m *meter) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	out, err := m.Driver.Commit(ctx, fence, entries, now)
 	paths := make([]string, len(entries))
@@ -221,6 +234,7 @@ func indexKey(p string) string {
 
 // Stat implements datastore.Driver.
 func (m *meter) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	out, err := m.Driver.Stat(ctx, paths)
 	m.note("push", t, len(out), 0, pathKeys(paths)...)
@@ -229,6 +243,7 @@ func (m *meter) Stat(ctx context.Context, paths []string) (map[string]datastore.
 
 // List implements datastore.Driver.
 func (m *meter) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	files, next, err := m.Driver.List(ctx, prefix, limit, pos)
 	m.note("pull", t, len(files), 0, "list:"+prefix)
@@ -237,6 +252,7 @@ func (m *meter) List(ctx context.Context, prefix string, limit int, pos []byte) 
 
 // Head implements datastore.Driver.
 func (m *meter) Head(ctx context.Context, partition string) (datastore.Head, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	h, err := m.Driver.Head(ctx, partition)
 	m.note("pull", t, 1, 0, partKey(partition))
@@ -245,6 +261,7 @@ func (m *meter) Head(ctx context.Context, partition string) (datastore.Head, err
 
 // Changes implements datastore.Driver.
 func (m *meter) Changes(ctx context.Context, partition string, after uint64, limit int) ([]datastore.Info, uint64, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	ch, upTo, err := m.Driver.Changes(ctx, partition, after, limit)
 	m.note("pull", t, len(ch), 0, partKey(partition))
@@ -253,6 +270,7 @@ func (m *meter) Changes(ctx context.Context, partition string, after uint64, lim
 
 // Partitions implements datastore.Driver.
 func (m *meter) Partitions(ctx context.Context) ([]string, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	p, err := m.Driver.Partitions(ctx)
 	m.note("pull", t, len(p), 0, "partitions")
@@ -263,6 +281,7 @@ func (m *meter) Partitions(ctx context.Context) ([]string, error) {
 // pull starts; with PullFull the pull first reads the whole listing, the
 // seed's queryAllFileMeta, outside the catalog step.
 func (m *meter) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
+	ctx = withTally(ctx, m)
 	m.mu.Lock()
 	full := m.cfg.Pull == PullFull && m.phase != "catalog"
 	m.mu.Unlock()
@@ -305,6 +324,7 @@ func (m *meter) fullRead(ctx context.Context) error {
 
 // GetRecord implements datastore.Driver.
 func (m *meter) GetRecord(ctx context.Context, key string) ([]byte, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	v, err := m.Driver.GetRecord(ctx, key)
 	m.note("lock", t, 1, 0, recKey(key))
@@ -313,6 +333,7 @@ func (m *meter) GetRecord(ctx context.Context, key string) ([]byte, error) {
 
 // CASRecord implements datastore.Driver.
 func (m *meter) CASRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) error {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	err := m.Driver.CASRecord(ctx, key, expect, value)
 	m.note("lock", t, 0, 1, recKey(key))
@@ -321,6 +342,7 @@ func (m *meter) CASRecord(ctx context.Context, key string, expect metastore.Expe
 
 // DeleteRecord implements datastore.Driver.
 func (m *meter) DeleteRecord(ctx context.Context, key string, expected []byte) error {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	err := m.Driver.DeleteRecord(ctx, key, expected)
 	m.note("lock", t, 0, 1, recKey(key))
@@ -329,6 +351,7 @@ func (m *meter) DeleteRecord(ctx context.Context, key string, expected []byte) e
 
 // ListRecords implements datastore.Driver.
 func (m *meter) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	it, err := m.Driver.ListRecords(ctx, prefix)
 	m.note("lock", t, len(it), 0, recKey(prefix))
@@ -337,6 +360,7 @@ func (m *meter) ListRecords(ctx context.Context, prefix string) ([]metastore.Ite
 
 // FencedRecord implements datastore.Driver.
 func (m *meter) FencedRecord(ctx context.Context, fence datastore.Fence, key string, expect metastore.Expect, value []byte) error {
+	ctx = withTally(ctx, m)
 	t := time.Now()
 	err := m.Driver.FencedRecord(ctx, fence, key, expect, value)
 	m.note("lock", t, 0, 1, recKey(key))

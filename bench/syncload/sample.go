@@ -32,4 +32,9 @@ type Sample struct {
 	LiveFiles int `json:"liveFiles"`
 	// Keys counts requests by key.
 	Keys map[string]int64 `json:"keys,omitempty"`
+	// StoreRequests and StoreItemsRead are DynamoDB's or S3's own
+	// requests and items read, StoreKeys the requests by partition key or
+	// key prefix (zero without DynamoKeys or S3Keys).
+	StoreRequests, StoreItemsRead int64
+	StoreKeys                     map[string]int64 `json:"storeKeys,omitempty"`
 }

@@ -18,6 +18,9 @@ type Row struct {
 	Syncs                                                            int
 	LockWaitMs, PullMs, WorkMs, PushMs, CommitMs, CatalogMs, PruneMs float64
 	RequestsPerSync, ItemsReadPerSync, ItemsWrittenPerSync           float64
+	// StoreRequestsPerSync and StoreItemsReadPerSync are DynamoDB's or
+	// S3's own requests and items read per sync (zero on bolt and a node).
+	StoreRequestsPerSync, StoreItemsReadPerSync float64
 	// IndexWrittenPerSync counts the index entries a sync's commit wrote.
 	IndexWrittenPerSync float64
 	// CatalogRows is the largest catalog a worker read in the interval.
@@ -26,7 +29,9 @@ type Row struct {
 	// namespace's models (every worker's under one global lock).
 	IndexEntries float64
 	// HotKey is the key with the most requests in the interval and
-	// HotKeyShare its share of all requests.
+	// HotKeyShare its share of all requests: DynamoDB's partition keys or
+	// S3's key prefixes when the store's requests are counted, else the
+	// datastore driver's keys.
 	HotKey      string
 	HotKeyShare float64
 }
@@ -37,10 +42,12 @@ func (r Row) Columns() ([]string, []float64) {
 	return []string{"t_s", "iterations", "iter_per_s", "errors", "lock_timeouts", "syncs",
 			"lock_wait_ms", "pull_ms", "work_ms", "push_ms", "commit_ms", "catalog_ms", "prune_ms",
 			"requests_per_sync", "items_read_per_sync", "items_written_per_sync", "index_written_per_sync",
+			"store_requests_per_sync", "store_items_read_per_sync",
 			"catalog_rows", "index_entries", "hot_key_share"},
 		[]float64{r.T, float64(r.Iterations), r.IterPerSec, float64(r.Errors), float64(r.LockTimeouts), float64(r.Syncs),
 			r.LockWaitMs, r.PullMs, r.WorkMs, r.PushMs, r.CommitMs, r.CatalogMs, r.PruneMs,
 			r.RequestsPerSync, r.ItemsReadPerSync, r.ItemsWrittenPerSync, r.IndexWrittenPerSync,
+			r.StoreRequestsPerSync, r.StoreItemsReadPerSync,
 			float64(r.CatalogRows), r.IndexEntries, r.HotKeyShare}
 }
 
@@ -69,8 +76,8 @@ func Series(cfg Config, samples []Sample, interval time.Duration) []Row {
 		}
 		r := &rows[b]
 		r.T = (lo + width).Seconds()
-		keys := map[string]int64{}
-		var reqs int64
+		keys, storeKeys := map[string]int64{}, map[string]int64{}
+		var reqs, storeReqs int64
 		for ; i < len(ss) && (ss[i].End < hi || b == n-1); i++ {
 			s := ss[i]
 			r.Iterations++
@@ -94,9 +101,15 @@ func Series(cfg Config, samples []Sample, interval time.Duration) []Row {
 			r.IndexWrittenPerSync += float64(s.IndexWritten)
 			r.CatalogRows = max(r.CatalogRows, s.CatalogRows)
 			live[s.Worker] = s.LiveFiles
+			r.StoreRequestsPerSync += float64(s.StoreRequests)
+			r.StoreItemsReadPerSync += float64(s.StoreItemsRead)
 			for k, v := range s.Keys {
 				keys[k] += v
 				reqs += v
+			}
+			for k, v := range s.StoreKeys {
+				storeKeys[k] += v
+				storeReqs += v
 			}
 		}
 		if width > 0 {
@@ -110,11 +123,14 @@ func Series(cfg Config, samples []Sample, interval time.Duration) []Row {
 		}
 		if r.Syncs > 0 {
 			sy := float64(r.Syncs)
-			for _, p := range []*float64{&r.RequestsPerSync, &r.ItemsReadPerSync, &r.ItemsWrittenPerSync, &r.IndexWrittenPerSync} {
+			for _, p := range []*float64{&r.RequestsPerSync, &r.ItemsReadPerSync, &r.ItemsWrittenPerSync, &r.IndexWrittenPerSync, &r.StoreRequestsPerSync, &r.StoreItemsReadPerSync} {
 				*p /= sy
 			}
 		}
 		r.IndexEntries = indexEntries(cfg, live)
+		if storeReqs > 0 {
+			keys, reqs = storeKeys, storeReqs
+		}
 		for k, v := range keys {
 			if share := float64(v) / float64(reqs); share > r.HotKeyShare || (share == r.HotKeyShare && k < r.HotKey) {
 				r.HotKey, r.HotKeyShare = k, share

@@ -66,7 +66,7 @@ func (w *worker) iterate(ctx context.Context, it int) Sample {
 	c := w.meter.take()
 	s.Pull, s.Push, s.Commit = c.Time["pull"], c.Time["push"], c.Time["commit"]
 	s.Requests, s.ItemsRead, s.ItemsWritten, s.IndexWritten = c.Requests, c.ItemsRead, c.ItemsWritten, c.IndexWritten
-	s.Keys = c.Keys
+	s.Keys, s.StoreKeys, s.StoreRequests, s.StoreItemsRead = c.Keys, c.StoreKeys, c.StoreRequests, c.StoreItemsRead
 	s.CatalogRows, s.LiveFiles = w.rows, w.live
 	if err != nil {
 		s.OK, s.Err = false, err.Error()

@@ -18,9 +18,11 @@ type Metric struct {
 // Metrics are the charts of a report, in order.
 var Metrics = []Metric{
 	{"iter_per_s", "Iterations per second (all workers)", "iterations/s"},
-	{"items_read_per_sync", "Items read per sync", "items"},
+	{"items_read_per_sync", "Items read per sync (datastore calls)", "items"},
 	{"items_written_per_sync", "Items written per sync", "items"},
-	{"requests_per_sync", "Requests per sync", "requests"},
+	{"requests_per_sync", "Requests per sync (datastore calls)", "requests"},
+	{"store_items_read_per_sync", "Items the store read per sync (DynamoDB ScannedCount, S3 objects)", "items"},
+	{"store_requests_per_sync", "Store requests per sync (DynamoDB, S3)", "requests"},
 	{"lock_wait_ms", "Lock wait per iteration", "ms"},
 	{"pull_ms", "Pull per iteration", "ms"},
 	{"work_ms", "Work (method run) per iteration", "ms"},
@@ -33,7 +35,7 @@ var Metrics = []Metric{
 	{"index_entries", "Namespace index entries", "entries"},
 	{"lock_timeouts", "Lock timeouts per interval", "timeouts"},
 	{"errors", "Failed iterations per interval", "iterations"},
-	{"hot_key_share", "Hottest key's share of requests", "share"},
+	{"hot_key_share", "Hottest key's share of requests (partition key on DynamoDB, prefix on S3)", "share"},
 }
 
 // column returns the named column of every row of r as points (t, value).

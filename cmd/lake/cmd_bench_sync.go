@@ -10,8 +10,6 @@ import (
 
 	"github.com/lakemeta/lake/bench/syncload"
 	"github.com/lakemeta/lake/bench/syncreport"
-	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/spf13/cobra"
 )
 
@@ -195,7 +193,7 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 }
 
 func checkEmpty(cmd *cobra.Command, url string) error {
-	s, err := dsurl.Open(cmd.Context(), url, &dsurl.Options{Create: true})
+	s, err := openBenchData(cmd.Context(), url, true)
 	if err != nil {
 		return err
 	}
@@ -233,7 +231,7 @@ func runOne(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions, cfg syncl
 		err = syncload.RunProcesses(ctx, cfg, o.processes, command, stderr, emit)
 		return samples, err
 	}
-	s, err := dsurl.Open(ctx, url, &dsurl.Options{Create: true})
+	s, err := openBenchData(ctx, url, true)
 	if err != nil {
 		return nil, err
 	}
@@ -258,9 +256,12 @@ func newBenchSyncWorkerCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return usagef("%v", err)
 			}
-			return g.withData(cmd, false, func(s *datastore.Store) error {
-				return syncload.ServeWorkers(cmd.Context(), cfg, s.Driver(), list, t0, cmd.OutOrStdout())
-			})
+			s, err := openBenchData(cmd.Context(), g.store, false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return syncload.ServeWorkers(cmd.Context(), cfg, s.Driver(), list, t0, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&config, "config-json", "", "the run's configuration, as JSON")
