@@ -20,6 +20,10 @@ const (
 	// filtered client-side on the change time (the seed's one-partition
 	// feed, whose cost grows with everything that ever existed).
 	PullFull Pull = "full"
+	// PullFullFilter is PullFull with the seed's quick patch: the filter on
+	// the change time moves into the query (a DynamoDB FilterExpression),
+	// which still reads every item. It needs a FullIndex (DynamoDB).
+	PullFullFilter Pull = "full-filter"
 )
 
 // LockScope is what one sync lock covers.
@@ -141,7 +145,7 @@ func (c Config) Validate() error {
 	if err := oneOf("mode", string(c.Mode), ModeLoop, ModeWriteStress); err != nil {
 		return err
 	}
-	if err := oneOf("pull", string(c.Pull), PullFeed, PullFull); err != nil {
+	if err := oneOf("pull", string(c.Pull), PullFeed, PullFull, PullFullFilter); err != nil {
 		return err
 	}
 	if err := oneOf("lock", string(c.Lock), LockGlobal, LockNamespace); err != nil {

@@ -23,6 +23,10 @@ type meter struct {
 	cfg       Config
 	namespace string
 
+	// full is the seed's one-partition index, when the store has one
+	// (DynamoDB); nil means the full pull reads the datastore's listing.
+	full FullIndex
+
 	mu     sync.Mutex
 	c      counts
 	phase  string // "" (by call), "catalog" or "prune"
@@ -52,9 +56,12 @@ func newCounts() counts {
 	return counts{Time: map[string]time.Duration{}, Keys: map[string]int64{}, StoreKeys: map[string]int64{}}
 }
 
-func newMeter(d datastore.Driver, cfg Config, namespace string) *meter {
-	return &meter{Driver: d, cfg: cfg, namespace: namespace, c: newCounts()}
+func newMeter(d datastore.Driver, cfg Config, namespace string, full FullIndex) *meter {
+	return &meter{Driver: d, cfg: cfg, namespace: namespace, full: full, c: newCounts()}
 }
+
+// fullPull reports whether pulls read everything (PullFull, PullFullFilter).
+func (m *meter) fullPull() bool { return m.cfg.Pull == PullFull || m.cfg.Pull == PullFullFilter }
 
 // take returns the counts since the last take and resets them.
 func (m *meter) take() counts {
@@ -160,6 +167,15 @@ func (m *meter) Commit(ctx context.Context, fence *datastore.Fence, entries []da
 	m.mu.Lock()
 	m.c.IndexWritten += int64(len(entries))
 	m.mu.Unlock()
+	if m.full != nil && m.fullPull() {
+		// The seed's index: an item per changed file in the one partition.
+		t := time.Now()
+		err := m.full.Record(ctx, paths, now)
+		m.note("commit", t, 0, len(paths), "gsi:FILE")
+		if err != nil {
+			return out, fmt.Errorf("lake: write the seed's index: %w", err)
+		}
+	}
 	if m.cfg.Commit == CommitFull && fence != nil {
 		if err := m.rewriteIndex(ctx, *fence, entries); err != nil {
 			return out, err
@@ -283,7 +299,7 @@ func (m *meter) Partitions(ctx context.Context) ([]string, error) {
 func (m *meter) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
 	ctx = withTally(ctx, m)
 	m.mu.Lock()
-	full := m.cfg.Pull == PullFull && m.phase != "catalog"
+	full := m.fullPull() && m.phase != "catalog"
 	m.mu.Unlock()
 	if full {
 		if err := m.fullRead(ctx); err != nil {
@@ -296,13 +312,24 @@ func (m *meter) ChangedPartitions(ctx context.Context, cursor []byte) ([]datasto
 	return h, next, err
 }
 
-// fullRead reads every file of the datastore, page by page, and keeps those
-// changed after the last full read (client-side, on the writer's clock, as
-// the seed did). The changes themselves are then applied from the feed: the
-// read is the seed's cost, paid in full.
+// fullRead is the seed's queryAllFileMeta: with a FullIndex, its one
+// partition read whole; otherwise every file of the datastore, page by
+// page; either way filtered on the change time after the last full read
+// (client-side, on the writer's clock, as the seed did). The changes
+// themselves are then applied from the feed: the read is the seed's cost,
+// paid in full.
 func (m *meter) fullRead(ctx context.Context) error {
 	since := m.lastAt
 	m.lastAt = time.Now()
+	if m.full != nil {
+		t := time.Now()
+		read, _, err := m.full.Pull(ctx, since, m.cfg.Pull == PullFullFilter)
+		m.note("pull", t, int(read), 0, "gsi:FILE")
+		if err != nil {
+			return fmt.Errorf("lake: full pull: %w", err)
+		}
+		return nil
+	}
 	var pos []byte
 	changed := 0
 	for {

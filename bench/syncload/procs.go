@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakemeta/lake/datastore"
 )
 
 // WorkerArgs are the arguments a child process gets after the command
@@ -56,10 +55,10 @@ func ParseWorkerArgs(config, ids, start string) (Config, []int, time.Time, error
 
 // ServeWorkers is a child process's side: it runs the workers ids and
 // writes each sample to w as one JSON line.
-func ServeWorkers(ctx context.Context, cfg Config, d datastore.Driver, ids []int, start time.Time, w io.Writer) error {
+func ServeWorkers(ctx context.Context, cfg Config, env Env, ids []int, start time.Time, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	var werr error
-	err := RunWorkers(ctx, cfg, d, ids, start, func(s Sample) {
+	err := RunWorkers(ctx, cfg, env, ids, start, func(s Sample) {
 		if werr == nil {
 			werr = enc.Encode(s)
 		}

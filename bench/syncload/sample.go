@@ -33,8 +33,9 @@ type Sample struct {
 	// Keys counts requests by key.
 	Keys map[string]int64 `json:"keys,omitempty"`
 	// StoreRequests and StoreItemsRead are DynamoDB's or S3's own
-	// requests and items read, StoreKeys the requests by partition key or
-	// key prefix (zero without DynamoKeys or S3Keys).
+	// requests and items read, StoreKeys the load by partition key or key
+	// prefix: items read, at least one per request (zero without
+	// DynamoKeys or S3Keys).
 	StoreRequests, StoreItemsRead int64
 	StoreKeys                     map[string]int64 `json:"storeKeys,omitempty"`
 }

@@ -28,10 +28,11 @@ type Row struct {
 	// IndexEntries is a namespace index's size: the files of the
 	// namespace's models (every worker's under one global lock).
 	IndexEntries float64
-	// HotKey is the key with the most requests in the interval and
-	// HotKeyShare its share of all requests: DynamoDB's partition keys or
-	// S3's key prefixes when the store's requests are counted, else the
-	// datastore driver's keys.
+	// HotKey is the key with the most load in the interval and HotKeyShare
+	// its share of all: DynamoDB's partition keys or S3's key prefixes,
+	// loaded by the items read (at least one a request), when the store's
+	// requests are counted; else the datastore driver's keys, loaded by
+	// their requests.
 	HotKey      string
 	HotKeyShare float64
 }

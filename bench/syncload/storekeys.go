@@ -26,8 +26,8 @@ func withTally(ctx context.Context, m *meter) context.Context {
 	return context.WithValue(ctx, tallyKey{}, m)
 }
 
-// storeNote counts one request for key and the items it read, for the
-// worker of ctx (nothing when the call is none of a worker's).
+// storeNote counts one request for key and the items it read (the key's
+// load: the items, at least one), for the worker of ctx (nothing when the call is none of a worker's).
 func storeNote(ctx context.Context, key string, read int64) {
 	m, _ := ctx.Value(tallyKey{}).(*meter)
 	if m == nil {
@@ -35,7 +35,10 @@ func storeNote(ctx context.Context, key string, read int64) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.c.StoreKeys[key]++
+	// A partition's capacity is spent by the items it reads and writes,
+	// not by the requests: a key's load is its items read, at least one
+	// per request.
+	m.c.StoreKeys[key] += max(1, read)
 	m.c.StoreRequests++
 	m.c.StoreItemsRead += read
 }
@@ -47,7 +50,12 @@ func DynamoKeys(api dynamostore.API) dynamostore.API { return &ddbKeys{api} }
 
 type ddbKeys struct{ dynamostore.API }
 
+// pkOf names the partition an item lands in: the seed's GSI partition
+// (gsi1pk) for the items of its index, else lake's partition key.
 func pkOf(item map[string]types.AttributeValue) string {
+	if v, ok := item["gsi1pk"].(*types.AttributeValueMemberS); ok {
+		return "gsi1pk:" + v.Value
+	}
 	if v, ok := item["pk"].(*types.AttributeValueMemberS); ok {
 		return "pk:" + v.Value
 	}
@@ -56,8 +64,12 @@ func pkOf(item map[string]types.AttributeValue) string {
 
 // queryPK finds the value the key condition gives the partition key.
 func queryPK(in *dynamodb.QueryInput) string {
+	keyAttr := "pk"
+	if in.IndexName != nil && *in.IndexName == "gsi1" {
+		keyAttr = "gsi1pk" // the seed's GSI
+	}
 	for name, attr := range in.ExpressionAttributeNames {
-		if attr != "pk" || in.KeyConditionExpression == nil {
+		if attr != keyAttr || in.KeyConditionExpression == nil {
 			continue
 		}
 		expr := *in.KeyConditionExpression
@@ -70,7 +82,7 @@ func queryPK(in *dynamodb.QueryInput) string {
 			continue
 		}
 		if v, ok := in.ExpressionAttributeValues[strings.TrimRight(ph[0], ")")].(*types.AttributeValueMemberS); ok {
-			return "pk:" + v.Value
+			return keyAttr + ":" + v.Value
 		}
 	}
 	return "pk:?"

@@ -32,13 +32,13 @@ type worker struct {
 	prev []string
 }
 
-func newWorker(id int, cfg Config, d datastore.Driver, root string, start time.Time) (*worker, error) {
+func newWorker(id int, cfg Config, env Env, root string, start time.Time) (*worker, error) {
 	dir := filepath.Join(root, fmt.Sprintf("w%d", id))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lake: %w", err)
 	}
 	ns := cfg.Namespace(id)
-	m := newMeter(d, cfg, ns)
+	m := newMeter(env.Driver, cfg, ns, env.FullIndex)
 	s := datastore.New(m)
 	tr, err := treesync.Open(dir, s, &treesync.Options{Namespace: ns, Lock: &lock.Options{Lease: cfg.Lease, Wait: cfg.Wait,
 		Holder: fmt.Sprintf("bench-w%d-%d", id, os.Getpid())}})

@@ -35,7 +35,7 @@ var Metrics = []Metric{
 	{"index_entries", "Namespace index entries", "entries"},
 	{"lock_timeouts", "Lock timeouts per interval", "timeouts"},
 	{"errors", "Failed iterations per interval", "iterations"},
-	{"hot_key_share", "Hottest key's share of requests (partition key on DynamoDB, prefix on S3)", "share"},
+	{"hot_key_share", "Hottest key's share of the load (DynamoDB partition key, S3 prefix: items read)", "share"},
 }
 
 // column returns the named column of every row of r as points (t, value).

@@ -25,7 +25,7 @@ func runConfig(t *testing.T, cfg syncload.Config) syncreport.Run {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	samples, err := syncload.Run(context.Background(), cfg, d, nil)
+	samples, err := syncload.Run(context.Background(), cfg, syncload.Env{Driver: d}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

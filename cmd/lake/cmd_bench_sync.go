@@ -41,8 +41,11 @@ with --lifecycle prune, prune its data in a sync of its own. --mode
 write-stress instead rewrites one model's files per worker on every iteration.
 
 Each bottleneck of the seed is a switch (see docs/bench-sync.md):
-  --pull full          every pull also reads the whole listing of the datastore
-                       and filters it client-side (the seed's one-partition feed)
+  --pull full          every pull also reads everything and filters it
+                       client-side: on DynamoDB the seed's GSI partition FILE
+                       (a table TABLE_gsifeed kept beside), elsewhere the
+                       whole listing; --pull full-filter (DynamoDB) is the
+                       seed's quick patch, a FilterExpression
   --lock global        one lock for every worker instead of one per namespace
   --commit full        every commit rewrites the namespace's whole index
   --models long-lived  one model per worker whose data accumulates
@@ -78,7 +81,7 @@ http://HOST:PORT). The datastore of a single run must hold no files.`,
 	f.IntVar(&c.Files, "files", c.Files, "data files a method run writes (plus the model's definition)")
 	f.IntVar(&c.FileSize, "file-size", c.FileSize, "bytes of each data file")
 	f.StringVar(&o.mode, "mode", string(c.Mode), "loop (the seed's loop) or write-stress (one model per worker, continuous writes)")
-	f.StringVar(&o.pull, "pull", string(c.Pull), "feed (only what changed) or full (also read the whole listing, filtered client-side)")
+	f.StringVar(&o.pull, "pull", string(c.Pull), "feed (only what changed), full (also read everything, filtered client-side: on DynamoDB the seed's one GSI partition) or full-filter (DynamoDB: the same read with the filter in the query)")
 	f.StringVar(&o.lock, "lock", string(c.Lock), "namespace (a lock per worker) or global (one lock)")
 	f.StringVar(&o.commit, "commit", string(c.Commit), "changed (only the changed entries) or full (rewrite the namespace's whole index)")
 	f.StringVar(&o.models, "models", string(c.Models), "disposable (a model per iteration) or long-lived (a model per worker)")
@@ -193,7 +196,7 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 }
 
 func checkEmpty(cmd *cobra.Command, url string) error {
-	s, err := openBenchData(cmd.Context(), url, true)
+	s, _, err := openBenchData(cmd.Context(), url, true, false)
 	if err != nil {
 		return err
 	}
@@ -231,7 +234,7 @@ func runOne(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions, cfg syncl
 		err = syncload.RunProcesses(ctx, cfg, o.processes, command, stderr, emit)
 		return samples, err
 	}
-	s, err := openBenchData(ctx, url, true)
+	s, fi, err := openBenchData(ctx, url, true, fullPull(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +243,7 @@ func runOne(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions, cfg syncl
 	for i := range ids {
 		ids[i] = i
 	}
-	err = syncload.RunWorkers(ctx, cfg, s.Driver(), ids, time.Now(), emit)
+	err = syncload.RunWorkers(ctx, cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi}, ids, time.Now(), emit)
 	return samples, err
 }
 
@@ -256,16 +259,20 @@ func newBenchSyncWorkerCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return usagef("%v", err)
 			}
-			s, err := openBenchData(cmd.Context(), g.store, false)
+			s, fi, err := openBenchData(cmd.Context(), g.store, false, fullPull(cfg))
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			return syncload.ServeWorkers(cmd.Context(), cfg, s.Driver(), list, t0, cmd.OutOrStdout())
+			return syncload.ServeWorkers(cmd.Context(), cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi}, list, t0, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&config, "config-json", "", "the run's configuration, as JSON")
 	cmd.Flags().StringVar(&ids, "ids", "", "this process's worker numbers, comma-separated")
 	cmd.Flags().StringVar(&start, "start", "", "the run's start, Unix nanoseconds")
 	return cmd
+}
+
+func fullPull(c syncload.Config) bool {
+	return c.Pull == syncload.PullFull || c.Pull == syncload.PullFullFilter
 }

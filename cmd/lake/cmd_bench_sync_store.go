@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/lakemeta/lake/bench"
 	"github.com/lakemeta/lake/bench/syncload"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dsurl"
@@ -21,38 +22,47 @@ import (
 // openBenchData opens the datastore of url as dsurl.Open does, except that
 // on DynamoDB and S3 the driver's client is wrapped to count the store's
 // own requests by partition key or key prefix (syncload.DynamoKeys,
-// syncload.S3Keys): the hot key seen from the store's side.
-func openBenchData(ctx context.Context, url string, create bool) (*datastore.Store, error) {
+// syncload.S3Keys): the hot key seen from the store's side. With full, on
+// DynamoDB, it also opens (creating) the seed's GSI index beside the
+// datastore's table, TABLE_gsifeed, for the full pull.
+func openBenchData(ctx context.Context, url string, create, full bool) (*datastore.Store, syncload.FullIndex, error) {
 	scheme, rest, _ := strings.Cut(url, "://")
 	switch scheme {
 	case "dynamodb":
 		api, o, err := storeurl.DynamoAPI(ctx, url)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		api = syncload.DynamoKeys(api)
 		table := o.Table + dynamofs.TableSuffix
 		if create {
 			if err := dynamofs.Create(ctx, api, table); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return datastore.New(d), nil
+		var fi syncload.FullIndex
+		if full {
+			if fi, err = bench.OpenGSIFeed(ctx, api, o.Table+bench.GSIFeedSuffix); err != nil {
+				d.Close()
+				return nil, nil, err
+			}
+		}
+		return datastore.New(d), fi, nil
 	case "s3":
 		bucket, prefix, err := s3fs.ParseURL(rest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("lake: AWS configuration: %w", err)
+			return nil, nil, fmt.Errorf("lake: AWS configuration: %w", err)
 		}
 		if cfg.Region == "" {
-			return nil, fmt.Errorf("%w: no AWS region: set AWS_REGION", metastore.ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("%w: no AWS region: set AWS_REGION", metastore.ErrInvalidArgument)
 		}
 		c := s3fs.NewClient(cfg)
 		if create {
@@ -60,16 +70,17 @@ func openBenchData(ctx context.Context, url string, create bool) (*datastore.Sto
 			var owned *s3types.BucketAlreadyOwnedByYou
 			var exists *s3types.BucketAlreadyExists
 			if err != nil && !errors.As(err, &owned) && !errors.As(err, &exists) {
-				return nil, fmt.Errorf("%w: create s3 bucket %q: %v", metastore.ErrUnavailable, bucket, err)
+				return nil, nil, fmt.Errorf("%w: create s3 bucket %q: %v", metastore.ErrUnavailable, bucket, err)
 			}
 		}
 		d, err := s3fs.Open(ctx, syncload.S3Keys(c, s3KeyPrefix(prefix)), s3fs.Options{Bucket: bucket, Prefix: prefix})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return datastore.New(d), nil
+		return datastore.New(d), nil, nil
 	}
-	return dsurl.Open(ctx, url, &dsurl.Options{Create: create})
+	s, err := dsurl.Open(ctx, url, &dsurl.Options{Create: create})
+	return s, nil, err
 }
 
 // s3KeyPrefix is the prefix of the datastore's object keys.
