@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // WorkerArgs are the arguments a child process gets after the command
