@@ -15,6 +15,7 @@ func TestBenchSyncRefusals(t *testing.T) {
 	store := "bolt://" + filepath.Join(dir, "ds.db")
 	wantExit(t, "processes on bolt", run(t, dir, "", "--store", store, "bench", "sync", "--processes", "2"), 2, "lake serve")
 	wantExit(t, "bad pull", run(t, dir, "", "--store", store, "bench", "sync", "--pull", "some"), 2, "pull")
+	wantExit(t, "quick patch on bolt", run(t, dir, "", "--store", store, "bench", "sync", "--pull", "full-filter"), 2, "dynamodb://")
 	wantExit(t, "bad scenario", run(t, dir, "", "--store", store, "bench", "sync", "--scenario", "seed005"), 2, "seed004")
 	wantExit(t, "scenario on a node", run(t, dir, "", "--store", "http://127.0.0.1:1", "bench", "sync", "--scenario", "seed004"), 2, "fresh datastore")
 	ok(t, run(t, dir, "x", "--store", store, "data", "put", "data/m/1/f", "-"))

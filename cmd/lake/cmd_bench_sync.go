@@ -163,8 +163,13 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	// Refuse before running anything: every configuration starts empty.
-	for _, u := range urls {
-		if err := checkEmpty(cmd, u); err != nil {
+	// This also creates what the runs need (tables, buckets, the seed's
+	// index), once, before any worker process starts.
+	for i, u := range urls {
+		if cfgs[i].Pull == syncload.PullFullFilter && !strings.HasPrefix(u, "dynamodb://") {
+			return usagef("--pull full-filter is a DynamoDB FilterExpression: it needs --store dynamodb://TABLE")
+		}
+		if err := checkEmpty(cmd, u, fullPull(cfgs[i])); err != nil {
 			return err
 		}
 	}
@@ -195,8 +200,8 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 	return nil
 }
 
-func checkEmpty(cmd *cobra.Command, url string) error {
-	s, _, err := openBenchData(cmd.Context(), url, true, false)
+func checkEmpty(cmd *cobra.Command, url string, full bool) error {
+	s, _, err := openBenchData(cmd.Context(), url, true, full)
 	if err != nil {
 		return err
 	}
