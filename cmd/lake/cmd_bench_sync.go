@@ -178,10 +178,15 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 	for i, cfg := range cfgs {
 		fmt.Fprintf(stderr, "bench sync: configuration %d/%d %q on %s (%s)\n", i+1, len(cfgs), cfg.Name, urls[i], cfg.Summary())
 		samples, err := runOne(cmd, g, o, cfg, urls[i], stderr)
-		if err != nil {
+		if err != nil && (ctx.Err() == nil || len(samples) == 0) {
 			return err
 		}
+		// Interrupted: the report still gets what was measured.
 		runs = append(runs, syncreport.Run{Config: cfg, Rows: syncload.Series(cfg, samples, cfg.Interval)})
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "bench sync: interrupted; writing the report of what ran\n")
+			break
+		}
 	}
 	title := "lake bench sync"
 	if o.scenario != "" {
@@ -192,12 +197,9 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	printSummaries(cmd.OutOrStdout(), sums)
 	fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(o.out, "index.html"))
-	return nil
+	return ctx.Err()
 }
 
 func checkEmpty(cmd *cobra.Command, url string, full bool) error {
