@@ -163,6 +163,7 @@ func (w *worker) modelFiles(it int) (string, []string) {
 // tree's directory; it adds the lock wait, catalog and work times to s.
 func (w *worker) sync(ctx context.Context, s *Sample, work func(dir string) error) error {
 	s.Syncs++
+	start := time.Now()
 	rep, err := w.tree.Run(ctx, treesync.Scope{}, func(ctx context.Context, _ *lock.Lease) error {
 		t := time.Now()
 		prev := w.meter.setPhase("catalog")
@@ -179,6 +180,10 @@ func (w *worker) sync(ctx context.Context, s *Sample, work func(dir string) erro
 		return err
 	}, treesync.RunOptions{})
 	s.Lock += rep.LockWait
+	if errors.Is(err, lock.ErrTimeout) {
+		// The wait ran out: the time waited is all the lock's.
+		s.Lock += time.Since(start)
+	}
 	return err
 }
 

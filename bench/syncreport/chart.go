@@ -13,35 +13,44 @@ import (
 // Metric is one chart: a column of the series and how to title it.
 type Metric struct {
 	Column, Title, Unit string
+	// Counted marks a count or rate, drawn for every interval; the others
+	// (means per iteration or sync, sizes) are drawn only for the
+	// intervals in which an iteration ended: a stalled interval has no
+	// latency to show, not a latency of zero.
+	Counted bool
 }
 
 // Metrics are the charts of a report, in order.
 var Metrics = []Metric{
-	{"iter_per_s", "Iterations per second (all workers)", "iterations/s"},
-	{"items_read_per_sync", "Items read per sync (datastore calls)", "items"},
-	{"items_written_per_sync", "Items written per sync", "items"},
-	{"requests_per_sync", "Requests per sync (datastore calls)", "requests"},
-	{"store_items_read_per_sync", "Items the store read per sync (DynamoDB ScannedCount, S3 objects)", "items"},
-	{"store_requests_per_sync", "Store requests per sync (DynamoDB, S3)", "requests"},
-	{"lock_wait_ms", "Lock wait per iteration", "ms"},
-	{"pull_ms", "Pull per iteration", "ms"},
-	{"work_ms", "Work (method run) per iteration", "ms"},
-	{"push_ms", "Push (upload, batch stat) per iteration", "ms"},
-	{"commit_ms", "Commit per iteration", "ms"},
-	{"catalog_ms", "Catalog read per iteration", "ms"},
-	{"prune_ms", "Prune (lifecycle sync) per iteration", "ms"},
-	{"index_written_per_sync", "Index entries written per sync", "entries"},
-	{"catalog_rows", "Catalog rows", "rows"},
-	{"index_entries", "Namespace index entries", "entries"},
-	{"lock_timeouts", "Lock timeouts per interval", "timeouts"},
-	{"errors", "Failed iterations per interval", "iterations"},
-	{"hot_key_share", "Hottest key's share of the load (DynamoDB partition key, S3 prefix: items read)", "share"},
+	{"iter_per_s", "Iterations per second (all workers)", "iterations/s", true},
+	{"items_read_per_sync", "Items read per sync (datastore calls)", "items", false},
+	{"items_written_per_sync", "Items written per sync", "items", false},
+	{"requests_per_sync", "Requests per sync (datastore calls)", "requests", false},
+	{"store_items_read_per_sync", "Items the store read per sync (DynamoDB ScannedCount, S3 objects)", "items", false},
+	{"store_requests_per_sync", "Store requests per sync (DynamoDB, S3)", "requests", false},
+	{"lock_wait_ms", "Lock wait per iteration", "ms", false},
+	{"pull_ms", "Pull per iteration", "ms", false},
+	{"work_ms", "Work (method run) per iteration", "ms", false},
+	{"push_ms", "Push (upload, batch stat) per iteration", "ms", false},
+	{"commit_ms", "Commit per iteration", "ms", false},
+	{"catalog_ms", "Catalog read per iteration", "ms", false},
+	{"prune_ms", "Prune (lifecycle sync) per iteration", "ms", false},
+	{"index_written_per_sync", "Index entries written per sync", "entries", false},
+	{"catalog_rows", "Catalog rows", "rows", false},
+	{"index_entries", "Namespace index entries", "entries", false},
+	{"lock_timeouts", "Lock timeouts per interval", "timeouts", true},
+	{"errors", "Failed iterations per interval", "iterations", true},
+	{"hot_key_share", "Hottest key's share of the load (DynamoDB partition key, S3 prefix: items read)", "share", false},
 }
 
 // column returns the named column of every row of r as points (t, value).
-func column(r Run, name string) (plotter.XYs, error) {
+func column(r Run, m Metric) (plotter.XYs, error) {
+	name := m.Column
 	pts := make(plotter.XYs, 0, len(r.Rows))
 	for _, row := range r.Rows {
+		if !m.Counted && row.Iterations == 0 {
+			continue
+		}
 		names, vals := row.Columns()
 		found := false
 		for i, n := range names {
@@ -70,7 +79,7 @@ func Chart(dir string, m Metric, runs []Run) (png, svg string, err error) {
 	p.Legend.XOffs = vg.Points(8)
 	top := 0.0
 	for i, r := range runs {
-		pts, err := column(r, m.Column)
+		pts, err := column(r, m)
 		if err != nil {
 			return "", "", err
 		}

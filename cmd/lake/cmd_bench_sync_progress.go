@@ -23,7 +23,11 @@ type progress struct {
 	mu                          sync.Mutex
 	iters, last, errs, timeouts int
 	catalog, live               int
+	seen                        map[string]bool
 }
+
+// maxShownErrors bounds the distinct failures the progress prints.
+const maxShownErrors = 5
 
 func newProgress(w io.Writer, cfg syncload.Config) *progress {
 	return &progress{w: w, cfg: cfg, t0: time.Now()}
@@ -35,6 +39,15 @@ func (p *progress) add(s syncload.Sample) {
 	p.iters++
 	if !s.OK {
 		p.errs++
+		// The first few distinct failures, as they happen: a rate that
+		// falls for a reason should say which.
+		if len(p.seen) < maxShownErrors && !p.seen[s.Err] {
+			if p.seen == nil {
+				p.seen = map[string]bool{}
+			}
+			p.seen[s.Err] = true
+			fmt.Fprintf(p.w, "bench sync: %s: worker %d, iteration %d failed: %s\n", p.cfg.Name, s.Worker, s.Iteration, s.Err)
+		}
 	}
 	if s.LockTimeout {
 		p.timeouts++
