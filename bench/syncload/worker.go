@@ -95,7 +95,7 @@ func (w *worker) steps(ctx context.Context, it int, s *Sample) error {
 		return nil
 	}
 	if err := w.sync(ctx, s, write); err != nil {
-		return fmt.Errorf("lake: iteration %d, run: %w", it, err)
+		return fmt.Errorf("%w (iteration %d, run)", err, it)
 	}
 	if w.cfg.Mode == ModeWriteStress {
 		w.live = len(files)
@@ -108,7 +108,7 @@ func (w *worker) steps(ctx context.Context, it int, s *Sample) error {
 		if err := w.sync(ctx, s, func(dir string) error {
 			return os.Remove(filepath.Join(dir, filepath.FromSlash(def)))
 		}); err != nil {
-			return fmt.Errorf("lake: iteration %d, delete: %w", it, err)
+			return fmt.Errorf("%w (iteration %d, delete)", err, it)
 		}
 		left = Leftover{Model: model, Paths: files}
 	} else {
@@ -136,7 +136,7 @@ func (w *worker) steps(ctx context.Context, it int, s *Sample) error {
 	w.meter.setPhase("")
 	s.Prune += time.Since(t)
 	if err != nil {
-		return fmt.Errorf("lake: iteration %d, prune: %w", it, err)
+		return fmt.Errorf("%w (iteration %d, prune)", err, it)
 	}
 	w.live -= len(prune)
 	return nil
