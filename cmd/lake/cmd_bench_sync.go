@@ -26,6 +26,9 @@ type benchSyncOptions struct {
 	budget    time.Duration
 	processes int
 	out       string
+	// durationSet is whether --duration was given: with --iterations and
+	// without it, the iterations alone bound the run.
+	durationSet bool
 }
 
 func newBenchSyncCommand(g *globalOptions) *cobra.Command {
@@ -70,7 +73,10 @@ runs the global lock at --workers and at twice as many.
 node (a bolt file is one process's: run ` + "`lake serve`" + ` on it and use --store
 http://HOST:PORT). The datastore of a single run must hold no files.`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchSync(cmd, g, &o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.durationSet = cmd.Flags().Changed("duration")
+			return runBenchSync(cmd, g, &o)
+		},
 	}
 	f := cmd.Flags()
 	c := &o.cfg
@@ -101,7 +107,7 @@ func (o *benchSyncOptions) config() (syncload.Config, error) {
 	c := o.cfg
 	c.Mode, c.Pull, c.Lock, c.Commit = syncload.Mode(o.mode), syncload.Pull(o.pull), syncload.LockScope(o.lock), syncload.Commit(o.commit)
 	c.Models, c.Catalog, c.Lifecycle = syncload.Models(o.models), syncload.CatalogMode(o.catalog), syncload.LifecycleMode(o.lifecycle)
-	if c.Iterations > 0 && c.Duration == syncload.DefaultConfig().Duration {
+	if c.Iterations > 0 && !o.durationSet {
 		c.Duration = 0 // --iterations alone bounds the run
 	}
 	c.Name = fmt.Sprintf("pull=%s lock=%s commit=%s models=%s catalog=%s lifecycle=%s", c.Pull, c.Lock, c.Commit, c.Models, c.Catalog, c.Lifecycle)
