@@ -64,8 +64,8 @@ var (
 	allBkts   = [][]byte{bFiles, bFeed, bHeads, bIndex, bMeta, bRegistry, bChunks, bIntents, bGarbage, bTombs, bRecords, bNS}
 	// nsBkts are the buckets of a namespace: all but the records, which
 	// every namespace shares with the root.
-	nsBkts = [][]byte{bFiles, bFeed, bHeads, bIndex, bMeta, bRegistry, bChunks, bIntents, bGarbage, bTombs}
-	keyISeq   = []byte("iseq")
+	nsBkts  = [][]byte{bFiles, bFeed, bHeads, bIndex, bMeta, bRegistry, bChunks, bIntents, bGarbage, bTombs}
+	keyISeq = []byte("iseq")
 )
 
 // Options configure Open. The zero value is usable.
