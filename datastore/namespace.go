@@ -53,6 +53,10 @@ type Lifecycle struct {
 	// Retention is how long the data of a deleted model is kept before it
 	// can be pruned; zero means at once.
 	Retention time.Duration `json:"retention,omitempty"`
+	// Horizon is how long tombstones stay in the namespace's feeds and in
+	// its catalog rows' feed before a lifecycle Reclaim purges them (a
+	// puller away longer resyncs); zero means DefaultHorizon.
+	Horizon time.Duration `json:"horizon,omitempty"`
 }
 
 // NamespaceConfig is a namespace's entry in the registry.
@@ -203,8 +207,8 @@ func (s *Store) config(ctx context.Context) (NamespaceConfig, []byte, error) {
 // the namespace if it is not yet), with a compare-and-swap so that two
 // concurrent changes do not lose one.
 func (s *Store) SetLifecycle(ctx context.Context, l Lifecycle) (NamespaceConfig, error) {
-	if l.KeepLast < 0 || l.Retention < 0 {
-		return NamespaceConfig{}, fmt.Errorf("%w: lifecycle keep-last and retention must not be negative", metastore.ErrInvalidArgument)
+	if l.KeepLast < 0 || l.Retention < 0 || l.Horizon < 0 {
+		return NamespaceConfig{}, fmt.Errorf("%w: lifecycle keep-last, retention and horizon must not be negative", metastore.ErrInvalidArgument)
 	}
 	for range 10 {
 		c, raw, err := s.config(ctx)

@@ -50,6 +50,9 @@ func (s *Store) Driver() Driver { return s.d }
 // It checks keys and list prefixes before calling the driver.
 func (s *Store) Records() Records { return checkedRecords{s.d} }
 
+// Now is the Store's clock: the time of upload intents and changes.
+func (s *Store) Now() time.Time { return s.now() }
+
 // SetClock replaces the clock of upload intents and change times, for
 // tests of the grace period and the horizon.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
