@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-		"strings"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
