@@ -48,6 +48,8 @@ package dynamofs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -93,12 +95,23 @@ type Options struct {
 	Retryer aws.Retryer
 }
 
-// Driver is the DynamoDB implementation of datastore.Driver.
+// Driver is the DynamoDB implementation of datastore.Driver: the root
+// namespace of a table, or one of its namespaces (Namespace).
 type Driver struct {
+	*shared
+	// ns is the namespace ("" for the root) and pfx the prefix of every
+	// non-record pk in it ("" for the root, so existing tables keep their
+	// layout).
+	ns, pfx string
+}
+
+// shared is what every namespace of one table shares: the client, the
+// registration cache and the meter.
+type shared struct {
 	api        dynamostore.API
 	table      string
 	retryer    aws.Retryer
-	registered sync.Map // partition → struct{}: joined the registry
+	registered sync.Map // namespace NUL partition → struct{}: joined the registry
 	meter      meter
 }
 
@@ -112,7 +125,7 @@ func Open(ctx context.Context, api dynamostore.API, o Options) (*Driver, error) 
 	if o.Retryer == nil {
 		o.Retryer = dynamostore.NewRetryer(dynamostore.RetryOptions{})
 	}
-	d := &Driver{api: api, table: o.Table, retryer: o.Retryer}
+	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer}}
 	if _, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)}); err != nil {
 		return nil, d.classify(err, "")
 	}
@@ -188,19 +201,36 @@ func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 
 func num(n uint64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(n)} }
 
-func filePK(partition string) string { return "f#" + partition }
-func headKey(partition string) map[string]types.AttributeValue {
-	return key("x#"+shard(partition), partition)
+// pk prefixes a non-record pk with d's namespace.
+func (d *Driver) pk(s string) string { return d.pfx + s }
+
+func (d *Driver) filePK(partition string) string { return d.pk("f#" + partition) }
+func (d *Driver) headKey(partition string) item {
+	return key(d.headPK(shard(partition)), partition)
 }
-func counterKey(sh string) map[string]types.AttributeValue  { return key("n#"+sh, "n") }
-func registryKey(sh string) map[string]types.AttributeValue { return key("r#"+sh, "r") }
-func chunkKey(version string, i int) map[string]types.AttributeValue {
-	return key("c#"+version, fmt.Sprintf("%08d", i))
+func (d *Driver) headPK(sh string) string       { return d.pk("x#" + sh) }
+func (d *Driver) counterKey(sh string) item     { return key(d.pk("n#"+sh), "n") }
+func (d *Driver) registryKey(sh string) item    { return key(d.pk("r#"+sh), "r") }
+func (d *Driver) reclaimPK(sh string) string    { return d.pk("g#" + sh) }
+func (d *Driver) chunkPK(version string) string { return d.pk("c#" + version) }
+func (d *Driver) chunkKey(version string, i int) item {
+	return key(d.chunkPK(version), fmt.Sprintf("%08d", i))
 }
 
 // ms renders t as 13-digit unix milliseconds, so that sort keys order by time.
 func ms(t time.Time) string { return fmt.Sprintf("%013d", max(t.UnixMilli(), 0)) }
 
-func intentKey(s datastore.Staged) map[string]types.AttributeValue {
-	return key("g#"+shard(s.Version), "i#"+ms(s.Started)+"#"+s.Version)
+func (d *Driver) intentKey(s datastore.Staged) item {
+	return key(d.reclaimPK(shard(s.Version)), "i#"+ms(s.Started)+"#"+s.Version)
+}
+
+// garbageKey is the reclaim entry of version, replaced at t.
+func (d *Driver) garbageKey(version string, t time.Time) item {
+	return key(d.reclaimPK(shard(version)), "g#"+ms(t)+"#"+version)
+}
+
+// tombKey is the purge entry of path's tombstone written at t.
+func (d *Driver) tombKey(path string, t time.Time) item {
+	h := sha256.Sum256([]byte(path))
+	return key(d.reclaimPK(shard(path)), "t#"+ms(t)+"#"+hex.EncodeToString(h[:12]))
 }

@@ -187,8 +187,8 @@ func getBool(it item, name string) bool {
 }
 
 // fileItem encodes a path's state. NB: attribute names are the table format.
-func fileItem(info datastore.Info) item {
-	it := key(filePK(info.Partition), info.Path)
+func (d *Driver) fileItem(info datastore.Info) item {
+	it := key(d.filePK(info.Partition), info.Path)
 	it[attrPos] = num(info.Pos)
 	it["t"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(info.Time.UnixNano(), 10)}
 	if info.Deleted {
