@@ -126,6 +126,9 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 				race = false
 			}
 		}
+		if race {
+			d.meter.count(&d.meter.s.CommitRaces)
+		}
 		if !race || attempt >= maxCommitAttempts {
 			return nil, fmt.Errorf("%w: commit kept losing races with other commits (%v)", metastore.ErrUnavailable, err)
 		}

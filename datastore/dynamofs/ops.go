@@ -141,7 +141,11 @@ func (d *Driver) transact(ctx context.Context, items []types.TransactWriteItem) 
 	var b [16]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
+	attempts := 0
 	return d.retry(ctx, func() error {
+		if attempts++; attempts > 1 {
+			d.meter.count(&d.meter.s.TransactRetries)
+		}
 		out, err := d.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: items, ClientRequestToken: &token, ReturnConsumedCapacity: total})
 		if err == nil {
