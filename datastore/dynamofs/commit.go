@@ -46,6 +46,7 @@ func (d *Driver) register(ctx context.Context, partition string) error {
 			UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values(), ReturnConsumedCapacity: total})
 		if err == nil {
 			d.meter.add("UpdateItem", 0, one(out.ConsumedCapacity)...)
+			d.meter.count(&d.meter.s.ItemsWritten)
 		}
 		return err
 	})

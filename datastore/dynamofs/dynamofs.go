@@ -19,9 +19,33 @@
 //	g#SS          g#MS#VERSION    a version replaced at MS (chunks)
 //	g#SS          t#MS#HASH       a tombstone written at MS (path, pos)
 //	k#DIR         KEY             a lock record (v): DIR is KEY up to its last "/"
+//	s#NS#f#…, s#NS#x#SS, …        namespace NS's items: every pk above but k#, prefixed
 //
 // SS is a shard, two digits, FNV-1a of the partition (or version, or path)
 // modulo 16.
+//
+// # Namespaces
+//
+// The root namespace ("", the default) is the layout above, unprefixed, as
+// tables held it before namespaces. Namespace NS (a user's, or an internal
+// scope such as "_catalog"; never containing '#') prefixes every pk but a
+// record's with "s#NS#": its files, chunks, heads, shard counters,
+// registry and reclaim entries are item collections of its own, so commits
+// in two namespaces never touch one item (not even a shard counter), and
+// Reclaim, Partitions and ChangedPartitions of one namespace read only its
+// items. Records (k#) are not prefixed: every namespace's lock records are
+// the root's, and a commit in any namespace can be fenced on any of them.
+//
+// # DropPartition
+//
+// Reads the head (GetItem) and the partition's files (Query), then sends
+// TransactWriteItems of at most 100 items, each with the fence's
+// ConditionCheck: per file its delete (condition: the pos read) and its
+// tombstone's purge entry's delete or its live version's g# reclaim entry;
+// the last one also deletes the head (condition: the seq read) and DELETEs
+// the partition from its registry set. A commit racing the drop fails a
+// condition and the drop returns a conflict; a second call finishes a
+// partial drop.
 //
 // # Commit
 //

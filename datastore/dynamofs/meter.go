@@ -18,6 +18,11 @@ type Stats struct {
 	ItemsRead  int64
 	ReadUnits  float64
 	WriteUnits float64
+	// ItemsWritten counts the items of the writes that succeeded: each
+	// item of a TransactWriteItems (a ConditionCheck included, which
+	// DynamoDB bills as a write), each processed request of a
+	// BatchWriteItem, one for a PutItem or UpdateItem.
+	ItemsWritten int64
 	// CommitRaces counts the commit attempts that lost a race (a path,
 	// head or shard counter changed since the commit read it) and were
 	// read again and retried.
@@ -42,7 +47,7 @@ func (s Stats) TotalRequests() int64 {
 func (s Stats) Sub(before Stats) Stats {
 	out := Stats{Requests: map[string]int64{}, ItemsRead: s.ItemsRead - before.ItemsRead,
 		ReadUnits: s.ReadUnits - before.ReadUnits, WriteUnits: s.WriteUnits - before.WriteUnits,
-		CommitRaces: s.CommitRaces - before.CommitRaces, TransactRetries: s.TransactRetries - before.TransactRetries}
+		ItemsWritten: s.ItemsWritten - before.ItemsWritten, CommitRaces: s.CommitRaces - before.CommitRaces, TransactRetries: s.TransactRetries - before.TransactRetries}
 	for op, n := range s.Requests {
 		if d := n - before.Requests[op]; d != 0 {
 			out.Requests[op] = d
@@ -91,10 +96,12 @@ func (m *meter) add(op string, read int32, cc ...types.ConsumedCapacity) {
 	}
 }
 
-func (m *meter) count(n *int64) {
+func (m *meter) count(n *int64) { m.countN(n, 1) }
+
+func (m *meter) countN(n *int64, by int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	*n++
+	*n += int64(by)
 }
 
 func one(c *types.ConsumedCapacity) []types.ConsumedCapacity {

@@ -42,6 +42,7 @@ func (d *Driver) putItem(ctx context.Context, in *dynamodb.PutItemInput) error {
 		out, err := d.api.PutItem(ctx, in)
 		if err == nil {
 			d.meter.add("PutItem", 0, one(out.ConsumedCapacity)...)
+			d.meter.count(&d.meter.s.ItemsWritten)
 		}
 		return err
 	})
@@ -122,6 +123,7 @@ func (d *Driver) batchDelete(ctx context.Context, keys []item) error {
 				return d.classify(err, "")
 			}
 			d.meter.add("BatchWriteItem", 0, out.ConsumedCapacity...)
+			d.meter.countN(&d.meter.s.ItemsWritten, len(reqs)-len(out.UnprocessedItems[d.table]))
 			reqs = out.UnprocessedItems[d.table]
 			if len(reqs) > 0 {
 				if attempt >= d.retryer.MaxAttempts() {
@@ -150,6 +152,7 @@ func (d *Driver) transact(ctx context.Context, items []types.TransactWriteItem) 
 			TransactItems: items, ClientRequestToken: &token, ReturnConsumedCapacity: total})
 		if err == nil {
 			d.meter.add("TransactWriteItems", 0, out.ConsumedCapacity...)
+			d.meter.countN(&d.meter.s.ItemsWritten, len(items))
 		}
 		return err
 	})
