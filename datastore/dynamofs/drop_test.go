@@ -95,6 +95,13 @@ func TestDropPartitionRacingCommit(t *testing.T) {
 			if p, err := s.Partitions(ctx); err != nil || len(p) != 0 {
 				t.Fatalf("after the second drop Partitions = %v, %v", p, err)
 			}
+			// The drop forgot the registration: a new commit registers again.
+			if _, err := s.Put(ctx, "data/m/1/again", strings.NewReader("a"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if p, err := s.Partitions(ctx); err != nil || strings.Join(p, ",") != "m/1" {
+				t.Fatalf("after a commit to the dropped partition Partitions = %v, %v", p, err)
+			}
 		})
 	}
 }
@@ -191,5 +198,48 @@ func TestDropPartitionCost(t *testing.T) {
 			t.Fatalf("drop of %d files: %v; %d items written; want 1 GetItem, 1 Query, %d TransactWriteItems, %d items written",
 				k, c.Requests, c.ItemsWritten, wantTx, wantWritten)
 		}
+	}
+}
+
+// TestDropPartitionInNamespace drops a partition in one namespace: the
+// same partition of the root and of another namespace keeps its files,
+// head and registration, and the root's registration cache is untouched
+// (a root commit after the drop is still listed).
+func TestDropPartitionInNamespace(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	a, err := s.Namespace("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Namespace("beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []*datastore.Store{s, a, b} {
+		fill(t, ns, "m/1", 3)
+	}
+	if st, err := a.DropPartition(ctx, nil, "m/1"); err != nil || st.Files != 3 {
+		t.Fatalf("alpha's drop = %+v, %v", st, err)
+	}
+	if files, err := a.ListAll(ctx, ""); err != nil || len(files) != 0 {
+		t.Fatalf("alpha lists %d files after the drop, %v", len(files), err)
+	}
+	for name, ns := range map[string]*datastore.Store{"root": s, "beta": b} {
+		if files, err := ns.ListAll(ctx, ""); err != nil || len(files) != 3 {
+			t.Fatalf("%s lists %d files after alpha's drop, %v; want 3", name, len(files), err)
+		}
+		if h, err := ns.Head(ctx, "m/1"); err != nil || h.Seq != 3 {
+			t.Fatalf("%s's head after alpha's drop = %+v, %v", name, h, err)
+		}
+		if _, err := ns.Put(ctx, "data/m/1/more", strings.NewReader("m"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := ns.Partitions(ctx); err != nil || strings.Join(p, ",") != "m/1" {
+			t.Fatalf("%s's partitions after alpha's drop = %v, %v", name, p, err)
+		}
+	}
+	if p, err := a.Partitions(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("alpha's partitions after its drop = %v, %v", p, err)
 	}
 }
