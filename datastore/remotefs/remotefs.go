@@ -47,6 +47,9 @@ type Driver struct {
 	ownClient bool
 	maxCommit int
 	backend   string
+	// ns is the namespace every request but a record's names ("" for the
+	// root).
+	ns string
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -99,16 +102,13 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 	return d.call(ctx, http.MethodPost, nodeapi.DataUpload, s, nil)
 }
 
-func chunkOp(version string, i int) string {
-	q := url.Values{}
-	q.Set("version", version)
-	q.Set("i", strconv.Itoa(i))
-	return nodeapi.DataChunk + "?" + q.Encode()
+func chunkQuery(version string, i int) url.Values {
+	return url.Values{"version": {version}, "i": {strconv.Itoa(i)}}
 }
 
 // PutChunk implements datastore.Driver.
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
-	resp, err := d.do(ctx, http.MethodPut, chunkOp(version, i), data, nodeapi.ValueMIMEType)
+	resp, err := d.do(ctx, http.MethodPut, nodeapi.DataChunk, chunkQuery(version, i), data, nodeapi.ValueMIMEType)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byt
 
 // GetChunk implements datastore.Driver.
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
-	resp, err := d.do(ctx, http.MethodGet, chunkOp(version, i), nil, "")
+	resp, err := d.do(ctx, http.MethodGet, nodeapi.DataChunk, chunkQuery(version, i), nil, "")
 	if err != nil {
 		return nil, err
 	}
