@@ -41,6 +41,8 @@ const maxCachedNamespaces = 1024
 type nsCache struct {
 	mu sync.Mutex
 	m  map[string]*datastore.Store
+	// limit replaces maxCachedNamespaces when positive (tests).
+	limit int
 }
 
 // dataNamespace returns the namespace named by the request's query: "" when
@@ -104,7 +106,11 @@ func (s *Server) dataScope(name string) (*datastore.Store, error) {
 	if c.m == nil {
 		c.m = map[string]*datastore.Store{}
 	}
-	if len(c.m) >= maxCachedNamespaces {
+	limit := maxCachedNamespaces
+	if c.limit > 0 {
+		limit = c.limit
+	}
+	if len(c.m) >= limit {
 		for k := range c.m { // an arbitrary one: map order is random
 			delete(c.m, k)
 			break
