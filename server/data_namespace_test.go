@@ -2,10 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lakemeta/lake/backend/boltstore"
@@ -216,4 +218,54 @@ func TestDataNamespaceCache(t *testing.T) {
 		}
 	}
 	want(t, "nsa again", n.call(t, "POST", dataPath(nodeapi.DataPartitions, "namespace=nsa"), []byte(`{}`)), 200, "")
+}
+
+// refusing is a datastore driver that refuses to make namespaces while
+// refuse is set, as the node's bolt datastore does on a damaged file.
+type refusing struct {
+	*boltfs.Driver
+	refuse atomic.Bool
+}
+
+func (r *refusing) Namespace(name string) (datastore.Driver, error) {
+	if r.refuse.Load() {
+		return nil, fmt.Errorf("%w: the file is damaged; run `lake check`", metastore.ErrUnavailable)
+	}
+	return r.Driver.Namespace(name)
+}
+
+// TestDataNamespaceRefusalNotCached: a namespace the datastore refuses to
+// make is refused on every request (503, the driver's error), never
+// cached as if it were made.
+func TestDataNamespaceRefusalNotCached(t *testing.T) {
+	bd, err := boltstore.Open(filepath.Join(t.TempDir(), "lake.db"), &boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := boltfs.New(bd.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &refusing{Driver: d}
+	r.refuse.Store(true)
+	data, store := datastore.New(r), metastore.New(bd)
+	srv, err := New(store, &Options{Data: data, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, hs, err := ServeLoopback(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close(); data.Close(); store.Close() })
+	n := &node{srv: srv, store: store, url: url}
+	for _, q := range []string{"namespace=alpha", "namespace=_catalog", "namespace=alpha"} {
+		want(t, "partitions?"+q, n.call(t, "POST", dataPath(nodeapi.DataPartitions, q), []byte(`{}`)), 503, nodeapi.CodeUnavailable)
+		want(t, "chunk?"+q, n.call(t, "GET", dataPath(nodeapi.DataChunk, "version=ab&i=0&"+q), nil), 503, nodeapi.CodeUnavailable)
+	}
+	if len(srv.dataNS.m) != 0 {
+		t.Fatalf("refused namespaces were cached: %v", srv.dataNS.m)
+	}
+	r.refuse.Store(false)
+	want(t, "partitions in alpha once made", n.call(t, "POST", dataPath(nodeapi.DataPartitions, "namespace=alpha"), []byte(`{}`)), 200, "")
 }
