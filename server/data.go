@@ -32,9 +32,15 @@ func (s *Server) handleData(rq *request, path string) {
 		return
 	}
 	if op == nodeapi.DataInfo {
-		if s.allow(rq, http.MethodGet) {
-			s.json(rq, http.StatusOK, nodeapi.DataInfoResponse{Backend: s.data.Driver().Name(), MaxCommit: s.dataMaxCommit()})
+		if !s.allow(rq, http.MethodGet) {
+			return
 		}
+		// The node's, the same in every namespace: it takes none.
+		if _, err := query(rq); err != nil {
+			s.fail(rq, err)
+			return
+		}
+		s.json(rq, http.StatusOK, nodeapi.DataInfoResponse{Backend: s.data.Driver().Name(), MaxCommit: s.dataMaxCommit()})
 		return
 	}
 	if !s.allow(rq, http.MethodPost) {

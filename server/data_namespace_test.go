@@ -66,6 +66,8 @@ func TestDataNamespaceRefused(t *testing.T) {
 		want(t, "drop?"+q, n.call(t, "POST", dataPath(dataDrop, q), []byte(`{"partition":"m/1"}`)), 400, nodeapi.CodeInvalidArgument)
 		want(t, "chunk?"+q, n.call(t, "GET", dataPath(nodeapi.DataChunk, "version=ab&i=0&"+q), nil), 400, nodeapi.CodeInvalidArgument)
 	}
+	want(t, "info?namespace=alpha", n.call(t, "GET", dataPath(nodeapi.DataInfo, "namespace=alpha"), nil), 400, nodeapi.CodeInvalidArgument)
+	want(t, "info", n.call(t, "GET", dataPath(nodeapi.DataInfo, ""), nil), 200, "")
 	r := n.call(t, "POST", dataPath(nodeapi.DataStat, "namespace=_other"), []byte(`{"paths":["data/a"]}`))
 	if e := r.errBody(t); !strings.Contains(e.Message, `"_other"`) || !strings.Contains(e.Message, datastore.CatalogScope) {
 		t.Fatalf("the refusal of _other does not name it and the catalog's scope: %s", e.Message)

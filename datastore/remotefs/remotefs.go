@@ -2,7 +2,9 @@
 // serve`) serving a datastore: each driver method is one request to the
 // node's /v1/data/ endpoints (package nodeapi), which runs it on the node's
 // own datastore driver. Several processes on one machine share an embedded
-// bolt datastore this way, since one process holds the bolt file.
+// bolt datastore this way, since one process holds the bolt file. A
+// namespace's driver (Namespace) names its namespace in a query parameter
+// of each request but the records', which are the root's in every one.
 //
 // Errors are the node's, mapped back to the metastore sentinels (and to
 // datastore.ErrHorizon and datastore.ErrUploadExpired); a conflict is a
