@@ -37,6 +37,10 @@ type SyncLoopOptions struct {
 	// Lifecycle enables each namespace's lifecycle (retention 0, a horizon
 	// of one minute), so the deleted models are pruned by the syncs.
 	Lifecycle bool
+	// Horizon is the lifecycle's tombstone horizon (default 20s): the
+	// catalog's feed holds the tombstones of the pruned models' rows for
+	// that long.
+	Horizon time.Duration
 	// Reports is how many rows are printed over the run (default 10).
 	Reports int
 	// Cost, when set, returns the backend's counters so far (DynamoDB).
@@ -49,8 +53,9 @@ type SyncLoopOptions struct {
 // push, commit, release), then deletes the model's definition and syncs.
 // With Lifecycle the namespaces expire the deleted models on their own. At
 // Reports points of the run it stops the workers between iterations and
-// prints: the iterations done, the syncs per second, the lock wait per sync
-// (mean and max), what a sync cost (requests and items read and written,
+// prints: the iterations done, the syncs per second, the share of syncs
+// whose lock acquisition found the lock held by another worker, the lock
+// wait per sync (mean and max), what a sync cost (requests and items read and written,
 // on DynamoDB), and the size of every structure lake keeps for the
 // datastore: catalog rows and entries (tombstones included), registered
 // partitions, feed entries (live files and tombstones), and live files.
@@ -69,6 +74,9 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 	}
 	if o.Reports <= 0 {
 		o.Reports = 10
+	}
+	if o.Horizon <= 0 {
+		o.Horizon = 20 * time.Second
 	}
 	root, err := os.MkdirTemp("", "lake-syncloop-")
 	if err != nil {
@@ -97,14 +105,14 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 			if err != nil {
 				return err
 			}
-			if _, err := ns.SetLifecycle(ctx, datastore.Lifecycle{Enabled: true, Horizon: time.Minute}); err != nil {
+			if _, err := ns.SetLifecycle(ctx, datastore.Lifecycle{Enabled: true, Horizon: o.Horizon}); err != nil {
 				return err
 			}
 		}
 	}
 	fmt.Fprintf(w, "%d workers in %d namespace(s), %d iterations each, %d data files per model, lifecycle %v\n\n",
 		o.Workers, o.Namespaces, o.Iterations, o.Files, o.Lifecycle)
-	fmt.Fprintf(w, "%10s %8s %11s %11s", "iterations", "syncs/s", "lock wait", "max wait")
+	fmt.Fprintf(w, "%10s %8s %9s %11s %11s", "iterations", "syncs/s", "contended", "lock wait", "max wait")
 	if o.Cost != nil {
 		fmt.Fprintf(w, " %9s %10s %10s", "req/sync", "read/sync", "write/sync")
 	}
@@ -114,13 +122,14 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 	var gate sync.RWMutex
 	var mu sync.Mutex
 	var win struct {
-		syncs    int
-		wait     time.Duration
-		maxWait  time.Duration
-		start    time.Time
-		cost     Cost
-		done     int
-		reported int
+		syncs     int
+		contended int
+		wait      time.Duration
+		maxWait   time.Duration
+		start     time.Time
+		cost      Cost
+		done      int
+		reported  int
 	}
 	win.start = time.Now()
 	if o.Cost != nil {
@@ -141,14 +150,15 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 		if win.syncs > 0 {
 			mean = win.wait / time.Duration(win.syncs)
 		}
-		fmt.Fprintf(w, "%10d %8.1f %11s %11s", win.done, float64(win.syncs)/d.Seconds(), mean.Round(time.Microsecond), win.maxWait.Round(time.Microsecond))
+		fmt.Fprintf(w, "%10d %8.1f %8.0f%% %11s %11s", win.done, float64(win.syncs)/d.Seconds(), 100*float64(win.contended)/float64(max(win.syncs, 1)),
+			mean.Round(time.Microsecond), win.maxWait.Round(time.Microsecond))
 		if o.Cost != nil {
 			n := float64(max(win.syncs, 1))
 			fmt.Fprintf(w, " %9.1f %10.1f %10.1f", float64(c.Requests-win.cost.Requests)/n, float64(c.ItemsRead-win.cost.ItemsRead)/n, float64(c.ItemsWritten-win.cost.ItemsWritten)/n)
 		}
 		fmt.Fprintf(w, " %8d %9d %10d %8d %10d\n", sz.catalog, sz.catalogFeed, sz.partitions, sz.feed, sz.live)
 		// The measurement's own requests are not the next window's.
-		win.syncs, win.wait, win.maxWait, win.start = 0, 0, 0, time.Now()
+		win.syncs, win.contended, win.wait, win.maxWait, win.start = 0, 0, 0, 0, time.Now()
 		if o.Cost != nil {
 			win.cost = o.Cost()
 		}
@@ -163,17 +173,20 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 			defer wg.Done()
 			for it := 1; it <= o.Iterations; it++ {
 				gate.RLock()
-				waits, err := iteration(ctx, tr, wi, it, o.Files)
+				reps, err := iteration(ctx, tr, wi, it, o.Files)
 				gate.RUnlock()
 				if err != nil {
 					errs <- err
 					return
 				}
 				mu.Lock()
-				for _, wt := range waits {
+				for _, r := range reps {
 					win.syncs++
-					win.wait += wt
-					win.maxWait = max(win.maxWait, wt)
+					win.wait += r.LockWait
+					win.maxWait = max(win.maxWait, r.LockWait)
+					if r.LockContended > 0 {
+						win.contended++
+					}
 				}
 				win.done++
 				due := win.done*o.Reports/total > win.reported
@@ -205,9 +218,9 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 	return errors.Join(all...)
 }
 
-// iteration runs one iteration of the seed's loop and returns the lock
-// waits of its two syncs.
-func iteration(ctx context.Context, tr *treesync.Tree, wi, it, files int) ([]time.Duration, error) {
+// iteration runs one iteration of the seed's loop and returns the reports
+// of its two syncs.
+func iteration(ctx context.Context, tr *treesync.Tree, wi, it, files int) ([]treesync.Report, error) {
 	model := fmt.Sprintf("bench/w%d-i%d", wi, it)
 	rep, err := tr.Run(ctx, treesync.Scope{}, func(ctx context.Context, ls *lock.Lease) error {
 		content := map[string]string{catalog.DefinitionPath(model): "type: bench\n"}
@@ -228,7 +241,7 @@ func iteration(ctx context.Context, tr *treesync.Tree, wi, it, files int) ([]tim
 	if err != nil {
 		return nil, fmt.Errorf("worker %d iteration %d, run: %w", wi, it, err)
 	}
-	waits := []time.Duration{rep.LockWait}
+	reps := []treesync.Report{rep}
 	// Model delete: the definition goes; the data stays, orphaned, until
 	// the lifecycle (if enabled) drops the model.
 	def := catalog.DefinitionPath(model)
@@ -242,7 +255,7 @@ func iteration(ctx context.Context, tr *treesync.Tree, wi, it, files int) ([]tim
 	if err != nil {
 		return nil, fmt.Errorf("worker %d iteration %d, delete: %w", wi, it, err)
 	}
-	return append(waits, rep.LockWait), nil
+	return append(reps, rep), nil
 }
 
 // sizes are the metadata structures lake keeps for the datastore.

@@ -94,7 +94,7 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 		return rep, err
 	}
 	defer ls.Release(context.WithoutCancel(ctx))
-	rep.LockWait, rep.Token = time.Since(start), ls.Token()
+	rep.LockWait, rep.Token, rep.LockContended = time.Since(start), ls.Token(), ls.Contended()
 
 	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
 	if err != nil {

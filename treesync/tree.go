@@ -101,8 +101,11 @@ type Scope struct {
 type Report struct {
 	// Token is the fencing token the sync held.
 	Token lock.Token
-	// LockWait is how long the acquisition took.
-	LockWait time.Duration
+	// LockWait is how long the acquisition took; LockContended how many
+	// times it found the lock held by another (zero: it waited for no
+	// one, and LockWait is its own requests).
+	LockWait      time.Duration
+	LockContended int
 	// Dirty counts the dirty paths found locally; Uploaded the files
 	// uploaded.
 	Dirty, Uploaded int

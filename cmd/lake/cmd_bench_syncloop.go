@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/lakemeta/lake/bench"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
@@ -20,7 +22,7 @@ files) with the sequence of ` + "`lake data run`" + ` (lock, pull, work, push, c
 release), then deletes the definition and syncs. --namespaces 1 puts every
 worker in one namespace (one lock, one index); by default each worker has its
 own. --lifecycle enables each namespace's lifecycle (retention 0, horizon
-1m), so the syncs prune the deleted models themselves.
+--horizon), so the syncs prune the deleted models themselves.
 
 At --reports points it stops the workers between iterations and prints: the
 iterations done, syncs per second, the lock wait per sync (mean, max), on
@@ -56,5 +58,6 @@ files. See docs/lifecycle.md.`,
 	f.IntVar(&o.Files, "files", 5, "data files each iteration writes")
 	f.BoolVar(&o.Lifecycle, "lifecycle", false, "enable the namespaces' lifecycle: syncs prune the deleted models")
 	f.IntVar(&o.Reports, "reports", 10, "rows printed over the run")
+	f.DurationVar(&o.Horizon, "horizon", 20*time.Second, "the lifecycle's tombstone horizon (how long pruned models' catalog tombstones stay)")
 	return cmd
 }

@@ -18,11 +18,11 @@ import (
 
 // dataSyncOptions are the flags common to sync, run and status.
 type dataSyncOptions struct {
-	dir, prefer string
-	models                 []string
-	lease, wait, skew      time.Duration
-	pushOnFailure          bool
-	grace                  time.Duration
+	dir, prefer       string
+	models            []string
+	lease, wait, skew time.Duration
+	pushOnFailure     bool
+	grace             time.Duration
 }
 
 func (o *dataSyncOptions) addFlags(cmd *cobra.Command, locking bool) {

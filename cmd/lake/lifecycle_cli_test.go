@@ -30,7 +30,9 @@ func testDataLifecycleCLI(t *testing.T, store string) {
 	if strings.HasPrefix(store, "dynamodb://") {
 		t.Cleanup(func() { deleteDataTable(t, store) })
 	}
-	ns := func(n string, args ...string) result { return lake("x", append([]string{"data", "--namespace", n}, args...)...) }
+	ns := func(n string, args ...string) result {
+		return lake("x", append([]string{"data", "--namespace", n}, args...)...)
+	}
 	for _, m := range []string{"m/live", "m/gone"} {
 		ok(t, ns("a", "put", "data/"+m+"/model.yaml", "-"))
 		ok(t, ns("a", "put", "data/"+m+"/out/1/raw", "-"))
