@@ -111,10 +111,19 @@ func (d *Driver) partitionFiles(ctx context.Context, part string) ([]string, err
 // Reclaim as replaced at now. An entry that changed under the delete is
 // read again: a commit rolled forward meanwhile.
 func (d *Driver) dropFile(ctx context.Context, path string, now time.Time, st *datastore.DropStats) error {
+	return d.dropFileIf(ctx, path, nil, now, st)
+}
+
+// dropFileIf is dropFile of path's entry only while it is the change want
+// (any change if want is nil).
+func (d *Driver) dropFileIf(ctx context.Context, path string, want *indexEntry, now time.Time, st *datastore.DropStats) error {
 	for attempt := 0; ; attempt++ {
 		e, etag, err := d.readIndex(ctx, path)
 		if err != nil || e == nil {
 			return err
+		}
+		if want != nil && (e.Pos != want.Pos || e.Version != want.Version || e.Deleted != want.Deleted) {
+			return nil
 		}
 		if !e.Deleted {
 			mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: e.Chunks})

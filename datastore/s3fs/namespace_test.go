@@ -33,6 +33,8 @@ type keysAPI struct {
 	// then fails every one (a process that died mid-way sends nothing).
 	failDeletesAfter atomic.Int64
 	failing          atomic.Bool
+	// beforePut, if set, runs before each PutObject is sent.
+	beforePut func(ctx context.Context, key string)
 }
 
 func (k *keysAPI) note(ctx context.Context, key *string) {
@@ -50,6 +52,9 @@ func (k *keysAPI) note(ctx context.Context, key *string) {
 
 func (k *keysAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	k.note(ctx, in.Key)
+	if k.beforePut != nil {
+		k.beforePut(ctx, aws.ToString(in.Key))
+	}
 	return k.API.PutObject(ctx, in, o...)
 }
 func (k *keysAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
@@ -341,5 +346,85 @@ func TestDropCost(t *testing.T) {
 		n := d.Requests()
 		t.Logf("drop of %3d files (%3d commits): %3d GET + %d HEAD + %d LIST + %3d PUT + %3d DELETE",
 			k, k+k/10, n.Get-before.Get, n.Head-before.Head, n.List-before.List, n.Put-before.Put, n.Delete-before.Delete)
+	}
+}
+
+// TestCommitRacingDrop: a commit that read its partition's tail before a
+// drop and writes after it ends whole one way or the other, never an orphan
+// that `ls` lists and a stat does not find. Its log object created after
+// the drop: the partition is registered again and the commit is visible,
+// as if made after the drop. Its log object created before the drop listed
+// the log, its index entry after: the commit is dropped whole.
+func TestCommitRacingDrop(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		at      string // the committer's write before which the drop runs
+		visible bool
+	}{
+		{"log object after the drop", "l/m%2Fr/00000000000000000002", true},
+		{"index entry after the drop", "f/data/m/r/b~", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, api, _, _ := openRecorded(t)
+			ctx := t.Context()
+			if _, err := s.Put(ctx, "data/m/r/a", strings.NewReader("a"), nil); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			dropped := make(chan error, 1)
+			api.beforePut = func(pctx context.Context, key string) {
+				if pctx.Value(tagKey{}) == "committer" && key == testPrefix+tc.at {
+					once.Do(func() {
+						_, err := s.DropPartition(context.WithValue(ctx, tagKey{}, "dropper"), nil, "m/r")
+						dropped <- err
+					})
+				}
+			}
+			info, err := s.Put(context.WithValue(ctx, tagKey{}, "committer"), "data/m/r/b", strings.NewReader("b"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-dropped:
+				if err != nil {
+					t.Fatal(err)
+				}
+			default:
+				t.Fatalf("the drop never ran: no write to %s", tc.at)
+			}
+			api.beforePut = nil
+			_, statErr := s.Stat(ctx, "data/m/r/b")
+			files, err := s.ListAll(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, err := s.Partitions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := s.Head(ctx, "m/r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantNotFound := func(p string) {
+				if _, err := s.Stat(ctx, p); !errors.Is(err, metastore.ErrNotFound) {
+					t.Fatalf("Stat(%s) after the drop: %v, want not found", p, err)
+				}
+			}
+			wantNotFound("data/m/r/a")
+			if tc.visible {
+				if statErr != nil || len(files) != 1 || files[0].Path != "data/m/r/b" || !slices.Contains(parts, "m/r") || h.Seq != info.Pos {
+					t.Fatalf("the racing commit (pos %d) is not whole: stat %v, ls %v, partitions %v, head %+v", info.Pos, statErr, files, parts, h)
+				}
+				if _, got, err := s.Get(ctx, "data/m/r/b"); err != nil || string(got) != "b" {
+					t.Fatalf("Get = %q, %v", got, err)
+				}
+			} else {
+				wantNotFound("data/m/r/b")
+				if len(files) != 0 || slices.Contains(parts, "m/r") || h.Seq != 0 {
+					t.Fatalf("the dropped commit left: ls %v, partitions %v, head %+v", files, parts, h)
+				}
+			}
+		})
 	}
 }
