@@ -428,3 +428,32 @@ func TestCommitRacingDrop(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespaceNames: the driver takes "" (the root), a namespace and an
+// internal scope, and refuses a name that could escape its folder.
+func TestNamespaceNames(t *testing.T) {
+	d := newDriver(t)
+	for _, ok := range []string{"", "alpha", "a.b-c_d", datastore.CatalogScope} {
+		if _, err := d.Namespace(ok); err != nil {
+			t.Errorf("Namespace(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a/b", "..", "_", "__x", "-x", strings.Repeat("n", 65), "a~"} {
+		if _, err := d.Namespace(bad); !errors.Is(err, metastore.ErrInvalidArgument) {
+			t.Errorf("Namespace(%q): %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	// The catalog scope holds its own files, apart from the root's.
+	ctx := t.Context()
+	cd, _ := d.Namespace(datastore.CatalogScope)
+	cat, root := datastore.New(cd), datastore.New(d)
+	if _, err := cat.Put(ctx, "catalog/x", strings.NewReader("c"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Stat(ctx, "catalog/x"); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("the root stats the catalog scope's file: %v", err)
+	}
+	if _, got, err := cat.Get(ctx, "catalog/x"); err != nil || string(got) != "c" {
+		t.Fatalf("catalog scope Get = %q, %v", got, err)
+	}
+}
