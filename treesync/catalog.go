@@ -118,10 +118,12 @@ func (t *Tree) saveCatalog(m map[string]catalog.Row) error {
 }
 
 // maintain runs after the commit, under the lock and fenced by it: the fold
-// of the namespace's changes into the catalog, then, if the namespace's
-// lifecycle is enabled, the expiry of what it lets go (and a Reclaim at most
-// every quarter of its horizon), then a second fold for the versions it
-// deleted. Dropped models' files are removed from the tree.
+// of the namespace's changes into the catalog (and into the tree's mirror),
+// then, if the namespace's lifecycle is enabled, the expiry of what it lets
+// go, planned from the mirror (read incrementally, so planning reads
+// nothing), a second fold for the versions it deleted, and a Reclaim at
+// most every quarter of the horizon. Dropped models' files are removed from
+// the tree.
 func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Report) error {
 	if t.opts.Catalog == CatalogOff {
 		return nil
@@ -129,33 +131,68 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	start := time.Now()
 	defer func() { rep.Lifecycle = time.Since(start) }()
 	fence := dslock.Fence(ls)
-	fs, err := catalog.Fold(ctx, t.store, fence)
-	if err != nil {
-		return fmt.Errorf("catalog fold: %w", err)
-	}
-	rep.CatalogFolded = fs.Rows + fs.Removed
-	cfg, err := t.store.Config(ctx)
-	if err != nil || !cfg.Lifecycle.Enabled {
-		return err
-	}
-	actions, p, err := lifecycle.PlanNamespace(ctx, t.store, &cfg.Lifecycle, t.store.Now())
+	mirror, err := t.loadCatalog()
 	if err != nil {
 		return err
 	}
-	ls2, err := lifecycle.Apply(ctx, t.store, fence, actions)
-	if err != nil {
-		return fmt.Errorf("lifecycle: %w", err)
-	}
-	rep.PrunedModels, rep.PrunedVersions, rep.PrunedFiles = ls2.Models, ls2.Versions, ls2.Files
-	for _, m := range ls2.Dropped {
-		t.forgetPartition(st, m)
-	}
-	if ls2.Versions > 0 {
+	fold := func() error {
 		fs, err := catalog.Fold(ctx, t.store, fence)
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}
 		rep.CatalogFolded += fs.Rows + fs.Removed
+		for _, r := range fs.Written {
+			mirror[r.Namespace+"/"+r.Model] = r
+		}
+		for _, m := range fs.Gone {
+			delete(mirror, t.opts.Namespace+"/"+m)
+		}
+		return nil
+	}
+	if err := fold(); err != nil {
+		return err
+	}
+	cfg, err := t.store.Config(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.Lifecycle.Enabled {
+		if err := t.expire(ctx, fence, st, mirror, cfg.Lifecycle, fold, rep); err != nil {
+			return err
+		}
+	}
+	if rep.CatalogFolded+rep.PrunedModels > 0 {
+		return t.saveCatalog(mirror)
+	}
+	return nil
+}
+
+// expire applies the namespace's lifecycle policy p, planned from the
+// tree's mirror of its catalog rows.
+func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func() error, rep *Report) error {
+	var rows []catalog.Row
+	for _, r := range mirror {
+		if r.Namespace == t.opts.Namespace {
+			rows = append(rows, r)
+		}
+	}
+	actions, err := lifecycle.PlanRows(ctx, t.store, rows, p, t.store.Now())
+	if err != nil {
+		return err
+	}
+	ls, err := lifecycle.Apply(ctx, t.store, fence, actions)
+	if err != nil {
+		return fmt.Errorf("lifecycle: %w", err)
+	}
+	rep.PrunedModels, rep.PrunedVersions, rep.PrunedFiles = ls.Models, ls.Versions, ls.Files
+	for _, m := range ls.Dropped {
+		delete(mirror, t.opts.Namespace+"/"+m)
+		t.forgetPartition(st, m)
+	}
+	if ls.Versions > 0 {
+		if err := fold(); err != nil {
+			return err
+		}
 	}
 	horizon := p.Horizon
 	if horizon == 0 {

@@ -21,6 +21,10 @@ type FoldStats struct {
 	// changed; Rows the rows rewritten; Removed the rows removed (models
 	// left with no file at all).
 	Changed, Rows, Removed int
+	// Written are the rows written and Gone the models whose rows were
+	// removed, for a caller that keeps a copy of the catalog.
+	Written []Row
+	Gone    []string
 }
 
 // Fold brings the catalog rows of ns's namespace up to date with its
@@ -62,7 +66,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 	}
 	st.Changed = len(models)
 	if len(models) > 0 {
-		entries, rows, removed, err := foldModels(ctx, ns, cat, models)
+		entries, written, gone, err := foldModels(ctx, ns, cat, models)
 		if err != nil {
 			return st, err
 		}
@@ -71,7 +75,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 				return st, err
 			}
 		}
-		st.Rows, st.Removed = rows, removed
+		st.Rows, st.Removed, st.Written, st.Gone = len(written), len(gone), written, gone
 	}
 	if next == string(old) {
 		return st, nil
@@ -93,7 +97,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 
 // foldModels returns the commit entries that rewrite the rows of the
 // changed models (and remove those of models left empty).
-func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head) ([]datastore.Entry, int, int, error) {
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head) ([]datastore.Entry, []Row, []string, error) {
 	nsName := ns.NamespaceName()
 	var rowPaths, defPaths []string
 	for _, h := range models {
@@ -102,20 +106,21 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 	}
 	prevs, err := cat.StatMany(ctx, rowPaths)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, nil, nil, err
 	}
 	defs, err := ns.StatMany(ctx, defPaths)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, nil, nil, err
 	}
 	var entries []datastore.Entry
-	rows, removed := 0, 0
+	var written []Row
+	var gone []string
 	for _, h := range models {
 		var prev *Row
 		if info, ok := prevs[rowPath(nsName, h.Partition)]; ok && !info.Deleted {
 			r, err := decodeRow(info)
 			if err != nil {
-				return nil, 0, 0, err
+				return nil, nil, nil, err
 			}
 			if r.Pos >= h.Seq {
 				continue // already folded
@@ -126,11 +131,11 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		// change up to it, so the next fold re-reads anything later.
 		head, err := ns.Head(ctx, h.Partition)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, nil, nil, err
 		}
 		files, err := ns.ListAll(ctx, datastore.PartitionPrefix(h.Partition))
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, nil, nil, err
 		}
 		var def *datastore.Info
 		if d, ok := defs[DefinitionPath(h.Partition)]; ok {
@@ -139,21 +144,21 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		if len(files) == 0 && def == nil && (prev == nil || prev.State != Orphaned) {
 			if prev != nil {
 				entries = append(entries, datastore.Entry{Delete: rowPath(nsName, h.Partition)})
-				removed++
+				gone = append(gone, h.Partition)
 			}
 			continue
 		}
 		row := buildRow(nsName, h.Partition, files, def, prev, head.Seq, ns.Now())
 		meta, err := encodeRow(row)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, nil, nil, err
 		}
 		staged, err := cat.Upload(ctx, rowPath(nsName, h.Partition), bytes.NewReader(nil), meta)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
+			return nil, nil, nil, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
 		}
 		entries = append(entries, datastore.Entry{Put: &staged})
-		rows++
+		written = append(written, row)
 	}
-	return entries, rows, removed, nil
+	return entries, written, gone, nil
 }

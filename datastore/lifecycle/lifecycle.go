@@ -177,18 +177,27 @@ func PlanNamespace(ctx context.Context, ns *datastore.Store, override *datastore
 	if err != nil {
 		return nil, p, err
 	}
+	actions, err := PlanRows(ctx, ns, rows, p, now)
+	return actions, p, err
+}
+
+// PlanRows is Plan over rows of ns's namespace (from the catalog or a
+// tree's copy of it), recomputing from its files a row whose entries were
+// omitted when versions are to be kept.
+func PlanRows(ctx context.Context, ns *datastore.Store, rows []catalog.Row, p datastore.Lifecycle, now time.Time) ([]Action, error) {
+	rows = slices.Clone(rows)
 	for i, r := range rows {
 		if r.EntriesOmitted > 0 && p.KeepLast > 0 {
 			full, err := catalog.Model(ctx, ns, r.Model)
 			if err != nil {
-				return nil, p, err
+				return nil, err
 			}
 			rows[i] = full
 		}
 	}
 	actions := Plan(rows, p, now)
 	slices.SortStableFunc(actions, func(a, b Action) int { return strings.Compare(a.Model, b.Model) })
-	return actions, p, nil
+	return actions, nil
 }
 
 // Reclaim runs the datastore's Reclaim in ns and in the catalog with the
