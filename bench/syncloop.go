@@ -55,7 +55,8 @@ type SyncLoopOptions struct {
 // Reports points of the run it stops the workers between iterations and
 // prints: the iterations done, the syncs per second, the share of syncs
 // whose lock acquisition found the lock held by another worker, the lock
-// wait per sync (mean and max), what a sync cost (requests and items read and written,
+// wait per sync (mean and max), the index entries a sync committed and the
+// feed entries its pull read, what a sync cost (requests and items read and written,
 // on DynamoDB), and the size of every structure lake keeps for the
 // datastore: catalog rows and entries (tombstones included), registered
 // partitions, feed entries (live files and tombstones), and live files.
@@ -112,7 +113,7 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 	}
 	fmt.Fprintf(w, "%d workers in %d namespace(s), %d iterations each, %d data files per model, lifecycle %v\n\n",
 		o.Workers, o.Namespaces, o.Iterations, o.Files, o.Lifecycle)
-	fmt.Fprintf(w, "%10s %8s %9s %11s %11s", "iterations", "syncs/s", "contended", "lock wait", "max wait")
+	fmt.Fprintf(w, "%10s %8s %9s %11s %11s %7s %7s", "iterations", "syncs/s", "contended", "lock wait", "max wait", "commit", "pulled")
 	if o.Cost != nil {
 		fmt.Fprintf(w, " %9s %10s %10s", "req/sync", "read/sync", "write/sync")
 	}
@@ -124,6 +125,8 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 	var win struct {
 		syncs     int
 		contended int
+		committed int
+		pulled    int
 		wait      time.Duration
 		maxWait   time.Duration
 		start     time.Time
@@ -150,15 +153,16 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 		if win.syncs > 0 {
 			mean = win.wait / time.Duration(win.syncs)
 		}
-		fmt.Fprintf(w, "%10d %8.1f %8.0f%% %11s %11s", win.done, float64(win.syncs)/d.Seconds(), 100*float64(win.contended)/float64(max(win.syncs, 1)),
-			mean.Round(time.Microsecond), win.maxWait.Round(time.Microsecond))
+		fmt.Fprintf(w, "%10d %8.1f %8.0f%% %11s %11s %7.2f %7.2f", win.done, float64(win.syncs)/d.Seconds(), 100*float64(win.contended)/float64(max(win.syncs, 1)),
+			mean.Round(time.Microsecond), win.maxWait.Round(time.Microsecond),
+			float64(win.committed)/float64(max(win.syncs, 1)), float64(win.pulled)/float64(max(win.syncs, 1)))
 		if o.Cost != nil {
 			n := float64(max(win.syncs, 1))
 			fmt.Fprintf(w, " %9.1f %10.1f %10.1f", float64(c.Requests-win.cost.Requests)/n, float64(c.ItemsRead-win.cost.ItemsRead)/n, float64(c.ItemsWritten-win.cost.ItemsWritten)/n)
 		}
 		fmt.Fprintf(w, " %8d %9d %10d %8d %10d\n", sz.catalog, sz.catalogFeed, sz.partitions, sz.feed, sz.live)
 		// The measurement's own requests are not the next window's.
-		win.syncs, win.contended, win.wait, win.maxWait, win.start = 0, 0, 0, 0, time.Now()
+		win.syncs, win.contended, win.committed, win.pulled, win.wait, win.maxWait, win.start = 0, 0, 0, 0, 0, 0, time.Now()
 		if o.Cost != nil {
 			win.cost = o.Cost()
 		}
@@ -187,6 +191,8 @@ func SyncLoop(ctx context.Context, w io.Writer, s *datastore.Store, o SyncLoopOp
 					if r.LockContended > 0 {
 						win.contended++
 					}
+					win.committed += r.Committed
+					win.pulled += r.Changes
 				}
 				win.done++
 				due := win.done*o.Reports/total > win.reported
