@@ -66,10 +66,18 @@ type NamespaceConfig struct {
 	Lifecycle Lifecycle `json:"lifecycle"`
 }
 
+// maxCachedScopes bounds the scopes a process keeps open, so that a client
+// naming ever new namespaces (through a node) cannot grow it without bound;
+// beyond it a scope is opened afresh on each call.
+const maxCachedScopes = 4096
+
 // namespaceState is what the Stores of one backend share about namespaces.
 type namespaceState struct {
 	mu         sync.Mutex
 	registered map[string]bool
+	// scopes caches the Store of each scope opened: opening one may cost
+	// a write (bolt creates its buckets).
+	scopes map[string]*Store
 }
 
 // Namespace returns the Store of namespace name over the same backend:
@@ -91,11 +99,24 @@ func (s *Store) Namespace(name string) (*Store, error) {
 
 // scope returns the Store of any scope, internal ones included.
 func (s *Store) scope(name string) (*Store, error) {
+	nss := s.root.nss
+	nss.mu.Lock()
+	defer nss.mu.Unlock()
+	if ns, ok := nss.scopes[name]; ok {
+		return ns, nil
+	}
 	d, err := s.root.d.Namespace(name)
 	if err != nil {
 		return nil, err
 	}
-	ns := &Store{d: d, now: s.root.now, root: s.root, ns: name, borrowed: true, nss: s.root.nss}
+	root := s.root
+	ns := &Store{d: d, now: func() time.Time { return root.now() }, root: root, ns: name, borrowed: true, nss: nss}
+	if nss.scopes == nil {
+		nss.scopes = map[string]*Store{}
+	}
+	if len(nss.scopes) < maxCachedScopes {
+		nss.scopes[name] = ns
+	}
 	return ns, nil
 }
 
