@@ -27,7 +27,13 @@ objects under PREFIX/ in the bucket of s3://BUCKET/PREFIX (docs/s3.md).
 Every change gets a position in its partition's feed (the model TYPE/ID for
 data/TYPE/ID/…, else the path's first segment), assigned by the store, so
 ` + "`lake data changes PARTITION --after POS`" + ` returns exactly what changed since POS.
-See docs/datastore.md.`,
+
+--namespace N addresses namespace N: its own files, feeds, index and lock
+N/sync (default "default", the datastore's root). A model TYPE/ID is defined
+by data/TYPE/ID/model.yaml; ` + "`lake data catalog`" + ` lists every model of every
+namespace, ` + "`lake data model rm`" + ` orphans one, ` + "`lake data prune`" + ` and the
+namespace's lifecycle (` + "`lake data lifecycle`" + `) expire what is done.
+See docs/datastore.md and docs/lifecycle.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
