@@ -87,6 +87,32 @@ type Driver interface {
 	// floors.
 	Reclaim(ctx context.Context, now time.Time, o ReclaimOptions) (ReclaimStats, error)
 
+	// Namespace returns a driver over namespace name of the same backend,
+	// sharing its resources (client, file): files, chunks, uploads, feeds,
+	// heads, registry, index, garbage and tombstones of its own, none
+	// shared with another namespace, so that namespaces never contend and
+	// one namespace's size never costs another's reads. name is "" (the
+	// root, which is the "default" namespace), a valid namespace
+	// (ValidateNamespace) or an internal scope such as CatalogScope; it is
+	// relative to the root, whatever namespace d is in. Records are NOT
+	// scoped: every namespace's Records are the root's, so that a commit in
+	// any namespace can be fenced on any lock record. Closing a namespace's
+	// driver releases nothing; closing the root's releases everything.
+	Namespace(name string) (Driver, error)
+
+	// DropPartition removes everything partition holds, as if it had never
+	// existed: its files (handing live versions' chunks to Reclaim as
+	// replaced at now), tombstones, feed entries, head, index entry and
+	// registry entry. Afterwards its paths are absent, its Head is zero,
+	// Partitions and ChangedPartitions no longer name it, and a later
+	// commit to it starts again at position 1. It is fenced like Commit
+	// (checked in every atomic write it makes). It need not be one atomic
+	// write: it removes the files and feed first and the registry entry
+	// last, so a crash leaves it partly dropped (files gone, the partition
+	// still registered) and calling it again finishes it. A dropped
+	// partition that does not exist is no error.
+	DropPartition(ctx context.Context, fence *Fence, partition string, now time.Time) (DropStats, error)
+
 	Records
 
 	// Close releases the backend's resources.

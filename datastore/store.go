@@ -26,10 +26,21 @@ type Store struct {
 	closed atomic.Bool
 	// now is the clock of upload intents and change times; tests replace it.
 	now func() time.Time
+	// root is the Store of the default namespace (itself, for the root);
+	// ns is s's namespace ("" for the root); a borrowed Store's Close
+	// releases nothing, since its driver is the root's.
+	root     *Store
+	ns       string
+	borrowed bool
+	nss      *namespaceState
 }
 
-// New returns a Store over d.
-func New(d Driver) *Store { return &Store{d: d, now: time.Now} }
+// New returns a Store over d, the root of its namespaces.
+func New(d Driver) *Store {
+	s := &Store{d: d, now: time.Now, nss: &namespaceState{registered: map[string]bool{}}}
+	s.root = s
+	return s
+}
 
 // Driver returns the backend under s, for backend-specific abilities (cost
 // counters) that are not part of the contract.
@@ -39,12 +50,15 @@ func (s *Store) Driver() Driver { return s.d }
 // It checks keys and list prefixes before calling the driver.
 func (s *Store) Records() Records { return checkedRecords{s.d} }
 
+// Now is the Store's clock: the time of upload intents and changes.
+func (s *Store) Now() time.Time { return s.now() }
+
 // SetClock replaces the clock of upload intents and change times, for
 // tests of the grace period and the horizon.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
 
 func (s *Store) open() error {
-	if s.closed.Load() {
+	if s.closed.Load() || s.root.closed.Load() {
 		return metastore.ErrClosed
 	}
 	return nil
@@ -136,6 +150,9 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 		if e.Put != nil && (e.Put.Version == "" || len(e.Put.Meta) > MaxMetaBytes || e.Put.Chunks < 0) {
 			return nil, fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
 		}
+	}
+	if err := s.register(ctx); err != nil {
+		return nil, err
 	}
 	var out []Info
 	for start := 0; start < len(entries); start += s.d.MaxCommit() {
@@ -399,7 +416,7 @@ func (s *Store) Reclaim(ctx context.Context, o ReclaimOptions) (ReclaimStats, er
 
 // Close closes the backend. Operations after Close return ErrClosed.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if s.closed.Swap(true) || s.borrowed {
 		return nil
 	}
 	return s.d.Close()

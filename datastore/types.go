@@ -107,6 +107,12 @@ type ReclaimStats struct {
 	Tombstones int // tombstones purged from the feed
 }
 
+// DropStats counts what DropPartition removed.
+type DropStats struct {
+	Files      int // live files (their versions handed to Reclaim)
+	Tombstones int // tombstones
+}
+
 // ErrHorizon is returned by Changes for a position below the partition's
 // floor: tombstones the puller has not seen may be gone, so it must resync
 // the partition whole. It matches metastore.ErrCursorExpired.

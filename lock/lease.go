@@ -37,7 +37,19 @@ type Lease struct {
 
 	releaseOnce sync.Once
 	releaseErr  error
+
+	contended int
 }
+
+func (ls *Lease) withContended(n int) *Lease {
+	ls.contended = n
+	return ls
+}
+
+// Contended is how many times the acquisition found the lock held by
+// another holder or lost a race for it to another acquirer: zero means it
+// waited for no one (its wait was its own requests).
+func (ls *Lease) Contended() int { return ls.contended }
 
 // hold starts the lease of a successful acquisition.
 func (l *Locker) hold(n lockName, at *attempt) *Lease {

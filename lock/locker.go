@@ -94,6 +94,7 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 	var pending *attempt // a write whose outcome is unknown
 	var last lockRecord
 	var lastErr error // the last retryable error, if the lock was never seen held
+	contended := 0    // times the lock was found held, or lost to another
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -113,7 +114,7 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 		if pending != nil {
 			if cur != nil && bytes.Equal(cur, pending.value) {
 				// The write whose outcome was unknown was applied.
-				return l.hold(n, pending), nil
+				return l.hold(n, pending).withContended(contended), nil
 			}
 			pending = nil
 		}
@@ -151,10 +152,12 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 		}
 		switch {
 		case err == nil && at != nil:
-			return l.hold(n, at), nil
+			return l.hold(n, at).withContended(contended), nil
 		case err == nil:
 			// Held, not expired: wait below.
+			contended++
 		case errors.Is(err, metastore.ErrConflict):
+			contended++
 			// Someone else moved first: read again, at once, while the
 			// wait lasts.
 			known = false

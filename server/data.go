@@ -32,15 +32,27 @@ func (s *Server) handleData(rq *request, path string) {
 		return
 	}
 	if op == nodeapi.DataInfo {
-		if s.allow(rq, http.MethodGet) {
-			s.json(rq, http.StatusOK, nodeapi.DataInfoResponse{Backend: s.data.Driver().Name(), MaxCommit: s.dataMaxCommit()})
+		if !s.allow(rq, http.MethodGet) {
+			return
 		}
+		// The node's, the same in every namespace: it takes none.
+		if _, err := query(rq); err != nil {
+			s.fail(rq, err)
+			return
+		}
+		s.json(rq, http.StatusOK, nodeapi.DataInfoResponse{Backend: s.data.Driver().Name(), MaxCommit: s.dataMaxCommit()})
 		return
 	}
 	if !s.allow(rq, http.MethodPost) {
 		return
 	}
-	if _, err := query(rq); err != nil {
+	q, err := query(rq, dataNamespaceParam)
+	if err != nil {
+		s.fail(rq, err)
+		return
+	}
+	ns, err := dataNamespace(q)
+	if err != nil {
 		s.fail(rq, err)
 		return
 	}
@@ -51,12 +63,15 @@ func (s *Server) handleData(rq *request, path string) {
 	}
 	var out any
 	switch op {
-	case nodeapi.DataUpload, nodeapi.DataCommit, nodeapi.DataReclaim:
-		out, err = s.dataWrite(rq, op, body)
+	case nodeapi.DataUpload, nodeapi.DataCommit, nodeapi.DataReclaim, dataDrop:
+		out, err = s.dataWrite(rq, ns, op, body)
 	case nodeapi.DataRecord:
+		// Records are the root's in every namespace (a commit in any
+		// namespace is fenced on any lock record): the namespace, checked
+		// above, changes nothing here.
 		out, err = s.dataRecord(rq, body)
 	case nodeapi.DataStat, nodeapi.DataList, nodeapi.DataHead, nodeapi.DataChanges, nodeapi.DataPartitions, nodeapi.DataChangedPartitions:
-		out, err = s.dataRead(rq, op, body)
+		out, err = s.dataRead(rq, ns, op, body)
 	default:
 		err = httpErr(http.StatusNotFound, nodeapi.CodeInvalidArgument, "lake: invalid argument: no endpoint "+path+" (see docs/node.md)")
 	}
@@ -74,6 +89,7 @@ var dataOps = map[string]bool{
 	nodeapi.DataInfo: true, nodeapi.DataUpload: true, nodeapi.DataChunk: true, nodeapi.DataCommit: true,
 	nodeapi.DataStat: true, nodeapi.DataList: true, nodeapi.DataHead: true, nodeapi.DataChanges: true,
 	nodeapi.DataPartitions: true, nodeapi.DataChangedPartitions: true, nodeapi.DataReclaim: true, nodeapi.DataRecord: true,
+	dataDrop: true,
 }
 
 func (s *Server) dataMaxCommit() int { return min(s.data.Driver().MaxCommit(), nodeapi.DataMaxCommit) }
@@ -86,9 +102,15 @@ func (s *Server) admitWrite() (func(), error) {
 	return s.admission.Admit()
 }
 
-func (s *Server) dataWrite(rq *request, op string, body []byte) (any, error) {
-	ctx, d := rq.r.Context(), s.data.Driver()
+func (s *Server) dataWrite(rq *request, ns, op string, body []byte) (any, error) {
+	ds, err := s.dataScope(ns)
+	if err != nil {
+		return nil, err
+	}
+	ctx, d := rq.r.Context(), ds.Driver()
 	switch op {
+	case dataDrop:
+		return s.dataDropPartition(rq, ds, body)
 	case nodeapi.DataUpload:
 		var st datastore.Staged
 		if err := decodeJSON(body, &st); err != nil {
@@ -143,18 +165,22 @@ func (s *Server) dataWrite(rq *request, op string, body []byte) (any, error) {
 	}
 }
 
-func (s *Server) dataRead(rq *request, op string, body []byte) (any, error) {
-	ctx, d := rq.r.Context(), s.data.Driver()
+func (s *Server) dataRead(rq *request, ns, op string, body []byte) (any, error) {
 	var req nodeapi.DataRequest
 	if err := decodeJSON(body, &req); err != nil {
 		return nil, err
 	}
+	ds, err := s.dataScope(ns)
+	if err != nil {
+		return nil, err
+	}
+	ctx, d := rq.r.Context(), ds.Driver()
 	switch op {
 	case nodeapi.DataStat:
 		if len(req.Paths) > datastore.MaxListLimit {
 			return nil, fmt.Errorf("%w: %d paths in one stat, more than %d", metastore.ErrInvalidArgument, len(req.Paths), datastore.MaxListLimit)
 		}
-		m, err := s.data.StatMany(ctx, req.Paths)
+		m, err := ds.StatMany(ctx, req.Paths)
 		if err != nil {
 			return nil, err
 		}
@@ -173,19 +199,19 @@ func (s *Server) dataRead(rq *request, op string, body []byte) (any, error) {
 		}
 		return nodeapi.DataListResponse{Files: nonNilInfos(files), Next: next}, nil
 	case nodeapi.DataHead:
-		h, err := s.data.Head(ctx, req.Partition)
+		h, err := ds.Head(ctx, req.Partition)
 		if err != nil {
 			return nil, err
 		}
 		return nodeapi.DataHeadsResponse{Heads: []datastore.Head{h}}, nil
 	case nodeapi.DataChanges:
-		ch, upTo, err := s.data.Changes(ctx, req.Partition, req.After, req.Limit)
+		ch, upTo, err := ds.Changes(ctx, req.Partition, req.After, req.Limit)
 		if err != nil {
 			return nil, err
 		}
 		return nodeapi.DataInfos{Infos: nonNilInfos(ch), UpTo: upTo}, nil
 	case nodeapi.DataPartitions:
-		parts, err := s.data.Partitions(ctx)
+		parts, err := ds.Partitions(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +274,12 @@ func (s *Server) dataRecord(rq *request, body []byte) (any, error) {
 
 // handleChunk stores (PUT) or returns (GET) one chunk as raw bytes.
 func (s *Server) handleChunk(rq *request) {
-	q, err := query(rq, "version", "i")
+	q, err := query(rq, "version", "i", dataNamespaceParam)
+	if err != nil {
+		s.fail(rq, err)
+		return
+	}
+	ns, err := dataNamespace(q)
 	if err != nil {
 		s.fail(rq, err)
 		return
@@ -263,7 +294,16 @@ func (s *Server) handleChunk(rq *request) {
 		s.fail(rq, fmt.Errorf("%w: chunk number %q", metastore.ErrInvalidArgument, q.Get("i")))
 		return
 	}
-	ctx, d := rq.r.Context(), s.data.Driver()
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodPut {
+		s.methodNotAllowed(rq, "GET, PUT")
+		return
+	}
+	ds, err := s.dataScope(ns)
+	if err != nil {
+		s.fail(rq, err)
+		return
+	}
+	ctx, d := rq.r.Context(), ds.Driver()
 	switch rq.r.Method {
 	case http.MethodGet:
 		b, err := d.GetChunk(ctx, version, i)
@@ -294,8 +334,6 @@ func (s *Server) handleChunk(rq *request) {
 			return
 		}
 		s.noContent(rq)
-	default:
-		s.methodNotAllowed(rq, "GET, PUT")
 	}
 }
 

@@ -5,11 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
@@ -84,11 +87,28 @@ func FuzzHTTPAPI(f *testing.F) {
 		{"GET", "/v1/kv/a//b/../c", "", ""},
 		{"GET", "*", "", ""},
 		{"PUT", "/v1/kv/__lake__/x", "", "x"},
+		// The datastore's namespaces (issue 19): good, internal, refused.
+		{"POST", "/v1/data/partitions?namespace=alpha", "", `{}`},
+		{"POST", "/v1/data/partitions?namespace=_catalog", "", `{}`},
+		{"POST", "/v1/data/partitions?namespace=_other", "", `{}`},
+		{"POST", "/v1/data/stat?namespace=", "", `{"paths":["data/a"]}`},
+		{"POST", "/v1/data/head?namespace=a&namespace=b", "", `{"partition":"m/1"}`},
+		{"POST", "/v1/data/drop?namespace=alpha", "", `{"partition":"m/1"}`},
+		{"POST", "/v1/data/drop", "", `{"fence":{"Key":"rec/a/b","Token":"dDE="},"partition":"m/1","now":"2026-11-30T00:00:00Z"}`},
+		{"POST", "/v1/data/record?namespace=alpha", "", `{"op":"get","key":"rec/a/b"}`},
+		{"GET", "/v1/data/chunk?version=ab&i=0&namespace=alpha", "", ""},
+		{"PUT", "/v1/data/chunk?version=ab&i=0&namespace=a%2Fb", "", "x"},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.target, s.headers, []byte(s.body))
 	}
-	n := newNode(f, &Options{BodyTimeout: 500 * time.Millisecond})
+	data, err := boltfs.Open(filepath.Join(f.TempDir(), "data.db"), &boltfs.Options{Create: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ds := datastore.New(data)
+	f.Cleanup(func() { ds.Close() })
+	n := newNode(f, &Options{BodyTimeout: 500 * time.Millisecond, Data: ds})
 	ctx := f.Context()
 	n.store.Put(ctx, "tbl/a", []byte("v1"))
 	n.store.Put(ctx, "lease/g", []byte("ok"))

@@ -101,6 +101,7 @@ type Options struct {
 type Server struct {
 	store       *metastore.Store
 	data        *datastore.Store
+	dataNS      nsCache
 	tokenSum    [32]byte
 	hasToken    bool
 	nodeID      string

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
@@ -31,8 +33,9 @@ type pullPlan struct {
 // plan reads the feed of the scope: the named partitions from their own
 // positions, or, unscoped, the partitions that changed since the unscoped
 // cursor. It reads only changes (and, past the tombstone horizon, one
-// partition whole).
-func (t *Tree) plan(ctx context.Context, st *state, models []string) (*pullPlan, error) {
+// partition whole). The dropped partitions (pruned models, named by the
+// catalog) are read whole too, which removes their files.
+func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string) (*pullPlan, error) {
 	pl := &pullPlan{changes: map[string]datastore.Info{}, positions: map[string]uint64{}}
 	parts := models
 	if len(models) == 0 {
@@ -54,6 +57,15 @@ func (t *Tree) plan(ctx context.Context, st *state, models []string) (*pullPlan,
 	}
 	for _, part := range parts {
 		if err := t.pullPartition(ctx, st, pl, part); err != nil {
+			return nil, err
+		}
+	}
+	for _, part := range dropped {
+		if len(models) > 0 && !slices.Contains(models, part) {
+			continue
+		}
+		delete(st.Positions, part)
+		if err := t.resync(ctx, st, pl, part); err != nil {
 			return nil, err
 		}
 	}
@@ -168,9 +180,21 @@ func (t *Tree) removeLocal(st *state, p string, rep *Report) error {
 	if err := os.Remove(t.localPath(p)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("lake: %w", err)
 	}
+	t.removeEmptyParents(p)
 	if _, ok := st.Files[p]; ok {
 		rep.Removed++
 	}
 	delete(st.Files, p)
 	return nil
+}
+
+// removeEmptyParents removes the directories above path that its removal
+// left empty, up to the tree's root, so that a tree whose models come and go
+// does not accumulate empty directories for its walk to visit.
+func (t *Tree) removeEmptyParents(p string) {
+	for dir := filepath.Dir(t.localPath(p)); dir != t.dir && strings.HasPrefix(dir, t.dir+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil { // not empty, or gone
+			return
+		}
+	}
 }

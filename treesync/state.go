@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // StateDir is the directory of a tree's own state; it is never synced.
@@ -41,10 +43,19 @@ type state struct {
 	// when Unscoped is set: only an unscoped pull sets it.
 	Cursor   string `json:"cursor,omitempty"`
 	Unscoped bool   `json:"unscoped,omitempty"`
+	// Namespace is the namespace the tree syncs with. A state without one
+	// was written before namespaces had their own index: its files are
+	// the default namespace's.
+	Namespace string `json:"namespace,omitempty"`
+	// Catalog is the tree's position in the catalog (CatalogIncremental).
+	Catalog catalog.Cursor `json:"catalog,omitzero"`
+	// Reclaimed is when this tree last ran its namespace's lifecycle
+	// Reclaim (Unix nanoseconds).
+	Reclaimed int64 `json:"reclaimed,omitempty"`
 }
 
-func newState() *state {
-	return &state{Version: stateVersion, Files: map[string]fileState{}, Positions: map[string]uint64{}}
+func (t *Tree) newState() *state {
+	return &state{Version: stateVersion, Files: map[string]fileState{}, Positions: map[string]uint64{}, Namespace: t.opts.Namespace}
 }
 
 func (t *Tree) statePath() string { return filepath.Join(t.dir, StateDir, "state.json") }
@@ -53,12 +64,13 @@ func (t *Tree) hintsPath() string { return filepath.Join(t.dir, StateDir, "dirty
 func (t *Tree) loadState() (*state, error) {
 	b, err := os.ReadFile(t.statePath())
 	if errors.Is(err, os.ErrNotExist) {
-		return newState(), nil
+		return t.newState(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lake: read sync state: %w", err)
 	}
-	s := newState()
+	s := t.newState()
+	s.Namespace = ""
 	if err := json.Unmarshal(b, s); err != nil || s.Version != stateVersion {
 		return nil, fmt.Errorf("lake: sync state %s is damaged or from another version (remove it to sync from scratch): %v", t.statePath(), err)
 	}
@@ -68,6 +80,15 @@ func (t *Tree) loadState() (*state, error) {
 	if s.Positions == nil {
 		s.Positions = map[string]uint64{}
 	}
+	synced := s.Namespace
+	if synced == "" {
+		synced = DefaultNamespace // before namespaces had an index of their own
+	}
+	if synced != t.opts.Namespace {
+		return nil, fmt.Errorf("%w: %s was synced with namespace %s, not %s: sync it with --namespace %s, or sync another directory (each namespace has its own files)",
+			metastore.ErrInvalidArgument, t.dir, synced, t.opts.Namespace, synced)
+	}
+	s.Namespace = t.opts.Namespace
 	return s, nil
 }
 

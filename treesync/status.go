@@ -37,7 +37,7 @@ func (t *Tree) Status(ctx context.Context, scope Scope) (Status, error) {
 	if s.Local, err = t.dirty(st, models, true); err != nil {
 		return s, err
 	}
-	pl, err := t.plan(ctx, st, models)
+	pl, err := t.plan(ctx, st, models, nil)
 	if err != nil {
 		return s, err
 	}

@@ -94,16 +94,22 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 		return rep, err
 	}
 	defer ls.Release(context.WithoutCancel(ctx))
-	rep.LockWait, rep.Token = time.Since(start), ls.Token()
+	rep.LockWait, rep.Token, rep.LockContended = time.Since(start), ls.Token(), ls.Contended()
 
 	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
 	if err != nil {
 		return rep, err
 	}
-	pl, err := t.plan(ctx, st, models)
+	pullStart := time.Now()
+	dropped, err := t.readCatalog(ctx, st, &rep)
 	if err != nil {
 		return rep, err
 	}
+	pl, err := t.plan(ctx, st, models, dropped)
+	if err != nil {
+		return rep, err
+	}
+	rep.Pull = time.Since(pullStart)
 	rep.Partitions, rep.Changes = len(pl.positions), pl.read
 	isDirty := map[string]bool{}
 	for _, c := range dirty {
@@ -177,12 +183,21 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	if testHookCommit != nil {
 		testHookCommit()
 	}
+	commitStart := time.Now()
 	applied, cerr := t.commit(ctx, ls, st, push, up)
 	if cerr != nil {
 		return rep, cerr
 	}
+	rep.Commit = time.Since(commitStart)
 	rep.Committed = len(applied)
 	t.advance(st, pl, applied)
+	if merr := t.maintain(ctx, ls, st, &rep); merr != nil {
+		// The commit stands; the next sync folds and expires again.
+		if serr := t.saveState(st); serr != nil {
+			return rep, serr
+		}
+		return rep, merr
+	}
 	if serr := t.saveState(st); serr != nil {
 		return rep, serr
 	}

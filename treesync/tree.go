@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -29,16 +28,41 @@ const (
 	PreferRemote Prefer = "remote"
 )
 
-// DefaultNamespace is the namespace of a tree whose options name none.
-const DefaultNamespace = "default"
+// DefaultNamespace is the namespace of a tree whose options name none: the
+// datastore's root.
+const DefaultNamespace = datastore.DefaultNamespace
 
 // DefaultMaxHints bounds the dirty hints kept; beyond it the walk decides.
 const DefaultMaxHints = 10000
 
+// CatalogMode is how a sync keeps its view of the catalog of every
+// namespace (package catalog).
+type CatalogMode string
+
+// The catalog modes.
+const (
+	// CatalogIncremental (the default) reads only the catalog's changes
+	// since the tree's last sync, and folds the namespace's own changes
+	// into it after each commit.
+	CatalogIncremental CatalogMode = ""
+	// CatalogExport reads the whole catalog on every sync, as the seed's
+	// system did (its cost grows with everything the catalog holds); it
+	// exists so that the load harness can show that bottleneck. It folds
+	// like CatalogIncremental.
+	CatalogExport CatalogMode = "export"
+	// CatalogOff neither reads nor folds the catalog, nor runs the
+	// lifecycle.
+	CatalogOff CatalogMode = "off"
+)
+
 // Options configure Open. The zero value is usable.
 type Options struct {
-	// Namespace scopes the lock (NAMESPACE/sync); empty means "default".
+	// Namespace is the tree's namespace: its files, feeds and index, and
+	// its lock NAMESPACE/sync; empty means "default" (the datastore's
+	// root).
 	Namespace string
+	// Catalog is how the tree reads and maintains the catalog.
+	Catalog CatalogMode
 	// Lock configures the lock (lease, wait, clock skew); nil means the
 	// lock package's defaults.
 	Lock *lock.Options
@@ -77,8 +101,11 @@ type Scope struct {
 type Report struct {
 	// Token is the fencing token the sync held.
 	Token lock.Token
-	// LockWait is how long the acquisition took.
-	LockWait time.Duration
+	// LockWait is how long the acquisition took; LockContended how many
+	// times it found the lock held by another (zero: it waited for no
+	// one, and LockWait is its own requests).
+	LockWait      time.Duration
+	LockContended int
 	// Dirty counts the dirty paths found locally; Uploaded the files
 	// uploaded.
 	Dirty, Uploaded int
@@ -93,20 +120,30 @@ type Report struct {
 	// Committed counts the index entries committed: the files this sync
 	// changed remotely.
 	Committed int
+	// CatalogRead counts the catalog rows read; CatalogFolded the rows
+	// this sync's fold rewrote or removed.
+	CatalogRead, CatalogFolded int
+	// PrunedModels and PrunedVersions count what the namespace's lifecycle
+	// expired during this sync (PrunedFiles the files they held);
+	// Reclaimed the tombstones its periodic Reclaim purged.
+	PrunedModels, PrunedVersions, PrunedFiles, Reclaimed int
+	// Pull, Commit and Lifecycle are how long the pull (catalog read
+	// included), the commit and the catalog fold plus lifecycle took.
+	Pull, Commit, Lifecycle time.Duration
 	// Resolved names the conflicts decided by Options.Prefer.
 	Resolved []string
 }
 
 // Tree is a local directory synced with a datastore.
 type Tree struct {
-	dir    string
+	dir string
+	// store is the tree's namespace; root the datastore's default one.
 	store  *datastore.Store
+	root   *datastore.Store
 	opts   Options
 	locker *lock.Locker
 	now    func() time.Time
 }
-
-var nsRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // Open returns the tree of dir (which must exist) over store. opts may be
 // nil. It does no I/O on the store.
@@ -118,8 +155,13 @@ func Open(dir string, store *datastore.Store, opts *Options) (*Tree, error) {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	if !nsRE.MatchString(o.Namespace) {
-		return nil, fmt.Errorf("%w: namespace %q: want 1 to 64 letters, digits, '.', '_' or '-'", metastore.ErrInvalidArgument, o.Namespace)
+	if err := datastore.ValidateNamespace(o.Namespace); err != nil {
+		return nil, err
+	}
+	switch o.Catalog {
+	case CatalogIncremental, CatalogExport, CatalogOff:
+	default:
+		return nil, fmt.Errorf("%w: catalog mode %q: want export or off", metastore.ErrInvalidArgument, o.Catalog)
 	}
 	switch o.Prefer {
 	case PreferNone, PreferLocal, PreferRemote:
@@ -143,11 +185,15 @@ func Open(dir string, store *datastore.Store, opts *Options) (*Tree, error) {
 	if err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", metastore.ErrInvalidArgument, dir)
 	}
+	ns, err := store.Namespace(o.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	l, err := lock.New(dslock.New(store), o.Lock)
 	if err != nil {
 		return nil, err
 	}
-	return &Tree{dir: abs, store: store, opts: o, locker: l, now: time.Now}, nil
+	return &Tree{dir: abs, store: ns, root: store.Root(), opts: o, locker: l, now: time.Now}, nil
 }
 
 // LockName is the name of the tree's lock: NAMESPACE/sync.

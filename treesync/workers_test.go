@@ -61,6 +61,10 @@ func TestConcurrentWorkers(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *datastore.Store) {
 		ctx := t.Context()
 		trees := make([]*treesync.Tree, workers)
+		ownDirs := make([]string, workers)
+		for i := range ownDirs {
+			ownDirs[i] = t.TempDir()
+		}
 		for i := range trees {
 			trees[i] = newTree(t, s, &treesync.Options{Namespace: "shared", Lock: slowLock})
 		}
@@ -98,7 +102,8 @@ func TestConcurrentWorkers(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				tr := trees[w]
-				own, err := treesync.Open(tr.Dir(), s, &treesync.Options{Namespace: fmt.Sprintf("w%d", w), Lock: fastLock})
+				// Its own namespace has its own files: its own directory.
+				own, err := treesync.Open(ownDirs[w], s, &treesync.Options{Namespace: fmt.Sprintf("w%d", w), Lock: fastLock})
 				if err != nil {
 					errs <- err
 					return
@@ -164,8 +169,8 @@ func TestConcurrentWorkers(t *testing.T) {
 
 					// Its own model, its own namespace: never contends.
 					p := fmt.Sprintf("data/w%d/1/iter-%d", w, i)
-					os.MkdirAll(filepath.Join(tr.Dir(), filepath.Dir(p)), 0o755)
-					os.WriteFile(filepath.Join(tr.Dir(), p), []byte(p), 0o644)
+					os.MkdirAll(filepath.Join(own.Dir(), filepath.Dir(p)), 0o755)
+					os.WriteFile(filepath.Join(own.Dir(), p), []byte(p), 0o644)
 					if _, err := own.Sync(ctx, treesync.Scope{Models: []string{fmt.Sprintf("w%d/1", w)}}); err != nil {
 						errs <- fmt.Errorf("worker %d own sync %d: %w", w, i, err)
 						return
@@ -183,11 +188,15 @@ func TestConcurrentWorkers(t *testing.T) {
 		if n := partial.Load(); n > 0 {
 			t.Fatalf("a reader saw %d partial blobs", n)
 		}
-		_, got, err := s.Get(ctx, counterPath)
+		shared, err := s.Namespace("shared")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got, err := shared.Get(ctx, counterPath)
 		if err != nil || string(got) != strconv.Itoa(workers*iterations) {
 			t.Fatalf("counter = %q, %v; want %d (lost updates)", got, err, workers*iterations)
 		}
-		if _, b, err := s.Get(ctx, blobPath); err != nil || !wholeBlob(b) {
+		if _, b, err := shared.Get(ctx, blobPath); err != nil || !wholeBlob(b) {
 			t.Fatalf("remote blob: %v (whole %v)", err, wholeBlob(b))
 		}
 		// Every committed note has a distinct parent, and the chain from the
@@ -199,7 +208,7 @@ func TestConcurrentWorkers(t *testing.T) {
 			}
 			seenParent[parent] = child
 		}
-		_, cur, _ := s.Get(ctx, notePath)
+		_, cur, _ := shared.Get(ctx, notePath)
 		h, chain := hashOf(cur), 0
 		for h != hashOf([]byte("root")) {
 			p, ok := parents[h]
@@ -212,7 +221,14 @@ func TestConcurrentWorkers(t *testing.T) {
 			t.Fatalf("the note's history holds %d commits, workers made %d", chain, len(parents))
 		}
 		for w := range workers {
-			files, err := s.ListAll(ctx, fmt.Sprintf("data/w%d/", w))
+			ns, err := s.Namespace(fmt.Sprintf("w%d", w))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if files, err := s.ListAll(ctx, fmt.Sprintf("data/w%d/", w)); err != nil || len(files) != 0 {
+				t.Fatalf("worker %d's model leaked into the default namespace: %d files (%v)", w, len(files), err)
+			}
+			files, err := ns.ListAll(ctx, fmt.Sprintf("data/w%d/", w))
 			if err != nil || len(files) != iterations {
 				t.Fatalf("worker %d's model holds %d files (%v), want %d", w, len(files), err, iterations)
 			}

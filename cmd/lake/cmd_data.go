@@ -27,14 +27,38 @@ objects under PREFIX/ in the bucket of s3://BUCKET/PREFIX (docs/s3.md).
 Every change gets a position in its partition's feed (the model TYPE/ID for
 data/TYPE/ID/…, else the path's first segment), assigned by the store, so
 ` + "`lake data changes PARTITION --after POS`" + ` returns exactly what changed since POS.
-See docs/datastore.md.`,
+
+--namespace N addresses namespace N: its own files, feeds, index and lock
+N/sync (default "default", the datastore's root). A model TYPE/ID is defined
+by data/TYPE/ID/model.yaml; ` + "`lake data catalog`" + ` lists every model of every
+namespace, ` + "`lake data model rm`" + ` orphans one, ` + "`lake data prune`" + ` and the
+namespace's lifecycle (` + "`lake data lifecycle`" + `) expire what is done.
+See docs/datastore.md and docs/lifecycle.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	cmd.PersistentFlags().StringVar(&g.namespace, "namespace", datastore.DefaultNamespace,
+		"the namespace: its own files, feeds, index and lock (NAMESPACE/sync); \"default\" is the datastore's root")
 	cmd.AddCommand(newDataInitCommand(g), newDataPutCommand(g), newDataGetCommand(g), newDataStatCommand(g),
 		newDataLsCommand(g), newDataRmCommand(g), newDataChangesCommand(g), newDataPartitionsCommand(g), newDataReclaimCommand(g),
-		newDataSyncCommand(g), newDataRunCommand(g), newDataStatusCommand(g), newDataLockCommand(g))
+		newDataSyncCommand(g), newDataRunCommand(g), newDataStatusCommand(g), newDataLockCommand(g),
+		newDataNamespacesCommand(g), newDataLifecycleCommand(g), newDataModelCommand(g), newDataPruneCommand(g), newDataCatalogCommand(g))
 	return cmd
+}
+
+// withNamespace opens the datastore of --store and runs fn with the Store of
+// --namespace.
+func (g *globalOptions) withNamespace(cmd *cobra.Command, fn func(ns *datastore.Store) error) error {
+	if err := datastore.ValidateNamespace(g.namespace); err != nil {
+		return usagef("--namespace: %v", err)
+	}
+	return g.withData(cmd, false, func(s *datastore.Store) error {
+		ns, err := s.Namespace(g.namespace)
+		if err != nil {
+			return err
+		}
+		return fn(ns)
+	})
 }
 
 // withData opens the datastore of --store, runs fn with it, and closes it.
@@ -112,7 +136,7 @@ change as one JSON line (its position, version, size, SHA-256).`,
 				defer f.Close()
 				r = f
 			}
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				info, err := s.Put(cmd.Context(), args[0], r, meta)
 				if err != nil {
 					return err
@@ -132,7 +156,7 @@ func newDataGetCommand(g *globalOptions) *cobra.Command {
 		Long:  `Print the content of PATH to stdout, byte for byte. A missing or deleted path exits with code 3.`,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				_, data, err := s.Get(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -152,7 +176,7 @@ func newDataStatCommand(g *globalOptions) *cobra.Command {
 sha256, meta (base64), time. A missing or deleted path exits with code 3.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				info, err := s.Stat(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -176,7 +200,7 @@ sorted. --json prints each file's state as one JSON line instead.`,
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				files, err := s.ListAll(cmd.Context(), prefix)
 				if err != nil {
 					return err
@@ -206,7 +230,7 @@ func newDataRmCommand(g *globalOptions) *cobra.Command {
 pullers see. A missing or already deleted path exits with code 3.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				info, err := s.Delete(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -231,7 +255,7 @@ printed; pass N as --after next time. A position below the tombstone horizon
 fails ("resync the partition", exit 1).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				changes, upTo, err := s.Changes(cmd.Context(), args[0], after, limit)
 				if err != nil {
 					return err
@@ -259,7 +283,7 @@ func newDataPartitionsCommand(g *globalOptions) *cobra.Command {
 of its latest change (head) and its tombstone floor, tab-separated.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				parts, err := s.Partitions(cmd.Context())
 				if err != nil {
 					return err
@@ -288,7 +312,7 @@ of versions replaced longer ago than --grace, and purge tombstones older than
 floor must resync). Prints what it removed.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withNamespace(cmd, func(s *datastore.Store) error {
 				st, err := s.Reclaim(cmd.Context(), o)
 				if err != nil {
 					return err

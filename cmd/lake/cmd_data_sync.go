@@ -18,17 +18,16 @@ import (
 
 // dataSyncOptions are the flags common to sync, run and status.
 type dataSyncOptions struct {
-	dir, namespace, prefer string
-	models                 []string
-	lease, wait, skew      time.Duration
-	pushOnFailure          bool
-	grace                  time.Duration
+	dir, prefer       string
+	models            []string
+	lease, wait, skew time.Duration
+	pushOnFailure     bool
+	grace             time.Duration
 }
 
 func (o *dataSyncOptions) addFlags(cmd *cobra.Command, locking bool) {
 	f := cmd.Flags()
 	f.StringVarP(&o.dir, "dir", "C", ".", "the working directory synced")
-	f.StringVar(&o.namespace, "namespace", treesync.DefaultNamespace, "namespace of the lock (NAMESPACE/sync); workers that write the same paths must share it")
 	f.StringArrayVar(&o.models, "model", nil, "limit the sync to the model TYPE/ID (repeatable); a scoped pull never moves the unscoped position")
 	if locking {
 		f.StringVar(&o.prefer, "prefer", "", "decide conflicts: local (push over the remote) or remote (take the remote); default: refuse them")
@@ -38,14 +37,14 @@ func (o *dataSyncOptions) addFlags(cmd *cobra.Command, locking bool) {
 	}
 }
 
-func (o *dataSyncOptions) open(s *datastore.Store) (*treesync.Tree, error) {
+func (o *dataSyncOptions) open(s *datastore.Store, namespace string) (*treesync.Tree, error) {
 	switch o.prefer {
 	case "", "local", "remote":
 	default:
 		return nil, usagef("--prefer must be local or remote, not %q", o.prefer)
 	}
 	return treesync.Open(o.dir, s, &treesync.Options{
-		Namespace: o.namespace,
+		Namespace: namespace,
 		Prefer:    treesync.Prefer(o.prefer),
 		Lock:      &lock.Options{Lease: o.lease, Wait: o.wait, ClockSkew: o.skew},
 	})
@@ -54,6 +53,10 @@ func (o *dataSyncOptions) open(s *datastore.Store) (*treesync.Tree, error) {
 func printReport(w io.Writer, r treesync.Report) {
 	fmt.Fprintf(w, "token %s, lock wait %s: %d dirty, %d uploaded, %d stated; pulled %d changes in %d partitions: %d downloaded, %d removed; committed %d\n",
 		r.Token, r.LockWait.Round(time.Millisecond), r.Dirty, r.Uploaded, r.Stated, r.Changes, r.Partitions, r.Downloaded, r.Removed, r.Committed)
+	if r.CatalogRead+r.CatalogFolded+r.PrunedModels+r.PrunedVersions > 0 {
+		fmt.Fprintf(w, "catalog: %d rows read, %d folded; lifecycle: %d models and %d versions pruned (%d files)\n",
+			r.CatalogRead, r.CatalogFolded, r.PrunedModels, r.PrunedVersions, r.PrunedFiles)
+	}
 	for _, p := range r.Resolved {
 		fmt.Fprintf(w, "conflict resolved: %s\n", p)
 	}
@@ -80,7 +83,7 @@ positions). See docs/sync.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, false, func(s *datastore.Store) error {
-				t, err := o.open(s)
+				t, err := o.open(s, g.namespace)
 				if err != nil {
 					return err
 				}
@@ -117,7 +120,7 @@ SIGKILL after --grace, and nothing is committed. The report goes to stderr.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withData(cmd, false, func(s *datastore.Store) error {
-				t, err := o.open(s)
+				t, err := o.open(s, g.namespace)
 				if err != nil {
 					return err
 				}
@@ -170,7 +173,7 @@ both is marked CONFLICT. Takes no lock and changes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, false, func(s *datastore.Store) error {
-				t, err := o.open(s)
+				t, err := o.open(s, g.namespace)
 				if err != nil {
 					return err
 				}

@@ -14,6 +14,8 @@ import (
 // globalOptions are the flags every command takes.
 type globalOptions struct {
 	store string
+	// namespace is `lake data`'s --namespace.
+	namespace string
 }
 
 func newRootCommand() *cobra.Command {

@@ -132,6 +132,22 @@ func (l *lazyBolt) Reclaim(ctx context.Context, now time.Time, o datastore.Recla
 	return d.Reclaim(ctx, now, o)
 }
 
+func (l *lazyBolt) Namespace(name string) (datastore.Driver, error) {
+	d, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return d.Namespace(name)
+}
+
+func (l *lazyBolt) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
+	d, err := l.get()
+	if err != nil {
+		return datastore.DropStats{}, err
+	}
+	return d.DropPartition(ctx, fence, partition, now)
+}
+
 func (l *lazyBolt) GetRecord(ctx context.Context, key string) ([]byte, error) {
 	d, err := l.get()
 	if err != nil {

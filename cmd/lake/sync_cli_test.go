@@ -48,9 +48,9 @@ func TestDataRunWorkers(t *testing.T) {
 
 func testDataRunWorkers(t *testing.T, store string) {
 	const workers, iterations = 10, 2
-	dirs := make([]string, workers)
+	dirs, ownDirs := make([]string, workers), make([]string, workers)
 	for i := range dirs {
-		dirs[i] = t.TempDir()
+		dirs[i], ownDirs[i] = t.TempDir(), t.TempDir()
 	}
 	lake := func(dir string, args ...string) result {
 		return run(t, dir, "", append([]string{"--store", store}, args...)...)
@@ -69,7 +69,7 @@ func testDataRunWorkers(t *testing.T, store string) {
 					return
 				}
 				own := fmt.Sprintf("data/w%d/1", w)
-				r = lake(dirs[w], "data", "run", "--namespace", fmt.Sprintf("w%d", w), "--model", fmt.Sprintf("w%d/1", w), "--",
+				r = lake(ownDirs[w], "data", "run", "--namespace", fmt.Sprintf("w%d", w), "--model", fmt.Sprintf("w%d/1", w), "--",
 					"sh", "-c", fmt.Sprintf(`mkdir -p %s && echo "$LAKE_FENCING_TOKEN" > %s/iter-%d`, own, own, i))
 				if r.code != 0 {
 					errs <- fmt.Sprintf("worker %d own run %d: exit %d: %s", w, i, r.code, r.stderr)
@@ -84,11 +84,11 @@ func testDataRunWorkers(t *testing.T, store string) {
 		t.Fatal(e)
 	}
 	check := t.TempDir()
-	if got := ok(t, lake(check, "data", "get", "data/shared/1/counter")).stdout; strings.TrimSpace(got) != strconv.Itoa(workers*iterations) {
+	if got := ok(t, lake(check, "data", "get", "--namespace", "shared", "data/shared/1/counter")).stdout; strings.TrimSpace(got) != strconv.Itoa(workers*iterations) {
 		t.Fatalf("counter = %q, want %d: lost updates", got, workers*iterations)
 	}
 	for w := range workers {
-		files := strings.Fields(ok(t, lake(check, "data", "ls", fmt.Sprintf("data/w%d/", w))).stdout)
+		files := strings.Fields(ok(t, lake(check, "data", "ls", "--namespace", fmt.Sprintf("w%d", w), fmt.Sprintf("data/w%d/", w))).stdout)
 		if len(files) != iterations {
 			t.Fatalf("worker %d's model holds %v, want %d files", w, files, iterations)
 		}
@@ -109,7 +109,7 @@ func testDataRunWorkers(t *testing.T, store string) {
 	if r.code != exitConflict || !strings.Contains(r.stderr, "data/shared/1/counter") {
 		t.Fatalf("sync of a conflict: %+v, want exit 4 naming the path", r)
 	}
-	if got := ok(t, lake(check, "data", "get", "data/shared/1/counter")).stdout; got != "from b\n" {
+	if got := ok(t, lake(check, "data", "get", "--namespace", "shared", "data/shared/1/counter")).stdout; got != "from b\n" {
 		t.Fatalf("the conflict overwrote the remote: %q", got)
 	}
 	ok(t, lake(a, "data", "sync", "--namespace", "shared", "--prefer", "remote"))
@@ -121,7 +121,7 @@ func testDataRunWorkers(t *testing.T, store string) {
 	if r.code != 5 {
 		t.Fatalf("failed run: %+v, want exit 5", r)
 	}
-	if got := ok(t, lake(check, "data", "get", "data/shared/1/counter")).stdout; got != "from b\n" {
+	if got := ok(t, lake(check, "data", "get", "--namespace", "shared", "data/shared/1/counter")).stdout; got != "from b\n" {
 		t.Fatalf("a failed run pushed %q", got)
 	}
 }
@@ -162,7 +162,7 @@ func TestDataRunLockLost(t *testing.T) {
 	if res.code != exitError || !strings.Contains(res.stderr, "lock") {
 		t.Fatalf("the run after its lock was broken: %+v, want exit 1 naming the lock", res)
 	}
-	if r := run(t, dir, "", "--store", store, "data", "get", "f"); r.code != exitNotFound {
+	if r := run(t, dir, "", "--store", store, "data", "get", "--namespace", "t", "f"); r.code != exitNotFound {
 		t.Fatalf("a run whose lock was broken committed f: %+v", r)
 	}
 }

@@ -24,6 +24,7 @@
 //	datastore.garbage   time(8) version → chunks(4): replaced versions
 //	datastore.tombs     time(8) path → pos(8): tombstones to purge after the horizon
 //	datastore.records   key → value: lock records
+//	datastore.ns        NAMESPACE → the same buckets but records, for each namespace but the root
 package boltfs
 
 import (
@@ -59,8 +60,12 @@ var (
 	bGarbage  = []byte("datastore.garbage")
 	bTombs    = []byte("datastore.tombs")
 	bRecords  = []byte("datastore.records")
-	allBkts   = [][]byte{bFiles, bFeed, bHeads, bIndex, bMeta, bRegistry, bChunks, bIntents, bGarbage, bTombs, bRecords}
-	keyISeq   = []byte("iseq")
+	bNS       = []byte("datastore.ns")
+	allBkts   = [][]byte{bFiles, bFeed, bHeads, bIndex, bMeta, bRegistry, bChunks, bIntents, bGarbage, bTombs, bRecords, bNS}
+	// nsBkts are the buckets of a namespace: all but the records, which
+	// every namespace shares with the root.
+	nsBkts  = [][]byte{bFiles, bFeed, bHeads, bIndex, bMeta, bRegistry, bChunks, bIntents, bGarbage, bTombs}
+	keyISeq = []byte("iseq")
 )
 
 // Options configure Open. The zero value is usable.
@@ -80,6 +85,8 @@ type Driver struct {
 	db        *bolt.DB
 	owned     bool // Close closes db
 	maxCommit int
+	// ns is the namespace's bucket in datastore.ns; nil for the root.
+	ns []byte
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -154,6 +161,55 @@ func (d *Driver) Close() error {
 		return d.db.Close()
 	}
 	return nil
+}
+
+// Namespace returns the driver of namespace name ("" for the root) over the
+// same file, creating its buckets if they do not exist; in a read-only
+// file a namespace that does not exist is an error matching
+// metastore.ErrNotFound.
+func (d *Driver) Namespace(name string) (datastore.Driver, error) {
+	nd := &Driver{db: d.db, maxCommit: d.maxCommit}
+	if name == "" {
+		return nd, nil
+	}
+	nd.ns = []byte(name)
+	if d.db.IsReadOnly() {
+		err := d.db.View(func(tx *bolt.Tx) error {
+			if b := tx.Bucket(bNS); b == nil || b.Bucket(nd.ns) == nil {
+				return fmt.Errorf("%w: namespace %q holds nothing", metastore.ErrNotFound, name)
+			}
+			return nil
+		})
+		return nd, err
+	}
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bNS)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists(nd.ns)
+		if err != nil {
+			return err
+		}
+		for _, name := range nsBkts {
+			if _, err := b.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lake: initialize namespace %s: %w", name, err)
+	}
+	return nd, nil
+}
+
+// bkt returns bucket name of d's namespace.
+func (d *Driver) bkt(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	if d.ns == nil {
+		return tx.Bucket(name)
+	}
+	return tx.Bucket(bNS).Bucket(d.ns).Bucket(name)
 }
 
 func (d *Driver) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {

@@ -15,14 +15,14 @@ import (
 // BeginUpload records the upload intent.
 func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bIntents), []byte(s.Version), intentRec{Path: s.Path, Started: s.Started.UnixNano()})
+		return putJSON(d.bkt(tx, bIntents), []byte(s.Version), intentRec{Path: s.Path, Started: s.Started.UnixNano()})
 	})
 }
 
 // PutChunk stores chunk i of version.
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bChunks).Put(chunkKey(version, i), data)
+		return d.bkt(tx, bChunks).Put(chunkKey(version, i), data)
 	})
 }
 
@@ -37,7 +37,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 				return metastore.Conflict(fence.Key, datastore.FenceReason)
 			}
 		}
-		files, feed, heads := tx.Bucket(bFiles), tx.Bucket(bFeed), tx.Bucket(bHeads)
+		files, feed, heads := d.bkt(tx, bFiles), d.bkt(tx, bFeed), d.bkt(tx, bHeads)
 		touched := map[string]*headRec{}
 		var order []string
 		for _, e := range entries {
@@ -51,7 +51,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			if e.Put == nil && (!exists || cur.Deleted) {
 				continue // nothing to delete: no change, no position
 			}
-			if e.Put != nil && tx.Bucket(bIntents).Get([]byte(e.Put.Version)) == nil {
+			if e.Put != nil && d.bkt(tx, bIntents).Get([]byte(e.Put.Version)) == nil {
 				return fmt.Errorf("%w: %q version %s", datastore.ErrUploadExpired, path, e.Put.Version)
 			}
 			h := touched[part]
@@ -70,7 +70,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 					return err
 				}
 				if !cur.Deleted && cur.Chunks > 0 {
-					err := tx.Bucket(bGarbage).Put(timeKey(now, cur.Version), binary.BigEndian.AppendUint32(nil, uint32(cur.Chunks)))
+					err := d.bkt(tx, bGarbage).Put(timeKey(now, cur.Version), binary.BigEndian.AppendUint32(nil, uint32(cur.Chunks)))
 					if err != nil {
 						return err
 					}
@@ -79,12 +79,12 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			if e.Put != nil {
 				s := e.Put
 				rec.Version, rec.Size, rec.Chunks, rec.SHA256, rec.Meta = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta
-				if err := tx.Bucket(bIntents).Delete([]byte(s.Version)); err != nil {
+				if err := d.bkt(tx, bIntents).Delete([]byte(s.Version)); err != nil {
 					return err
 				}
 			} else {
 				rec.Deleted = true
-				if err := tx.Bucket(bTombs).Put(timeKey(now, path), u64(rec.Pos)); err != nil {
+				if err := d.bkt(tx, bTombs).Put(timeKey(now, path), u64(rec.Pos)); err != nil {
 					return err
 				}
 			}
@@ -107,14 +107,14 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 // advance registers the touched partitions, moves each one's index entry to
 // the next index position and saves its head.
 func (d *Driver) advance(tx *bolt.Tx, touched map[string]*headRec, order []string) error {
-	meta, index := tx.Bucket(bMeta), tx.Bucket(bIndex)
+	meta, index := d.bkt(tx, bMeta), d.bkt(tx, bIndex)
 	var iseq uint64
 	if raw := meta.Get(keyISeq); raw != nil {
 		iseq = binary.BigEndian.Uint64(raw)
 	}
 	for _, part := range order {
 		h := touched[part]
-		if err := tx.Bucket(bRegistry).Put([]byte(part), nil); err != nil {
+		if err := d.bkt(tx, bRegistry).Put([]byte(part), nil); err != nil {
 			return err
 		}
 		if h.ISeq != 0 {
@@ -127,7 +127,7 @@ func (d *Driver) advance(tx *bolt.Tx, touched map[string]*headRec, order []strin
 		if err := index.Put(u64(iseq), []byte(part)); err != nil {
 			return err
 		}
-		if err := putJSON(tx.Bucket(bHeads), []byte(part), h); err != nil {
+		if err := putJSON(d.bkt(tx, bHeads), []byte(part), h); err != nil {
 			return err
 		}
 	}

@@ -20,9 +20,9 @@ func jsonUnmarshal(raw []byte, v any, key []byte) error {
 	return nil
 }
 
-func readHead(tx *bolt.Tx, partition string) (headRec, error) {
+func (d *Driver) readHead(tx *bolt.Tx, partition string) (headRec, error) {
 	var h headRec
-	_, err := getJSON(tx.Bucket(bHeads), []byte(partition), &h)
+	_, err := getJSON(d.bkt(tx, bHeads), []byte(partition), &h)
 	return h, err
 }
 
@@ -31,7 +31,7 @@ func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, er
 	var h headRec
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		h, err = readHead(tx, partition)
+		h, err = d.readHead(tx, partition)
 		return err
 	})
 	return datastore.Head{Partition: partition, Seq: h.Seq, Floor: h.Floor}, err
@@ -42,7 +42,7 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 	var out []datastore.Info
 	var upTo uint64
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		h, err := readHead(tx, partition)
+		h, err := d.readHead(tx, partition)
 		if err != nil {
 			return err
 		}
@@ -55,14 +55,14 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 		upTo = h.Seq
 		start := feedKey(partition, after+1)
 		end := feedKey(partition, h.Seq)
-		c := tx.Bucket(bFeed).Cursor()
+		c := d.bkt(tx, bFeed).Cursor()
 		for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) <= 0; k, v = c.Next() {
 			if len(out) == limit {
 				upTo = out[len(out)-1].Pos
 				return nil
 			}
 			var r fileRec
-			ok, err := getJSON(tx.Bucket(bFiles), v, &r)
+			ok, err := getJSON(d.bkt(tx, bFiles), v, &r)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
 	var out []string
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bRegistry).ForEach(func(k, _ []byte) error {
+		return d.bkt(tx, bRegistry).ForEach(func(k, _ []byte) error {
 			out = append(out, string(k))
 			return nil
 		})
@@ -104,15 +104,15 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	var out []datastore.Head
 	var next uint64
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		if raw := tx.Bucket(bMeta).Get(keyISeq); raw != nil {
+		if raw := d.bkt(tx, bMeta).Get(keyISeq); raw != nil {
 			next = binary.BigEndian.Uint64(raw)
 		}
 		if after > next {
 			return fmt.Errorf("%w: feed cursor is beyond the index", metastore.ErrInvalidCursor)
 		}
-		c := tx.Bucket(bIndex).Cursor()
+		c := d.bkt(tx, bIndex).Cursor()
 		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
-			h, err := readHead(tx, string(v))
+			h, err := d.readHead(tx, string(v))
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,7 @@ import (
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
 	var out []byte
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bChunks).Get(chunkKey(version, i))
+		v := d.bkt(tx, bChunks).Get(chunkKey(version, i))
 		if v == nil {
 			return fmt.Errorf("%w: chunk %d of version %s", metastore.ErrNotFound, i, version)
 		}
@@ -31,7 +31,7 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		for _, p := range paths {
 			var r fileRec
-			ok, err := getJSON(tx.Bucket(bFiles), []byte(p), &r)
+			ok, err := getJSON(d.bkt(tx, bFiles), []byte(p), &r)
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	var files []datastore.Info
 	var next []byte
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bFiles).Cursor()
+		c := d.bkt(tx, bFiles).Cursor()
 		k, v := c.Seek([]byte(prefix))
 		if pos != nil {
 			k, v = c.Seek(pos)

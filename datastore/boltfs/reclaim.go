@@ -21,7 +21,7 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 		// Uploads that never committed: the intent goes with the chunks,
 		// so a late Commit finds no intent and refuses.
 		var expired [][]byte
-		err := tx.Bucket(bIntents).ForEach(func(k, v []byte) error {
+		err := d.bkt(tx, bIntents).ForEach(func(k, v []byte) error {
 			var in intentRec
 			if err := jsonUnmarshal(v, &in, k); err != nil {
 				return err
@@ -35,19 +35,19 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			return err
 		}
 		for _, version := range expired {
-			if err := tx.Bucket(bIntents).Delete(version); err != nil {
+			if err := d.bkt(tx, bIntents).Delete(version); err != nil {
 				return err
 			}
-			n, err := deleteChunks(tx, string(version), -1)
+			n, err := d.deleteChunks(tx, string(version), -1)
 			if err != nil {
 				return err
 			}
 			st.Uploads++
 			st.Chunks += n
 		}
-		g := tx.Bucket(bGarbage).Cursor()
+		g := d.bkt(tx, bGarbage).Cursor()
 		for k, v := g.First(); k != nil && int64(binary.BigEndian.Uint64(k[:8])) < graceEnd; k, v = g.First() {
-			n, err := deleteChunks(tx, string(k[8:]), int(binary.BigEndian.Uint32(v)))
+			n, err := d.deleteChunks(tx, string(k[8:]), int(binary.BigEndian.Uint32(v)))
 			if err != nil {
 				return err
 			}
@@ -58,9 +58,9 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			st.Chunks += n
 		}
 		horizonEnd := now.Add(-o.Horizon).UnixNano()
-		t := tx.Bucket(bTombs).Cursor()
+		t := d.bkt(tx, bTombs).Cursor()
 		for k, v := t.First(); k != nil && int64(binary.BigEndian.Uint64(k[:8])) < horizonEnd; k, v = t.First() {
-			if err := purgeTombstone(tx, string(k[8:]), binary.BigEndian.Uint64(v)); err != nil {
+			if err := d.purgeTombstone(tx, string(k[8:]), binary.BigEndian.Uint64(v)); err != nil {
 				return err
 			}
 			if err := t.Delete(); err != nil {
@@ -75,8 +75,8 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 
 // deleteChunks deletes the chunks of version (n of them, or every one found
 // when n < 0) and returns how many it deleted.
-func deleteChunks(tx *bolt.Tx, version string, n int) (int, error) {
-	b := tx.Bucket(bChunks)
+func (d *Driver) deleteChunks(tx *bolt.Tx, version string, n int) (int, error) {
+	b := d.bkt(tx, bChunks)
 	deleted := 0
 	for i := 0; n < 0 || i < n; i++ {
 		k := chunkKey(version, i)
@@ -97,23 +97,23 @@ func deleteChunks(tx *bolt.Tx, version string, n int) (int, error) {
 // purgeTombstone removes path's tombstone at pos, if it is still the path's
 // latest state, and raises its partition's floor to pos: a puller below it
 // may have missed the delete.
-func purgeTombstone(tx *bolt.Tx, path string, pos uint64) error {
+func (d *Driver) purgeTombstone(tx *bolt.Tx, path string, pos uint64) error {
 	var r fileRec
-	ok, err := getJSON(tx.Bucket(bFiles), []byte(path), &r)
+	ok, err := getJSON(d.bkt(tx, bFiles), []byte(path), &r)
 	if err != nil || !ok || !r.Deleted || r.Pos != pos {
 		return err
 	}
 	part := datastore.Partition(path)
-	if err := tx.Bucket(bFiles).Delete([]byte(path)); err != nil {
+	if err := d.bkt(tx, bFiles).Delete([]byte(path)); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bFeed).Delete(feedKey(part, pos)); err != nil {
+	if err := d.bkt(tx, bFeed).Delete(feedKey(part, pos)); err != nil {
 		return err
 	}
-	h, err := readHead(tx, part)
+	h, err := d.readHead(tx, part)
 	if err != nil {
 		return err
 	}
 	h.Floor = max(h.Floor, pos)
-	return putJSON(tx.Bucket(bHeads), []byte(part), h)
+	return putJSON(d.bkt(tx, bHeads), []byte(part), h)
 }

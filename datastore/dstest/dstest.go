@@ -50,6 +50,8 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"ConcurrentWritersOneModel", func(t *testing.T, s *datastore.Store) { testConcurrent(t, s, 1) }},
 		{"ConcurrentWritersManyModels", func(t *testing.T, s *datastore.Store) { testConcurrent(t, s, 8) }},
 		{"ReaderRacesWriter", testReaderRacesWriter},
+		{"Namespaces", testNamespaces},
+		{"DropPartition", testDropPartition},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

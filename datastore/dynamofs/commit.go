@@ -3,8 +3,6 @@ package dynamofs
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,14 +19,14 @@ import (
 
 // BeginUpload records the upload intent with one PutItem.
 func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
-	it := intentKey(s)
+	it := d.intentKey(s)
 	it["path"] = str(s.Path)
 	return d.classify(d.putItem(ctx, &dynamodb.PutItemInput{Item: it}), s.Path)
 }
 
 // PutChunk stores one chunk with one PutItem.
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
-	it := chunkKey(version, i)
+	it := d.chunkKey(version, i)
 	it["d"] = &types.AttributeValueMemberB{Value: data}
 	return d.classify(d.putItem(ctx, &dynamodb.PutItemInput{Item: it}), version)
 }
@@ -36,7 +34,7 @@ func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byt
 // register adds partition to its registry shard (an atomic ADD to a string
 // set) once per process, before its first change.
 func (d *Driver) register(ctx context.Context, partition string) error {
-	if _, ok := d.registered.Load(partition); ok {
+	if _, ok := d.registered.Load(d.regKey(partition)); ok {
 		return nil
 	}
 	u, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name("parts"), expression.Value(&types.AttributeValueMemberSS{Value: []string{partition}}))).Build()
@@ -44,19 +42,24 @@ func (d *Driver) register(ctx context.Context, partition string) error {
 		return err
 	}
 	err = d.retry(ctx, func() error {
-		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &d.table, Key: registryKey(shard(partition)),
+		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &d.table, Key: d.registryKey(shard(partition)),
 			UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values(), ReturnConsumedCapacity: total})
 		if err == nil {
 			d.meter.add("UpdateItem", 0, one(out.ConsumedCapacity)...)
+			d.meter.count(&d.meter.s.ItemsWritten)
 		}
 		return err
 	})
 	if err != nil {
 		return d.classify(err, partition)
 	}
-	d.registered.Store(partition, struct{}{})
+	d.registered.Store(d.regKey(partition), struct{}{})
 	return nil
 }
+
+// regKey is partition's key in the registration cache, which every
+// namespace of the table shares.
+func (d *Driver) regKey(partition string) string { return d.ns + "\x00" + partition }
 
 // role says why an item is in a commit's transaction, to explain a failed
 // condition.
@@ -124,6 +127,9 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 				race = false
 			}
 		}
+		if race {
+			d.meter.count(&d.meter.s.CommitRaces)
+		}
 		if !race || attempt >= maxCommitAttempts {
 			return nil, fmt.Errorf("%w: commit kept losing races with other commits (%v)", metastore.ErrUnavailable, err)
 		}
@@ -138,13 +144,13 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	shards := map[string]bool{}
 	var keys []item
 	for _, e := range entries {
-		keys = append(keys, key(filePK(datastore.Partition(e.Path())), e.Path()))
+		keys = append(keys, key(d.filePK(datastore.Partition(e.Path())), e.Path()))
 	}
 	for _, p := range parts {
-		keys = append(keys, headKey(p))
+		keys = append(keys, d.headKey(p))
 		if !shards[shard(p)] {
 			shards[shard(p)] = true
-			keys = append(keys, counterKey(shard(p)))
+			keys = append(keys, d.counterKey(shard(p)))
 		}
 	}
 	got, err := d.batchGet(ctx, keys)
@@ -173,12 +179,12 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	for _, e := range entries {
 		path := e.Path()
 		part := datastore.Partition(path)
-		old := lookup(key(filePK(part), path))
+		old := lookup(key(d.filePK(part), path))
 		if e.Put == nil && (old == nil || getBool(old, "del")) {
 			continue
 		}
 		if _, ok := seq[part]; !ok {
-			seq[part] = getN(lookup(headKey(part)), "seq")
+			seq[part] = getN(lookup(d.headKey(part)), "seq")
 		}
 		seq[part]++
 		info := datastore.Info{Path: path, Partition: part, Pos: seq[part], Time: now}
@@ -189,18 +195,17 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			add(roleIntent, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: intentKey(*s),
+			add(roleIntent, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.intentKey(*s),
 				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}})
 		} else {
 			info.Deleted = true
-			h := sha256.Sum256([]byte(path))
-			t := key("g#"+shard(path), "t#"+ms(now)+"#"+hex.EncodeToString(h[:12]))
+			t := d.tombKey(path, now)
 			t["path"], t["p"] = str(path), num(info.Pos)
 			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: t}})
 		}
 		if old != nil && !getBool(old, "del") && getN(old, "chunks") > 0 {
 			ver := getS(old, "ver")
-			g := key("g#"+shard(ver), "g#"+ms(now)+"#"+ver)
+			g := d.garbageKey(ver, now)
 			g["chunks"] = num(getN(old, "chunks"))
 			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: g}})
 		}
@@ -212,7 +217,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: fileItem(info),
+		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.fileItem(info),
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
 		out = append(out, info)
 	}
@@ -229,11 +234,11 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		sh := shard(p)
 		if _, ok := counter[sh]; !ok {
-			counter[sh] = getN(lookup(counterKey(sh)), "n")
+			counter[sh] = getN(lookup(d.counterKey(sh)), "n")
 		}
 		counter[sh]++
-		oldSeq := getN(lookup(headKey(p)), "seq")
-		w, err := d.casUpdate(headKey(p), "seq", oldSeq, expression.Set(expression.Name("seq"), expression.Value(newSeq)).
+		oldSeq := getN(lookup(d.headKey(p)), "seq")
+		w, err := d.casUpdate(d.headKey(p), "seq", oldSeq, expression.Set(expression.Name("seq"), expression.Value(newSeq)).
 			Set(expression.Name(attrPos), expression.Value(counter[sh])))
 		if err != nil {
 			return nil, nil, nil, err
@@ -241,8 +246,8 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		add(roleRace, w)
 	}
 	for _, sh := range slices.Sorted(maps.Keys(counter)) {
-		oldN := getN(lookup(counterKey(sh)), "n")
-		w, err := d.casUpdate(counterKey(sh), "n", oldN, expression.Set(expression.Name("n"), expression.Value(counter[sh])))
+		oldN := getN(lookup(d.counterKey(sh)), "n")
+		w, err := d.casUpdate(d.counterKey(sh), "n", oldN, expression.Set(expression.Name("n"), expression.Value(counter[sh])))
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -19,9 +19,33 @@
 //	g#SS          g#MS#VERSION    a version replaced at MS (chunks)
 //	g#SS          t#MS#HASH       a tombstone written at MS (path, pos)
 //	k#DIR         KEY             a lock record (v): DIR is KEY up to its last "/"
+//	s#NS#f#…, s#NS#x#SS, …        namespace NS's items: every pk above but k#, prefixed
 //
 // SS is a shard, two digits, FNV-1a of the partition (or version, or path)
 // modulo 16.
+//
+// # Namespaces
+//
+// The root namespace ("", the default) is the layout above, unprefixed, as
+// tables held it before namespaces. Namespace NS (a user's, or an internal
+// scope such as "_catalog"; never containing '#') prefixes every pk but a
+// record's with "s#NS#": its files, chunks, heads, shard counters,
+// registry and reclaim entries are item collections of its own, so commits
+// in two namespaces never touch one item (not even a shard counter), and
+// Reclaim, Partitions and ChangedPartitions of one namespace read only its
+// items. Records (k#) are not prefixed: every namespace's lock records are
+// the root's, and a commit in any namespace can be fenced on any of them.
+//
+// # DropPartition
+//
+// Reads the head (GetItem) and the partition's files (Query), then sends
+// TransactWriteItems of at most 100 items, each with the fence's
+// ConditionCheck: per file its delete (condition: the pos read) and its
+// tombstone's purge entry's delete or its live version's g# reclaim entry;
+// the last one also deletes the head (condition: the seq read) and DELETEs
+// the partition from its registry set. A commit racing the drop fails a
+// condition and the drop returns a conflict; a second call finishes a
+// partial drop.
 //
 // # Commit
 //
@@ -48,6 +72,8 @@ package dynamofs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -93,12 +119,23 @@ type Options struct {
 	Retryer aws.Retryer
 }
 
-// Driver is the DynamoDB implementation of datastore.Driver.
+// Driver is the DynamoDB implementation of datastore.Driver: the root
+// namespace of a table, or one of its namespaces (Namespace).
 type Driver struct {
+	*shared
+	// ns is the namespace ("" for the root) and pfx the prefix of every
+	// non-record pk in it ("" for the root, so existing tables keep their
+	// layout).
+	ns, pfx string
+}
+
+// shared is what every namespace of one table shares: the client, the
+// registration cache and the meter.
+type shared struct {
 	api        dynamostore.API
 	table      string
 	retryer    aws.Retryer
-	registered sync.Map // partition → struct{}: joined the registry
+	registered sync.Map // namespace NUL partition → struct{}: joined the registry
 	meter      meter
 }
 
@@ -112,7 +149,7 @@ func Open(ctx context.Context, api dynamostore.API, o Options) (*Driver, error) 
 	if o.Retryer == nil {
 		o.Retryer = dynamostore.NewRetryer(dynamostore.RetryOptions{})
 	}
-	d := &Driver{api: api, table: o.Table, retryer: o.Retryer}
+	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer}}
 	if _, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)}); err != nil {
 		return nil, d.classify(err, "")
 	}
@@ -188,19 +225,36 @@ func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 
 func num(n uint64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(n)} }
 
-func filePK(partition string) string { return "f#" + partition }
-func headKey(partition string) map[string]types.AttributeValue {
-	return key("x#"+shard(partition), partition)
+// pk prefixes a non-record pk with d's namespace.
+func (d *Driver) pk(s string) string { return d.pfx + s }
+
+func (d *Driver) filePK(partition string) string { return d.pk("f#" + partition) }
+func (d *Driver) headKey(partition string) item {
+	return key(d.headPK(shard(partition)), partition)
 }
-func counterKey(sh string) map[string]types.AttributeValue  { return key("n#"+sh, "n") }
-func registryKey(sh string) map[string]types.AttributeValue { return key("r#"+sh, "r") }
-func chunkKey(version string, i int) map[string]types.AttributeValue {
-	return key("c#"+version, fmt.Sprintf("%08d", i))
+func (d *Driver) headPK(sh string) string       { return d.pk("x#" + sh) }
+func (d *Driver) counterKey(sh string) item     { return key(d.pk("n#"+sh), "n") }
+func (d *Driver) registryKey(sh string) item    { return key(d.pk("r#"+sh), "r") }
+func (d *Driver) reclaimPK(sh string) string    { return d.pk("g#" + sh) }
+func (d *Driver) chunkPK(version string) string { return d.pk("c#" + version) }
+func (d *Driver) chunkKey(version string, i int) item {
+	return key(d.chunkPK(version), fmt.Sprintf("%08d", i))
 }
 
 // ms renders t as 13-digit unix milliseconds, so that sort keys order by time.
 func ms(t time.Time) string { return fmt.Sprintf("%013d", max(t.UnixMilli(), 0)) }
 
-func intentKey(s datastore.Staged) map[string]types.AttributeValue {
-	return key("g#"+shard(s.Version), "i#"+ms(s.Started)+"#"+s.Version)
+func (d *Driver) intentKey(s datastore.Staged) item {
+	return key(d.reclaimPK(shard(s.Version)), "i#"+ms(s.Started)+"#"+s.Version)
+}
+
+// garbageKey is the reclaim entry of version, replaced at t.
+func (d *Driver) garbageKey(version string, t time.Time) item {
+	return key(d.reclaimPK(shard(version)), "g#"+ms(t)+"#"+version)
+}
+
+// tombKey is the purge entry of path's tombstone written at t.
+func (d *Driver) tombKey(path string, t time.Time) item {
+	h := sha256.Sum256([]byte(path))
+	return key(d.reclaimPK(shard(path)), "t#"+ms(t)+"#"+hex.EncodeToString(h[:12]))
 }

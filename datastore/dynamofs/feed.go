@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,7 +16,7 @@ import (
 
 // Head reads a partition's head with one strongly consistent GetItem.
 func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, error) {
-	it, err := d.getItem(ctx, headKey(partition))
+	it, err := d.getItem(ctx, d.headKey(partition))
 	if err != nil {
 		return datastore.Head{}, err
 	}
@@ -37,7 +38,7 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 	if after == h.Seq {
 		return nil, h.Seq, nil
 	}
-	kc := expression.Key(attrPK).Equal(expression.Value(filePK(partition))).
+	kc := expression.Key(attrPK).Equal(expression.Value(d.filePK(partition))).
 		And(expression.Key(attrPos).Between(expression.Value(after+1), expression.Value(h.Seq)))
 	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
 	if err != nil {
@@ -79,7 +80,7 @@ func shardNames() []string {
 func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
 	var keys []item
 	for _, sh := range shardNames() {
-		keys = append(keys, registryKey(sh))
+		keys = append(keys, d.registryKey(sh))
 	}
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
@@ -110,7 +111,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	names := shardNames()
 	var keys []item
 	for _, sh := range names {
-		keys = append(keys, counterKey(sh))
+		keys = append(keys, d.counterKey(sh))
 	}
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
@@ -119,7 +120,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	var now [Shards]uint64
 	for _, it := range got {
 		var i int
-		fmt.Sscanf(getS(it, attrPK), "n#%02d", &i)
+		fmt.Sscanf(strings.TrimPrefix(getS(it, attrPK), d.pfx), "n#%02d", &i)
 		now[i] = getN(it, "n")
 	}
 	var heads []datastore.Head
@@ -132,7 +133,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		if now[i] == at[i] {
 			continue
 		}
-		kc := expression.Key(attrPK).Equal(expression.Value("x#" + sh)).
+		kc := expression.Key(attrPK).Equal(expression.Value(d.headPK(sh))).
 			And(expression.Key(attrPos).Between(expression.Value(at[i]+1), expression.Value(now[i])))
 		e, err := build(expression.NewBuilder().WithKeyCondition(kc))
 		if err != nil {

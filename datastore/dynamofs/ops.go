@@ -42,6 +42,7 @@ func (d *Driver) putItem(ctx context.Context, in *dynamodb.PutItemInput) error {
 		out, err := d.api.PutItem(ctx, in)
 		if err == nil {
 			d.meter.add("PutItem", 0, one(out.ConsumedCapacity)...)
+			d.meter.count(&d.meter.s.ItemsWritten)
 		}
 		return err
 	})
@@ -122,6 +123,7 @@ func (d *Driver) batchDelete(ctx context.Context, keys []item) error {
 				return d.classify(err, "")
 			}
 			d.meter.add("BatchWriteItem", 0, out.ConsumedCapacity...)
+			d.meter.countN(&d.meter.s.ItemsWritten, len(reqs)-len(out.UnprocessedItems[d.table]))
 			reqs = out.UnprocessedItems[d.table]
 			if len(reqs) > 0 {
 				if attempt >= d.retryer.MaxAttempts() {
@@ -141,11 +143,16 @@ func (d *Driver) transact(ctx context.Context, items []types.TransactWriteItem) 
 	var b [16]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
+	attempts := 0
 	return d.retry(ctx, func() error {
+		if attempts++; attempts > 1 {
+			d.meter.count(&d.meter.s.TransactRetries)
+		}
 		out, err := d.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: items, ClientRequestToken: &token, ReturnConsumedCapacity: total})
 		if err == nil {
 			d.meter.add("TransactWriteItems", 0, out.ConsumedCapacity...)
+			d.meter.countN(&d.meter.s.ItemsWritten, len(items))
 		}
 		return err
 	})
@@ -187,8 +194,8 @@ func getBool(it item, name string) bool {
 }
 
 // fileItem encodes a path's state. NB: attribute names are the table format.
-func fileItem(info datastore.Info) item {
-	it := key(filePK(info.Partition), info.Path)
+func (d *Driver) fileItem(info datastore.Info) item {
+	it := key(d.filePK(info.Partition), info.Path)
 	it[attrPos] = num(info.Pos)
 	it["t"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(info.Time.UnixNano(), 10)}
 	if info.Deleted {

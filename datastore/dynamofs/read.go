@@ -15,7 +15,7 @@ import (
 
 // GetChunk reads one chunk with a strongly consistent GetItem.
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
-	it, err := d.getItem(ctx, chunkKey(version, i))
+	it, err := d.getItem(ctx, d.chunkKey(version, i))
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
 	keys := make([]item, len(paths))
 	for i, p := range paths {
-		keys[i] = key(filePK(datastore.Partition(p)), p)
+		keys[i] = key(d.filePK(datastore.Partition(p)), p)
 	}
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
@@ -99,7 +99,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 		return nil, nil, nil
 	}
 	part := parts[i]
-	kc := expression.Key(attrPK).Equal(expression.Value(filePK(part)))
+	kc := expression.Key(attrPK).Equal(expression.Value(d.filePK(part)))
 	if len(prefix) > len(datastore.PartitionPrefix(part)) {
 		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
 	}
@@ -110,7 +110,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(),
 		ExpressionAttributeValues: e.Values(), Limit: aws32(limit)}
 	if at.Last != "" {
-		in.ExclusiveStartKey = key(filePK(part), at.Last)
+		in.ExclusiveStartKey = key(d.filePK(part), at.Last)
 	}
 	out, err := d.query(ctx, in)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
 	for _, sh := range shardNames() {
-		pk := "g#" + sh
+		pk := d.reclaimPK(sh)
 		err := d.due(ctx, pk, "i#", now.Add(-o.UploadGrace), func(it item) error {
 			// The intent goes first, conditionally: a commit that consumes
 			// it at the same time wins or loses as a whole.
@@ -47,7 +47,7 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			n := int(getN(it, "chunks"))
 			keys := []item{key(pk, getS(it, attrSK))}
 			for i := range n {
-				keys = append(keys, chunkKey(ver, i))
+				keys = append(keys, d.chunkKey(ver, i))
 			}
 			st.Versions++
 			st.Chunks += n
@@ -103,7 +103,7 @@ func (d *Driver) due(ctx context.Context, pk, kind string, end time.Time, fn fun
 }
 
 func (d *Driver) deleteAllChunks(ctx context.Context, version string) (int, error) {
-	kc := expression.Key(attrPK).Equal(expression.Value("c#" + version))
+	kc := expression.Key(attrPK).Equal(expression.Value(d.chunkPK(version)))
 	e, err := build(expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(expression.Name(attrPK), expression.Name(attrSK))))
 	if err != nil {
 		return 0, err
@@ -139,10 +139,10 @@ func (d *Driver) purgeTombstone(ctx context.Context, path string, pos uint64) (b
 		if err != nil {
 			return false, err
 		}
-		items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: &d.table, Key: key(filePK(part), path),
+		items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: &d.table, Key: key(d.filePK(part), path),
 			ConditionExpression: del.Condition(), ExpressionAttributeNames: del.Names(), ExpressionAttributeValues: del.Values()}}}
 		if pos > h.Floor {
-			w, err := d.casUpdate(headKey(part), "floor", h.Floor, expression.Set(expression.Name("floor"), expression.Value(pos)))
+			w, err := d.casUpdate(d.headKey(part), "floor", h.Floor, expression.Set(expression.Name("floor"), expression.Value(pos)))
 			if err != nil {
 				return false, err
 			}

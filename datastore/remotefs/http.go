@@ -32,7 +32,7 @@ func (d *Driver) call(ctx context.Context, method, op string, req, out any) erro
 		}
 		body, ctype = b, nodeapi.JSONMIMEType
 	}
-	resp, err := d.do(ctx, method, op, body, ctype)
+	resp, err := d.do(ctx, method, op, nil, body, ctype)
 	if err != nil {
 		return err
 	}
@@ -49,8 +49,8 @@ func (d *Driver) call(ctx context.Context, method, op string, req, out any) erro
 	return nil
 }
 
-func (d *Driver) do(ctx context.Context, method, op string, body []byte, ctype string) (*http.Response, error) {
-	target := d.base + nodeapi.DataPrefix + op
+func (d *Driver) do(ctx context.Context, method, op string, q url.Values, body []byte, ctype string) (*http.Response, error) {
+	target := d.target(op, q)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lake: %s %s: %w", method, target, err)
 	}

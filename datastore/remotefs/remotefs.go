@@ -2,7 +2,9 @@
 // serve`) serving a datastore: each driver method is one request to the
 // node's /v1/data/ endpoints (package nodeapi), which runs it on the node's
 // own datastore driver. Several processes on one machine share an embedded
-// bolt datastore this way, since one process holds the bolt file.
+// bolt datastore this way, since one process holds the bolt file. A
+// namespace's driver (Namespace) names its namespace in a query parameter
+// of each request but the records', which are the root's in every one.
 //
 // Errors are the node's, mapped back to the metastore sentinels (and to
 // datastore.ErrHorizon and datastore.ErrUploadExpired); a conflict is a
@@ -47,6 +49,9 @@ type Driver struct {
 	ownClient bool
 	maxCommit int
 	backend   string
+	// ns is the namespace every request but a record's names ("" for the
+	// root).
+	ns string
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -99,16 +104,13 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 	return d.call(ctx, http.MethodPost, nodeapi.DataUpload, s, nil)
 }
 
-func chunkOp(version string, i int) string {
-	q := url.Values{}
-	q.Set("version", version)
-	q.Set("i", strconv.Itoa(i))
-	return nodeapi.DataChunk + "?" + q.Encode()
+func chunkQuery(version string, i int) url.Values {
+	return url.Values{"version": {version}, "i": {strconv.Itoa(i)}}
 }
 
 // PutChunk implements datastore.Driver.
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
-	resp, err := d.do(ctx, http.MethodPut, chunkOp(version, i), data, nodeapi.ValueMIMEType)
+	resp, err := d.do(ctx, http.MethodPut, nodeapi.DataChunk, chunkQuery(version, i), data, nodeapi.ValueMIMEType)
 	if err != nil {
 		return err
 	}
@@ -121,7 +123,7 @@ func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byt
 
 // GetChunk implements datastore.Driver.
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
-	resp, err := d.do(ctx, http.MethodGet, chunkOp(version, i), nil, "")
+	resp, err := d.do(ctx, http.MethodGet, nodeapi.DataChunk, chunkQuery(version, i), nil, "")
 	if err != nil {
 		return nil, err
 	}

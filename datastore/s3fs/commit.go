@@ -189,7 +189,7 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		if err != nil {
 			return nil, fmt.Errorf("lake: encode log object: %v", err)
 		}
-		_, err = d.c.create(ctx, d.logKey(part, obj.First), body)
+		etag, err := d.c.create(ctx, d.logKey(part, obj.First), body)
 		if errors.Is(err, metastore.ErrConflict) {
 			if berr := backoff(ctx, attempt); berr != nil {
 				return nil, berr
@@ -206,7 +206,9 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		// is left to the next writer of the partition or to Reclaim
 		// rather than reported as a failed commit, which a caller would
 		// retry into a second version.
-		_ = d.rollForward(ctx, part, t, now)
+		if err := d.rollForward(ctx, part, t, now); errors.Is(err, errHeadGone) {
+			d.reregister(ctx, part, obj, etag, now)
+		}
 		return obj.infos(part), nil
 	}
 }
@@ -237,4 +239,35 @@ func (d *Driver) register(ctx context.Context, part string) (*tail, error) {
 		return nil, err
 	}
 	return d.readTail(ctx, part, true)
+}
+
+// reregister settles a commit whose log object (obj, created with etag)
+// landed while the partition was being dropped: its head was deleted under
+// the commit's roll-forward. Left as it is, the commit would be an orphan
+// (index entries listed, its paths not found by a stat). If its log object
+// survived, the partition is registered again and the commit is whole, as
+// if made after the drop (a drop still running removes it in its next
+// pass); if the drop removed it, so are the index entries the commit wrote
+// after the drop looked (its live versions handed to Reclaim). Failures
+// are left like a failed roll-forward's: the next drop of the partition
+// removes what is left.
+func (d *Driver) reregister(ctx context.Context, part string, obj *logObject, etag string, now time.Time) {
+	o, err := d.c.head(ctx, d.logKey(part, obj.First))
+	if err == nil && o.etag == etag {
+		body, _ := json.Marshal(head{})
+		if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return
+		}
+		if t, err := d.readTail(ctx, part, false); err == nil && t.exists {
+			_ = d.rollForward(ctx, part, t, now)
+		}
+		return
+	}
+	if !errors.Is(err, metastore.ErrNotFound) && err != nil {
+		return
+	}
+	var st datastore.DropStats
+	for i, e := range obj.Entries {
+		_ = d.dropFileIf(ctx, e.Path, &indexEntry{logEntry: e, Pos: obj.First + uint64(i)}, now, &st)
+	}
 }

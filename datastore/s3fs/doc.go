@@ -12,6 +12,14 @@
 //	h/PARTITION          the partition's head: registry entry and applied watermark
 //	f/PATH~              the path's index entry: its latest change, rolled forward from the log
 //	r/KEY~               a record of Records (lock records under r/lock/)
+//	n/NAME/...           namespace NAME (and the internal scope _catalog):
+//	                     its own c/ u/ v/ l/ h/ f/ tree, no r/ (records are the root's)
+//
+// The root's tree is the default namespace; Namespace returns a driver
+// over PREFIX/n/NAME/ on the same client, so two namespaces never read or
+// write one object but the lock records they choose to share.
+// DropPartition removes a partition's index entries, log objects and head,
+// in that order, by conditional deletes; see drop.go and docs/s3.md.
 //
 // A commit is the conditional create of the partition's next log position;
 // writers that read the same tail race for one name and exactly one wins, so

@@ -43,6 +43,11 @@ func (d *Driver) readIndex(ctx context.Context, path string) (*indexEntry, strin
 	return &e, o.etag, nil
 }
 
+// errHeadGone is rollForward's error when the partition's head was deleted
+// under it: the partition was dropped (DropPartition) while a commit to it
+// landed.
+var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partition was dropped)")
+
 // rollForward applies the log objects of t after its applied position to
 // the path index, then advances the partition's applied watermark. Anyone
 // may roll a partition forward, any number of times: each index entry only
@@ -80,7 +85,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		if h, etag, ok, err = d.readHead(ctx, part); err != nil {
 			return err
 		} else if !ok {
-			return fmt.Errorf("lake: s3 head of partition %q vanished", part)
+			return fmt.Errorf("%w: %q", errHeadGone, part)
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err

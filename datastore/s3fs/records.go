@@ -81,7 +81,7 @@ func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) 
 
 // ListRecords implements datastore.Records: a LIST, then a GET of each.
 func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
-	keys, err := d.c.listAll(ctx, d.prefix+"r/"+escape(prefix), "")
+	keys, err := d.c.listAll(ctx, d.root+"r/"+escape(prefix), "")
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.It
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, metastore.Item{Key: unleaf(strings.TrimPrefix(k.key, d.prefix+"r/")), Value: o.body})
+		out = append(out, metastore.Item{Key: unleaf(strings.TrimPrefix(k.key, d.root+"r/")), Value: o.body})
 	}
 	// The "~" ending a key sorts after "/": "a/x/deep~" lists before "a/x~".
 	slices.SortFunc(out, func(a, b metastore.Item) int { return strings.Compare(a.Key, b.Key) })

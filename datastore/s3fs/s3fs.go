@@ -37,8 +37,12 @@ const MaxCommit = 100
 
 // Driver is the S3 datastore driver. It is safe for concurrent use.
 type Driver struct {
-	c      *client
+	c *client
+	// prefix is where d's namespace lives (PREFIX/ for the root,
+	// PREFIX/n/NAME/ for a namespace); root is PREFIX/, where the records
+	// of every namespace live.
 	prefix string
+	root   string
 	window time.Duration
 }
 
@@ -60,7 +64,7 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	if opts.CommitWindow <= 0 {
 		opts.CommitWindow = DefaultCommitWindow
 	}
-	d := &Driver{c: &client{api: api, bucket: opts.Bucket}, prefix: p, window: opts.CommitWindow}
+	d := &Driver{c: &client{api: api, bucket: opts.Bucket}, prefix: p, root: p, window: opts.CommitWindow}
 	if _, _, err := d.c.list(ctx, d.prefix+"h/", "", 1); err != nil {
 		return nil, err
 	}
@@ -88,7 +92,7 @@ func (d *Driver) chunkKey(version string, i int) string {
 func (d *Driver) chunkPrefix(version string) string { return d.prefix + "c/" + version + "/" }
 func (d *Driver) uploadKey(version string) string   { return d.prefix + "u/" + version }
 func (d *Driver) replacedKey(version string) string { return d.prefix + "v/" + version }
-func (d *Driver) recordKey(key string) string       { return d.prefix + "r/" + leaf(key) }
+func (d *Driver) recordKey(key string) string       { return d.root + "r/" + leaf(key) }
 func (d *Driver) fileKey(path string) string        { return d.prefix + "f/" + leaf(path) }
 func (d *Driver) headKey(part string) string        { return d.prefix + "h/" + url.PathEscape(part) }
 func (d *Driver) logPrefix(part string) string      { return d.prefix + "l/" + url.PathEscape(part) + "/" }

@@ -1,0 +1,164 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// cursorKey is the record holding a namespace's fold cursor: the
+// ChangedPartitions cursor up to which its changes are in the catalog.
+func cursorKey(namespace string) string { return "datastore/catalog/" + namespace }
+
+// FoldStats says what one Fold did.
+type FoldStats struct {
+	// Changed counts the model partitions the namespace's index named as
+	// changed; Rows the rows rewritten; Removed the rows removed (models
+	// left with no file at all).
+	Changed, Rows, Removed int
+	// Written are the rows written and Gone the models whose rows were
+	// removed, for a caller that keeps a copy of the catalog.
+	Written []Row
+	Gone    []string
+}
+
+// Fold brings the catalog rows of ns's namespace up to date with its
+// changes since the last fold: it reads the partitions that changed (one
+// ChangedPartitions call from the fold's cursor), lists each changed model
+// and rewrites its row, all in one commit fenced by fence, then moves the
+// cursor (fenced too). Its cost grows with the models that changed, never
+// with the models that exist. Run it under the namespace's lock, with the
+// lock's fence: a holder that lost the lock writes nothing. Without a fence
+// (nil) concurrent folds may interleave; each is still correct, since a row
+// is recomputed from the model's files, and the cursor is moved only by a
+// compare-and-swap.
+func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (FoldStats, error) {
+	var st FoldStats
+	cat, err := ns.CatalogStore()
+	if err != nil {
+		return st, err
+	}
+	recs := ns.Records()
+	key := cursorKey(ns.NamespaceName())
+	old, err := recs.GetRecord(ctx, key)
+	if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+		return st, err
+	}
+	heads, next, err := ns.ChangedPartitions(ctx, string(old))
+	if errors.Is(err, metastore.ErrInvalidCursor) {
+		// A cursor the index no longer knows (a datastore recreated under
+		// the record): fold every partition again.
+		heads, next, err = ns.ChangedPartitions(ctx, "")
+	}
+	if err != nil {
+		return st, err
+	}
+	var models []datastore.Head
+	for _, h := range heads {
+		if strings.Contains(h.Partition, "/") {
+			models = append(models, h)
+		}
+	}
+	st.Changed = len(models)
+	if len(models) > 0 {
+		entries, written, gone, err := foldModels(ctx, ns, cat, models)
+		if err != nil {
+			return st, err
+		}
+		if len(entries) > 0 {
+			if _, err := cat.Commit(ctx, fence, entries); err != nil {
+				return st, err
+			}
+		}
+		st.Rows, st.Removed, st.Written, st.Gone = len(written), len(gone), written, gone
+	}
+	if next == string(old) {
+		return st, nil
+	}
+	expect := metastore.ExpectValue(old)
+	if old == nil {
+		expect = metastore.ExpectAbsent()
+	}
+	if fence != nil {
+		err = recs.FencedRecord(ctx, *fence, key, expect, []byte(next))
+	} else {
+		err = recs.CASRecord(ctx, key, expect, []byte(next))
+	}
+	if errors.Is(err, metastore.ErrConflict) && !datastore.IsFenceConflict(err) {
+		return st, nil // another fold moved it: its rows are as new as ours
+	}
+	return st, err
+}
+
+// foldModels returns the commit entries that rewrite the rows of the
+// changed models (and remove those of models left empty).
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head) ([]datastore.Entry, []Row, []string, error) {
+	nsName := ns.NamespaceName()
+	var rowPaths, defPaths []string
+	for _, h := range models {
+		rowPaths = append(rowPaths, rowPath(nsName, h.Partition))
+		defPaths = append(defPaths, DefinitionPath(h.Partition))
+	}
+	prevs, err := cat.StatMany(ctx, rowPaths)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defs, err := ns.StatMany(ctx, defPaths)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var entries []datastore.Entry
+	var written []Row
+	var gone []string
+	for _, h := range models {
+		var prev *Row
+		if info, ok := prevs[rowPath(nsName, h.Partition)]; ok && !info.Deleted {
+			r, err := decodeRow(info)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if r.Pos >= h.Seq {
+				continue // already folded
+			}
+			prev = &r
+		}
+		// The head before the listing: the listing holds at least every
+		// change up to it, so the next fold re-reads anything later.
+		head, err := ns.Head(ctx, h.Partition)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		files, err := ns.ListAll(ctx, datastore.PartitionPrefix(h.Partition))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var def *datastore.Info
+		if d, ok := defs[DefinitionPath(h.Partition)]; ok {
+			def = &d
+		}
+		if len(files) == 0 && def == nil && (prev == nil || prev.State != Orphaned) {
+			if prev != nil {
+				entries = append(entries, datastore.Entry{Delete: rowPath(nsName, h.Partition)})
+				gone = append(gone, h.Partition)
+			}
+			continue
+		}
+		row := buildRow(nsName, h.Partition, files, def, prev, head.Seq, ns.Now())
+		meta, err := encodeRow(row)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		staged, err := cat.Upload(ctx, rowPath(nsName, h.Partition), bytes.NewReader(nil), meta)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
+		}
+		entries = append(entries, datastore.Entry{Put: &staged})
+		written = append(written, row)
+	}
+	return entries, written, gone, nil
+}

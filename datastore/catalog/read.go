@@ -1,0 +1,201 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/lakemeta/lake/datastore"
+)
+
+// Cursor is a reader's position in the catalog: the catalog's
+// ChangedPartitions cursor and, per namespace, the position of its rows'
+// feed. The zero Cursor is the beginning.
+type Cursor struct {
+	Feed      string            `json:"feed,omitempty"`
+	Positions map[string]uint64 `json:"positions,omitempty"`
+}
+
+// Change is one change of the catalog: a model's new row, or its removal
+// (the model was pruned, or left with no file).
+type Change struct {
+	Namespace, Model string
+	// Removed marks a removal; Row is then zero.
+	Removed bool
+	Row     Row
+}
+
+// Changes is what Read returned.
+type Changes struct {
+	Changes []Change
+	// Reset names the namespaces whose rows were read whole (a reader
+	// below the catalog's tombstone horizon): a mirror drops its other
+	// rows of those namespaces.
+	Reset []string
+	// Read counts the catalog entries read.
+	Read int
+}
+
+// Read returns the catalog's changes since c, in every namespace, and the
+// cursor to pass next time: one ChangedPartitions call, then the feed of
+// each namespace whose rows changed, from its own position. What it reads
+// grows with what changed since c, never with the size of the catalog.
+func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Cursor, error) {
+	var out Changes
+	cat, err := store.CatalogStore()
+	if err != nil {
+		return out, c, err
+	}
+	next := Cursor{Feed: c.Feed, Positions: maps.Clone(c.Positions)}
+	if next.Positions == nil {
+		next.Positions = map[string]uint64{}
+	}
+	heads, feed, err := cat.ChangedPartitions(ctx, c.Feed)
+	if err != nil {
+		return out, c, err
+	}
+	for _, h := range heads {
+		ns := h.Partition
+		after := next.Positions[ns]
+		if h.Seq <= after {
+			continue
+		}
+		for {
+			ch, upTo, err := cat.Changes(ctx, ns, after, 1000)
+			if errors.Is(err, datastore.ErrHorizon) {
+				rows, err := All(ctx, store, ns)
+				if err != nil {
+					return out, c, err
+				}
+				out.Reset = append(out.Reset, ns)
+				for _, r := range rows {
+					out.Changes = append(out.Changes, Change{Namespace: r.Namespace, Model: r.Model, Row: r})
+				}
+				out.Read += len(rows)
+				after = h.Seq
+				break
+			}
+			if err != nil {
+				return out, c, err
+			}
+			for _, info := range ch {
+				out.Read++
+				nsName, model, ok := parseRowPath(info.Path)
+				if !ok {
+					return out, c, fmt.Errorf("lake: catalog path %q names no model", info.Path)
+				}
+				if info.Deleted {
+					out.Changes = append(out.Changes, Change{Namespace: nsName, Model: model, Removed: true})
+					continue
+				}
+				r, err := decodeRow(info)
+				if err != nil {
+					return out, c, err
+				}
+				out.Changes = append(out.Changes, Change{Namespace: nsName, Model: model, Row: r})
+			}
+			after = upTo
+			if len(ch) < 1000 {
+				break
+			}
+		}
+		next.Positions[ns] = after
+	}
+	next.Feed = feed
+	return out, next, nil
+}
+
+// All returns every row of namespace ("" for every namespace), sorted: the
+// whole catalog, for a person or a full export. It costs what the catalog
+// holds.
+func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, error) {
+	cat, err := store.CatalogStore()
+	if err != nil {
+		return nil, err
+	}
+	prefix := ""
+	if namespace != "" {
+		prefix = namespace + "/"
+	}
+	files, err := cat.ListAll(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]Row, 0, len(files))
+	for _, f := range files {
+		r, err := decodeRow(f)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b Row) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Model, b.Model)
+	})
+	return rows, nil
+}
+
+// Remove deletes the row of namespace's model (after the model was
+// pruned), fenced by fence.
+func Remove(ctx context.Context, store *datastore.Store, fence *datastore.Fence, namespace, model string) error {
+	cat, err := store.CatalogStore()
+	if err != nil {
+		return err
+	}
+	_, err = cat.Commit(ctx, fence, []datastore.Entry{{Delete: rowPath(namespace, model)}})
+	return err
+}
+
+// Get returns the row of namespace's model, or ok false if it has none.
+func Get(ctx context.Context, store *datastore.Store, namespace, model string) (Row, bool, error) {
+	cat, err := store.CatalogStore()
+	if err != nil {
+		return Row{}, false, err
+	}
+	m, err := cat.StatMany(ctx, []string{rowPath(namespace, model)})
+	if err != nil {
+		return Row{}, false, err
+	}
+	info, ok := m[rowPath(namespace, model)]
+	if !ok || info.Deleted {
+		return Row{}, false, nil
+	}
+	r, err := decodeRow(info)
+	return r, err == nil, err
+}
+
+// Model computes namespace ns's row of model from its files now, with every
+// entry (even when the stored row had to omit them).
+func Model(ctx context.Context, ns *datastore.Store, model string) (Row, error) {
+	head, err := ns.Head(ctx, model)
+	if err != nil {
+		return Row{}, err
+	}
+	files, err := ns.ListAll(ctx, datastore.PartitionPrefix(model))
+	if err != nil {
+		return Row{}, err
+	}
+	defs, err := ns.StatMany(ctx, []string{DefinitionPath(model)})
+	if err != nil {
+		return Row{}, err
+	}
+	var def *datastore.Info
+	if d, ok := defs[DefinitionPath(model)]; ok {
+		def = &d
+	}
+	prev, ok, err := Get(ctx, ns, ns.NamespaceName(), model)
+	if err != nil {
+		return Row{}, err
+	}
+	var p *Row
+	if ok {
+		p = &prev
+	}
+	return buildRow(ns.NamespaceName(), model, files, def, p, head.Seq, ns.Now()), nil
+}

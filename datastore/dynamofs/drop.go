@@ -1,0 +1,168 @@
+package dynamofs
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// dropRoom is the most file items one drop transaction carries: 100 items
+// less the fence's ConditionCheck and the head's delete and registry's
+// update, for which the last transaction keeps room.
+const dropRoom = 100 - 1 - 2
+
+// DropPartition reads the partition's head, then its files (one Query page
+// at a time) and removes them in transactions of at most 100 items, each
+// with the fence's ConditionCheck: each file's delete under a condition on
+// the position it was read with, with its tombstone's purge entry deleted
+// or its live version recorded for Reclaim as replaced at now. The last
+// transaction also deletes the head (which is the partition's index entry)
+// under a condition on the seq read first, and DELETEs the partition from
+// its registry shard's set. A commit racing the drop therefore fails one of
+// its conditions, and the drop returns an error matching
+// metastore.ErrConflict instead of losing that commit; a crash or conflict
+// leaves it partly done, and another call finishes it.
+func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
+	var st datastore.DropStats
+	head, err := d.getItem(ctx, d.headKey(partition))
+	if err != nil {
+		return st, err
+	}
+	var batch []types.TransactWriteItem
+	var pending datastore.DropStats
+	flush := func() error {
+		if err := d.dropTransact(ctx, fence, partition, batch); err != nil {
+			return err
+		}
+		st.Files += pending.Files
+		st.Tombstones += pending.Tombstones
+		batch, pending = batch[:0], datastore.DropStats{}
+		return nil
+	}
+	err = d.dropFiles(ctx, partition, now, func(ops []types.TransactWriteItem, tomb bool) error {
+		if len(batch)+len(ops) > dropRoom {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, ops...)
+		if tomb {
+			pending.Tombstones++
+		} else {
+			pending.Files++
+		}
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	if head != nil {
+		seq := getN(head, "seq")
+		cond := expression.AttributeNotExists(expression.Name("seq"))
+		if seq != 0 {
+			cond = expression.Name("seq").Equal(expression.Value(seq))
+		}
+		c, err := build(expression.NewBuilder().WithCondition(cond))
+		if err != nil {
+			return st, err
+		}
+		batch = append(batch, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.headKey(partition),
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+	}
+	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("parts"),
+		expression.Value(&types.AttributeValueMemberSS{Value: []string{partition}}))))
+	if err != nil {
+		return st, err
+	}
+	batch = append(batch, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.registryKey(shard(partition)),
+		UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}})
+	// Forget the registration before the registry loses it and again
+	// after: a commit of this process that follows the drop registers the
+	// partition again rather than trust a cache the drop made stale.
+	d.registered.Delete(d.regKey(partition))
+	err = flush()
+	d.registered.Delete(d.regKey(partition))
+	return st, err
+}
+
+// dropFiles queries the partition's files and calls add with the items of
+// the transaction that removes each: the file's delete, conditioned on its
+// position, and its tombstone's purge entry's delete (tomb) or its live
+// version's reclaim entry.
+func (d *Driver) dropFiles(ctx context.Context, partition string, now time.Time, add func(ops []types.TransactWriteItem, tomb bool) error) error {
+	kc := expression.Key(attrPK).Equal(expression.Value(d.filePK(partition)))
+	proj := expression.NamesList(expression.Name(attrSK), expression.Name(attrPos), expression.Name("del"),
+		expression.Name("ver"), expression.Name("chunks"), expression.Name("t"))
+	e, err := build(expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj))
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
+	for {
+		page, err := d.query(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			path := getS(it, attrSK)
+			c, err := build(expression.NewBuilder().WithCondition(expression.Name(attrPos).Equal(expression.Value(getN(it, attrPos)))))
+			if err != nil {
+				return err
+			}
+			ops := []types.TransactWriteItem{{Delete: &types.Delete{TableName: &d.table, Key: key(d.filePK(partition), path),
+				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}}
+			tomb := getBool(it, "del")
+			switch {
+			case tomb:
+				// The purge entry's key is the tombstone's time and path,
+				// both on the file item: no read needed to find it.
+				ops = append(ops, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table,
+					Key: d.tombKey(path, time.Unix(0, getI(it, "t")))}})
+			case getN(it, "chunks") > 0:
+				g := d.garbageKey(getS(it, "ver"), now)
+				g["chunks"] = num(getN(it, "chunks"))
+				ops = append(ops, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: g}})
+			}
+			if err := add(ops, tomb); err != nil {
+				return err
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// dropTransact sends ops behind the fence's ConditionCheck in one
+// TransactWriteItems and explains a failed condition: the fence, or a
+// commit that changed the partition since the drop read it.
+func (d *Driver) dropTransact(ctx context.Context, fence *datastore.Fence, partition string, ops []types.TransactWriteItem) error {
+	items := ops
+	if fence != nil {
+		c, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
+		if err != nil {
+			return err
+		}
+		items = append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key),
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}}, ops...)
+	}
+	err := d.transact(ctx, items)
+	failed, ok := failedIndexes(err)
+	switch {
+	case err == nil:
+		return nil
+	case !ok || len(failed) == 0:
+		return d.classify(err, partition)
+	case fence != nil && failed[0] == 0:
+		return metastore.Conflict(fence.Key, datastore.FenceReason)
+	default:
+		return metastore.Conflict(partition, "a commit changed the partition while it was being dropped; drop it again")
+	}
+}

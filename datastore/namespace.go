@@ -1,0 +1,272 @@
+package datastore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// DefaultNamespace is the namespace of the root: the tree a datastore held
+// before it had namespaces, and the one a command uses without --namespace.
+const DefaultNamespace = "default"
+
+// CatalogScope is the internal namespace that holds the catalog (package
+// catalog). Its name cannot be a user's namespace.
+const CatalogScope = "_catalog"
+
+// nsRE is a namespace name: one path segment of letters, digits, '.', '_'
+// and '-', starting with a letter or digit (so that "_catalog" and other
+// internal scopes can never be a user's).
+var nsRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidateNamespace returns nil if name is a valid namespace: 1 to 64
+// letters, digits, '.', '_' or '-', starting with a letter or digit.
+func ValidateNamespace(name string) error {
+	if !nsRE.MatchString(name) {
+		return fmt.Errorf("%w: namespace %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", metastore.ErrInvalidArgument, name)
+	}
+	return nil
+}
+
+// nsRegistryPrefix holds one record per namespace that ever committed,
+// valued with its configuration. Its first segment is none of the lock
+// package's (rec, exp, gen), so the two keyspaces never meet.
+const nsRegistryPrefix = "datastore/namespaces/"
+
+// Lifecycle is a namespace's policy for what lake may expire on its own
+// (package lifecycle applies it).
+type Lifecycle struct {
+	// Enabled lets every sync in the namespace expire, under its lock, what
+	// the policy names; off, only `lake data prune --apply` deletes.
+	Enabled bool `json:"enabled"`
+	// KeepLast keeps the newest KeepLast versions of each data name of a
+	// live model and lets older ones go; zero keeps every version.
+	KeepLast int `json:"keepLast,omitempty"`
+	// Retention is how long the data of a deleted model is kept before it
+	// can be pruned; zero means at once.
+	Retention time.Duration `json:"retention,omitempty"`
+	// Horizon is how long tombstones stay in the namespace's feeds and in
+	// its catalog rows' feed before a lifecycle Reclaim purges them (a
+	// puller away longer resyncs); zero means DefaultHorizon.
+	Horizon time.Duration `json:"horizon,omitempty"`
+}
+
+// NamespaceConfig is a namespace's entry in the registry.
+type NamespaceConfig struct {
+	Name      string    `json:"-"`
+	Created   time.Time `json:"created"`
+	Lifecycle Lifecycle `json:"lifecycle"`
+}
+
+// maxCachedScopes bounds the scopes a process keeps open, so that a client
+// naming ever new namespaces (through a node) cannot grow it without bound;
+// beyond it a scope is opened afresh on each call.
+const maxCachedScopes = 4096
+
+// namespaceState is what the Stores of one backend share about namespaces.
+type namespaceState struct {
+	mu         sync.Mutex
+	registered map[string]bool
+	// scopes caches the Store of each scope opened: opening one may cost
+	// a write (bolt creates its buckets).
+	scopes map[string]*Store
+}
+
+// Namespace returns the Store of namespace name over the same backend:
+// DefaultNamespace (or "") is the root, any other valid name a namespace of
+// its own, registered at its first commit. The returned Store shares s's
+// backend; closing it closes nothing.
+func (s *Store) Namespace(name string) (*Store, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if name == "" || name == DefaultNamespace {
+		return s.root, nil
+	}
+	if err := ValidateNamespace(name); err != nil {
+		return nil, err
+	}
+	return s.root.scope(name)
+}
+
+// scope returns the Store of any scope, internal ones included.
+func (s *Store) scope(name string) (*Store, error) {
+	nss := s.root.nss
+	nss.mu.Lock()
+	defer nss.mu.Unlock()
+	if ns, ok := nss.scopes[name]; ok {
+		return ns, nil
+	}
+	d, err := s.root.d.Namespace(name)
+	if err != nil {
+		return nil, err
+	}
+	root := s.root
+	ns := &Store{d: d, now: func() time.Time { return root.now() }, root: root, ns: name, borrowed: true, nss: nss}
+	if nss.scopes == nil {
+		nss.scopes = map[string]*Store{}
+	}
+	if len(nss.scopes) < maxCachedScopes {
+		nss.scopes[name] = ns
+	}
+	return ns, nil
+}
+
+// CatalogStore returns the Store of the internal catalog scope (package
+// catalog reads and writes it).
+func (s *Store) CatalogStore() (*Store, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s.root.scope(CatalogScope)
+}
+
+// NamespaceName returns the namespace s is in (DefaultNamespace for the
+// root).
+func (s *Store) NamespaceName() string {
+	if s.ns == "" {
+		return DefaultNamespace
+	}
+	return s.ns
+}
+
+// Root returns the Store of the default namespace over the same backend.
+func (s *Store) Root() *Store { return s.root }
+
+// register records s's namespace in the registry once per process, before
+// its first commit, so that Namespaces lists it.
+func (s *Store) register(ctx context.Context) error {
+	if s.ns == "" || strings.HasPrefix(s.ns, "_") {
+		return nil
+	}
+	s.nss.mu.Lock()
+	done := s.nss.registered[s.ns]
+	s.nss.mu.Unlock()
+	if done {
+		return nil
+	}
+	v, _ := json.Marshal(NamespaceConfig{Created: s.now().UTC()})
+	err := s.root.Records().CASRecord(ctx, nsRegistryPrefix+s.ns, metastore.ExpectAbsent(), v)
+	if err != nil && !errors.Is(err, metastore.ErrConflict) {
+		return fmt.Errorf("register namespace %s: %w", s.ns, err)
+	}
+	s.nss.mu.Lock()
+	s.nss.registered[s.ns] = true
+	s.nss.mu.Unlock()
+	return nil
+}
+
+// Namespaces returns every namespace: DefaultNamespace and each one that
+// ever committed, sorted, with its configuration.
+func (s *Store) Namespaces(ctx context.Context) ([]NamespaceConfig, error) {
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	recs, err := s.root.Records().ListRecords(ctx, nsRegistryPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := []NamespaceConfig{{Name: DefaultNamespace}}
+	for _, r := range recs {
+		name := strings.TrimPrefix(r.Key, nsRegistryPrefix)
+		if name == DefaultNamespace {
+			var c NamespaceConfig
+			if err := json.Unmarshal(r.Value, &c); err != nil {
+				return nil, fmt.Errorf("lake: corrupt namespace record %q: %w", r.Key, err)
+			}
+			out[0] = c
+			out[0].Name = DefaultNamespace
+			continue
+		}
+		var c NamespaceConfig
+		if err := json.Unmarshal(r.Value, &c); err != nil {
+			return nil, fmt.Errorf("lake: corrupt namespace record %q: %w", r.Key, err)
+		}
+		c.Name = name
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b NamespaceConfig) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Config returns the configuration of s's namespace (the zero policy if it
+// has none yet).
+func (s *Store) Config(ctx context.Context) (NamespaceConfig, error) {
+	c, _, err := s.config(ctx)
+	return c, err
+}
+
+func (s *Store) config(ctx context.Context) (NamespaceConfig, []byte, error) {
+	if err := s.open(); err != nil {
+		return NamespaceConfig{}, nil, err
+	}
+	name := s.NamespaceName()
+	raw, err := s.root.Records().GetRecord(ctx, nsRegistryPrefix+name)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return NamespaceConfig{Name: name}, nil, nil
+	}
+	if err != nil {
+		return NamespaceConfig{}, nil, err
+	}
+	var c NamespaceConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return NamespaceConfig{}, nil, fmt.Errorf("lake: corrupt namespace record %q: %w", nsRegistryPrefix+name, err)
+	}
+	c.Name = name
+	return c, raw, nil
+}
+
+// SetLifecycle replaces the lifecycle policy of s's namespace (registering
+// the namespace if it is not yet), with a compare-and-swap so that two
+// concurrent changes do not lose one.
+func (s *Store) SetLifecycle(ctx context.Context, l Lifecycle) (NamespaceConfig, error) {
+	if l.KeepLast < 0 || l.Retention < 0 || l.Horizon < 0 {
+		return NamespaceConfig{}, fmt.Errorf("%w: lifecycle keep-last, retention and horizon must not be negative", metastore.ErrInvalidArgument)
+	}
+	for range 10 {
+		c, raw, err := s.config(ctx)
+		if err != nil {
+			return NamespaceConfig{}, err
+		}
+		expect := metastore.ExpectValue(raw)
+		if raw == nil {
+			expect = metastore.ExpectAbsent()
+			c.Created = s.now().UTC()
+		}
+		c.Lifecycle = l
+		v, _ := json.Marshal(c)
+		err = s.root.Records().CASRecord(ctx, nsRegistryPrefix+c.Name, expect, v)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) {
+			return NamespaceConfig{}, err
+		}
+	}
+	return NamespaceConfig{}, fmt.Errorf("%w: namespace %s's configuration kept changing", metastore.ErrUnavailable, s.NamespaceName())
+}
+
+// DropPartition removes everything partition holds (see
+// Driver.DropPartition), fenced by fence if it is not nil.
+func (s *Store) DropPartition(ctx context.Context, fence *Fence, partition string) (DropStats, error) {
+	if err := s.open(); err != nil {
+		return DropStats{}, err
+	}
+	if err := ValidatePartition(partition); err != nil {
+		return DropStats{}, err
+	}
+	if fence != nil {
+		if err := metastore.ValidateKey(fence.Key); err != nil {
+			return DropStats{}, fmt.Errorf("fence: %w", err)
+		}
+	}
+	return s.d.DropPartition(ctx, fence, partition, s.now())
+}

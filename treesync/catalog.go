@@ -1,0 +1,227 @@
+package treesync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
+	"github.com/lakemeta/lake/datastore/dslock"
+	"github.com/lakemeta/lake/datastore/lifecycle"
+	"github.com/lakemeta/lake/lock"
+)
+
+// CatalogFile is the tree's mirror of the catalog of every namespace,
+// DIR/.lake/catalog.json: one row per model, kept up to date by each sync
+// from the catalog's changes only.
+const CatalogFile = "catalog.json"
+
+func (t *Tree) catalogPath() string { return filepath.Join(t.dir, StateDir, CatalogFile) }
+
+// readCatalog brings the tree's mirror of the catalog up to date: with
+// CatalogIncremental the changes since the tree's cursor, with
+// CatalogExport the whole catalog. It returns the models of the tree's own
+// namespace whose rows were removed (pruned): their partitions are read
+// again whole by the pull, which removes their files.
+func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report) ([]string, error) {
+	if t.opts.Catalog == CatalogOff {
+		return nil, nil
+	}
+	mirror, err := t.loadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	own := t.opts.Namespace
+	if t.opts.Catalog == CatalogExport {
+		rows, err := catalog.All(ctx, t.root, "")
+		if err != nil {
+			return nil, err
+		}
+		rep.CatalogRead = len(rows)
+		fresh := map[string]catalog.Row{}
+		for _, r := range rows {
+			fresh[r.Namespace+"/"+r.Model] = r
+		}
+		for k, r := range mirror {
+			if _, ok := fresh[k]; !ok && r.Namespace == own {
+				removed = append(removed, r.Model)
+			}
+		}
+		return removed, t.saveCatalog(fresh)
+	}
+	ch, next, err := catalog.Read(ctx, t.root, st.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	rep.CatalogRead = ch.Read
+	for _, ns := range ch.Reset {
+		for k, r := range mirror {
+			if r.Namespace == ns {
+				delete(mirror, k)
+				if ns == own {
+					removed = append(removed, r.Model)
+				}
+			}
+		}
+	}
+	for _, c := range ch.Changes {
+		k := c.Namespace + "/" + c.Model
+		if c.Removed {
+			delete(mirror, k)
+			if c.Namespace == own {
+				removed = append(removed, c.Model)
+			}
+			continue
+		}
+		mirror[k] = c.Row
+	}
+	st.Catalog = next
+	if len(ch.Changes) == 0 && len(ch.Reset) == 0 {
+		return nil, nil
+	}
+	slices.Sort(removed)
+	return slices.Compact(removed), t.saveCatalog(mirror)
+}
+
+// Catalog returns the tree's mirror of the catalog as of its last sync, by
+// NAMESPACE/TYPE/ID.
+func (t *Tree) Catalog() (map[string]catalog.Row, error) { return t.loadCatalog() }
+
+func (t *Tree) loadCatalog() (map[string]catalog.Row, error) {
+	b, err := os.ReadFile(t.catalogPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]catalog.Row{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lake: read the catalog mirror: %w", err)
+	}
+	m := map[string]catalog.Row{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("lake: the catalog mirror %s is damaged (remove it; the next sync reads the catalog whole): %v", t.catalogPath(), err)
+	}
+	return m, nil
+}
+
+func (t *Tree) saveCatalog(m map[string]catalog.Row) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("lake: encode the catalog mirror: %w", err)
+	}
+	return writeAtomic(filepath.Join(t.dir, StateDir), t.catalogPath(), b, 0o600)
+}
+
+// maintain runs after the commit, under the lock and fenced by it: the fold
+// of the namespace's changes into the catalog (and into the tree's mirror),
+// then, if the namespace's lifecycle is enabled, the expiry of what it lets
+// go, planned from the mirror (read incrementally, so planning reads
+// nothing), a second fold for the versions it deleted, and a Reclaim at
+// most every quarter of the horizon. Dropped models' files are removed from
+// the tree.
+func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Report) error {
+	if t.opts.Catalog == CatalogOff {
+		return nil
+	}
+	start := time.Now()
+	defer func() { rep.Lifecycle = time.Since(start) }()
+	fence := dslock.Fence(ls)
+	mirror, err := t.loadCatalog()
+	if err != nil {
+		return err
+	}
+	fold := func() error {
+		fs, err := catalog.Fold(ctx, t.store, fence)
+		if err != nil {
+			return fmt.Errorf("catalog fold: %w", err)
+		}
+		rep.CatalogFolded += fs.Rows + fs.Removed
+		for _, r := range fs.Written {
+			mirror[r.Namespace+"/"+r.Model] = r
+		}
+		for _, m := range fs.Gone {
+			delete(mirror, t.opts.Namespace+"/"+m)
+		}
+		return nil
+	}
+	if err := fold(); err != nil {
+		return err
+	}
+	cfg, err := t.store.Config(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.Lifecycle.Enabled {
+		if err := t.expire(ctx, fence, st, mirror, cfg.Lifecycle, fold, rep); err != nil {
+			return err
+		}
+	}
+	if rep.CatalogFolded+rep.PrunedModels > 0 {
+		return t.saveCatalog(mirror)
+	}
+	return nil
+}
+
+// expire applies the namespace's lifecycle policy p, planned from the
+// tree's mirror of its catalog rows.
+func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func() error, rep *Report) error {
+	var rows []catalog.Row
+	for _, r := range mirror {
+		if r.Namespace == t.opts.Namespace {
+			rows = append(rows, r)
+		}
+	}
+	actions, err := lifecycle.PlanRows(ctx, t.store, rows, p, t.store.Now())
+	if err != nil {
+		return err
+	}
+	ls, err := lifecycle.Apply(ctx, t.store, fence, actions)
+	if err != nil {
+		return fmt.Errorf("lifecycle: %w", err)
+	}
+	rep.PrunedModels, rep.PrunedVersions, rep.PrunedFiles = ls.Models, ls.Versions, ls.Files
+	for _, m := range ls.Dropped {
+		delete(mirror, t.opts.Namespace+"/"+m)
+		t.forgetPartition(st, m)
+	}
+	if ls.Versions > 0 {
+		if err := fold(); err != nil {
+			return err
+		}
+	}
+	horizon := p.Horizon
+	if horizon == 0 {
+		horizon = datastore.DefaultHorizon
+	}
+	if now := t.now(); now.Sub(time.Unix(0, st.Reclaimed)) >= horizon/4 {
+		rs, err := lifecycle.Reclaim(ctx, t.store, p)
+		if err != nil {
+			return fmt.Errorf("lifecycle reclaim: %w", err)
+		}
+		rep.Reclaimed = rs.Tombstones
+		st.Reclaimed = now.UnixNano()
+	}
+	return nil
+}
+
+// forgetPartition removes the tree's clean files of a dropped partition and
+// its position; a file changed locally since its sync stays (and is pushed
+// by the next sync, which starts the partition again).
+func (t *Tree) forgetPartition(st *state, part string) {
+	for p := range st.Files {
+		if datastore.Partition(p) != part {
+			continue
+		}
+		if _, changed, err := t.check(st, p); err == nil && !changed {
+			os.Remove(t.localPath(p))
+			t.removeEmptyParents(p)
+			delete(st.Files, p)
+		}
+	}
+	delete(st.Positions, part)
+}
