@@ -3,7 +3,9 @@ package syncload
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -20,13 +22,20 @@ const (
 	// long-lived model, the previous iteration's version) in a sync of its
 	// own: the seed's `data prune --force`, done by the harness.
 	LifecyclePrune LifecycleMode = "prune"
+	// LifecycleOn: the namespace's own lifecycle (package lifecycle,
+	// enabled with retention 0 and a LifecycleHorizon): the delete's sync
+	// orphans the model and drops it whole, partition and catalog row;
+	// the harness deletes nothing itself.
+	LifecycleOn LifecycleMode = "on"
 )
 
-// Seed004Lifecycle is the lifecycle of the seed's fifth configuration.
-//
-// HOOK (issue 19): switch it to the datastore's own lifecycle once it
-// exists (add its mode below and in newLifecycleStep).
-const Seed004Lifecycle = LifecyclePrune
+// LifecycleHorizon is the tombstone horizon of LifecycleOn: how long the
+// catalog's feed keeps the rows of pruned models.
+const LifecycleHorizon = 30 * time.Second
+
+// Seed004Lifecycle is the lifecycle of the seed's fifth configuration: the
+// fix the seed names, lifecycle management, not prune --force.
+const Seed004Lifecycle = LifecycleOn
 
 // Leftover is what an iteration leaves behind once its model is deleted
 // (or, long-lived, once its next version is written).
@@ -42,28 +51,41 @@ type Leftover struct {
 // paths to delete in a sync of their own (timed as the "prune" step); nil
 // means nothing to delete.
 type LifecycleStep interface {
+	// Setup prepares namespace ns of s before the worker's first
+	// iteration.
+	Setup(ctx context.Context, s *datastore.Store, ns string) error
 	Prune(ctx context.Context, l Leftover) ([]string, error)
 }
 
 // newLifecycleStep is the one place a lifecycle mode becomes a step.
-//
-// HOOK (issue 19): add LifecycleOn, whose step lets the datastore's
-// lifecycle prune the deleted model's data (returning nil paths, or the
-// paths 19's lifecycle wants removed by the sync).
 func newLifecycleStep(m LifecycleMode) (LifecycleStep, error) {
 	switch m {
 	case LifecycleOff:
 		return lifecycleOff{}, nil
 	case LifecyclePrune:
 		return lifecyclePrune{}, nil
+	case LifecycleOn:
+		return lifecycleOn{}, nil
 	}
-	return nil, fmt.Errorf("%w: lifecycle %q: want off or prune", metastore.ErrInvalidArgument, m)
+	return nil, fmt.Errorf("%w: lifecycle %q: want off, prune or on", metastore.ErrInvalidArgument, m)
 }
 
 type lifecycleOff struct{}
 
-func (lifecycleOff) Prune(context.Context, Leftover) ([]string, error) { return nil, nil }
+func (lifecycleOff) Setup(context.Context, *datastore.Store, string) error { return nil }
+func (lifecycleOff) Prune(context.Context, Leftover) ([]string, error)     { return nil, nil }
 
-type lifecyclePrune struct{}
+type lifecyclePrune struct{ lifecycleOff }
 
 func (lifecyclePrune) Prune(_ context.Context, l Leftover) ([]string, error) { return l.Paths, nil }
+
+type lifecycleOn struct{ lifecycleOff }
+
+func (lifecycleOn) Setup(ctx context.Context, s *datastore.Store, ns string) error {
+	n, err := s.Namespace(ns)
+	if err != nil {
+		return err
+	}
+	_, err = n.SetLifecycle(ctx, datastore.Lifecycle{Enabled: true, Horizon: LifecycleHorizon})
+	return err
+}

@@ -27,10 +27,43 @@ type meter struct {
 	// (DynamoDB); nil means the full pull reads the datastore's listing.
 	full FullIndex
 
+	// parent is the worker's meter when this one is a namespace's (the
+	// catalog scope, or the worker's namespace): its counts are the
+	// parent's.
+	parent *meter
+
 	mu     sync.Mutex
 	c      counts
 	phase  string // "" (by call), "catalog" or "prune"
 	lastAt time.Time
+}
+
+// root is the meter whose counts this one adds to.
+func (m *meter) root() *meter {
+	if m.parent != nil {
+		return m.parent
+	}
+	return m
+}
+
+// Namespace meters the namespace's driver into the same counts, so that a
+// worker's requests in its namespace and in the catalog are its own.
+func (m *meter) Namespace(name string) (datastore.Driver, error) {
+	r := m.root()
+	d, err := r.Driver.Namespace(name)
+	if err != nil {
+		return nil, err
+	}
+	return &meter{Driver: d, cfg: r.cfg, namespace: r.namespace, full: r.full, parent: r}, nil
+}
+
+// DropPartition is the lifecycle's drop of a pruned model, counted as one
+// request of the prune step.
+func (m *meter) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
+	t := time.Now()
+	st, err := m.Driver.DropPartition(ctx, fence, partition, now)
+	m.note("prune", t, st.Files+st.Tombstones, st.Files+st.Tombstones, partKey(partition))
+	return st, err
 }
 
 // counts is what a worker's calls cost since the last take.
@@ -65,8 +98,9 @@ func (m *meter) fullPull() bool { return m.cfg.Pull == PullFull || m.cfg.Pull ==
 
 // take returns the counts since the last take and resets them.
 func (m *meter) take() counts {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m = m.root()
+	m.root().mu.Lock()
+	defer m.root().mu.Unlock()
 	c := m.c
 	m.c = newCounts()
 	return c
@@ -75,10 +109,11 @@ func (m *meter) take() counts {
 // setPhase makes the calls that follow count for step p ("" for each
 // call's own step) and returns the phase it replaces.
 func (m *meter) setPhase(p string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := m.phase
-	m.phase = p
+	m = m.root()
+	m.root().mu.Lock()
+	defer m.root().mu.Unlock()
+	old := m.root().phase
+	m.root().phase = p
 	return old
 }
 
@@ -86,17 +121,18 @@ func (m *meter) setPhase(p string) string {
 // it took, its items and its keys.
 func (m *meter) note(step string, start time.Time, read, written int, keys ...string) {
 	d := time.Since(start)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.phase != "" {
-		step = m.phase
+	m = m.root()
+	m.root().mu.Lock()
+	defer m.root().mu.Unlock()
+	if m.root().phase != "" {
+		step = m.root().phase
 	}
-	m.c.Requests++
-	m.c.ItemsRead += int64(read)
-	m.c.ItemsWritten += int64(written)
-	m.c.Time[step] += d
+	m.root().c.Requests++
+	m.root().c.ItemsRead += int64(read)
+	m.root().c.ItemsWritten += int64(written)
+	m.root().c.Time[step] += d
 	for _, k := range keys {
-		m.c.Keys[k]++
+		m.root().c.Keys[k]++
 	}
 }
 
@@ -164,9 +200,9 @@ func (m *meter) Commit(ctx context.Context, fence *datastore.Fence, entries []da
 	if err != nil {
 		return out, err
 	}
-	m.mu.Lock()
-	m.c.IndexWritten += int64(len(entries))
-	m.mu.Unlock()
+	m.root().mu.Lock()
+	m.root().c.IndexWritten += int64(len(entries))
+	m.root().mu.Unlock()
 	if m.full != nil && m.fullPull() {
 		// The seed's index: an item per changed file in the one partition.
 		t := time.Now()
@@ -237,9 +273,9 @@ func (m *meter) rewriteIndex(ctx context.Context, fence datastore.Fence, entries
 			}
 		}
 	}
-	m.mu.Lock()
-	m.c.IndexWritten += int64(len(next))
-	m.mu.Unlock()
+	m.root().mu.Lock()
+	m.root().c.IndexWritten += int64(len(next))
+	m.root().mu.Unlock()
 	return nil
 }
 
@@ -298,9 +334,9 @@ func (m *meter) Partitions(ctx context.Context) ([]string, error) {
 // seed's queryAllFileMeta, outside the catalog step.
 func (m *meter) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
 	ctx = withTally(ctx, m)
-	m.mu.Lock()
-	full := m.fullPull() && m.phase != "catalog"
-	m.mu.Unlock()
+	m.root().mu.Lock()
+	full := m.fullPull() && m.root().phase != "catalog"
+	m.root().mu.Unlock()
 	if full {
 		if err := m.fullRead(ctx); err != nil {
 			return nil, nil, err
@@ -319,8 +355,8 @@ func (m *meter) ChangedPartitions(ctx context.Context, cursor []byte) ([]datasto
 // themselves are then applied from the feed: the read is the seed's cost,
 // paid in full.
 func (m *meter) fullRead(ctx context.Context) error {
-	since := m.lastAt
-	m.lastAt = time.Now()
+	since := m.root().lastAt
+	m.root().lastAt = time.Now()
 	if m.full != nil {
 		t := time.Now()
 		read, _, err := m.full.Pull(ctx, since, m.cfg.Pull == PullFullFilter)

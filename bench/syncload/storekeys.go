@@ -33,14 +33,14 @@ func storeNote(ctx context.Context, key string, read int64) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.root().mu.Lock()
+	defer m.root().mu.Unlock()
 	// A partition's capacity is spent by the items it reads and writes,
 	// not by the requests: a key's load is its items read, at least one
 	// per request.
-	m.c.StoreKeys[key] += max(1, read)
-	m.c.StoreRequests++
-	m.c.StoreItemsRead += read
+	m.root().c.StoreKeys[key] += max(1, read)
+	m.root().c.StoreRequests++
+	m.root().c.StoreItemsRead += read
 }
 
 // DynamoKeys wraps api so that every request is counted under the

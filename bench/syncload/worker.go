@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/treesync"
 )
@@ -40,17 +40,20 @@ func newWorker(id int, cfg Config, env Env, root string, start time.Time) (*work
 	ns := cfg.Namespace(id)
 	m := newMeter(env.Driver, cfg, ns, env.FullIndex)
 	s := datastore.New(m)
-	tr, err := treesync.Open(dir, s, &treesync.Options{Namespace: ns, Lock: &lock.Options{Lease: cfg.Lease, Wait: cfg.Wait,
-		Holder: fmt.Sprintf("bench-w%d-%d", id, os.Getpid())}})
-	if err != nil {
-		return nil, err
-	}
 	cat, err := newCatalogStep(cfg.Catalog)
 	if err != nil {
 		return nil, err
 	}
 	life, err := newLifecycleStep(cfg.Lifecycle)
 	if err != nil {
+		return nil, err
+	}
+	tr, err := treesync.Open(dir, s, &treesync.Options{Namespace: ns, Catalog: cat.TreeMode(), Lock: &lock.Options{Lease: cfg.Lease, Wait: cfg.Wait,
+		Holder: fmt.Sprintf("bench-w%d-%d", id, os.Getpid())}})
+	if err != nil {
+		return nil, err
+	}
+	if err := life.Setup(context.Background(), s, ns); err != nil {
 		return nil, err
 	}
 	return &worker{id: id, cfg: cfg, tree: tr, store: s, meter: m, catalog: cat, life: life, start: start,
@@ -78,7 +81,7 @@ func (w *worker) iterate(ctx context.Context, it int) Sample {
 
 func (w *worker) steps(ctx context.Context, it int, s *Sample) error {
 	model, files := w.modelFiles(it)
-	def := "definitions/" + strings.ReplaceAll(model, "/", "-") + ".yaml"
+	def := catalog.DefinitionPath(model)
 	write := func(dir string) error {
 		if w.cfg.Mode == ModeLoop {
 			if err := writeFile(dir, def, []byte("type: bench\nid: "+model+"\n")); err != nil {
@@ -167,7 +170,7 @@ func (w *worker) sync(ctx context.Context, s *Sample, work func(dir string) erro
 	rep, err := w.tree.Run(ctx, treesync.Scope{}, func(ctx context.Context, _ *lock.Lease) error {
 		t := time.Now()
 		prev := w.meter.setPhase("catalog")
-		rows, err := w.catalog.Read(ctx, w.store)
+		rows, err := w.catalog.Read(ctx, w.tree)
 		w.meter.setPhase(prev)
 		s.Catalog += time.Since(t)
 		if err != nil {

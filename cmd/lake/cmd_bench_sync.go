@@ -40,7 +40,9 @@ func newBenchSyncCommand(g *globalOptions) *cobra.Command {
 engine for --iterations or --duration on the datastore of --store:
 INSTANCE=wW-iI: create a disposable model (its definition and a method run
 writing --files files of --file-size bytes), sync; delete the model, sync; and,
-with --lifecycle prune, prune its data in a sync of its own. --mode
+with --lifecycle prune, prune its data in a sync of its own (the seed's
+prune --force), or with --lifecycle on let the namespace's lifecycle drop the
+deleted model during the delete's sync (issue 19's fix). --mode
 write-stress instead rewrites one model's files per worker on every iteration.
 
 Each bottleneck of the seed is a switch (see docs/bench-sync.md):
@@ -52,8 +54,10 @@ Each bottleneck of the seed is a switch (see docs/bench-sync.md):
   --lock global        one lock for every worker instead of one per namespace
   --commit full        every commit rewrites the namespace's whole index
   --models long-lived  one model per worker whose data accumulates
-  --catalog export     every sync reads the whole catalog (vs incremental)
-  --lifecycle off      deleted models' data stays (vs prune)
+  --catalog export     every sync reads the whole catalog of every namespace
+                       (vs incremental: only its changes; none: no catalog)
+  --lifecycle off      deleted models' data stays (vs prune: the harness
+                       deletes it; on: the namespace's lifecycle drops it)
 
 Every --interval it aggregates iterations/s, per-step latency (lock wait, pull,
 work, push, commit, catalog, prune), requests and items read and written per
@@ -92,7 +96,7 @@ http://HOST:PORT). The datastore of a single run must hold no files.`,
 	f.StringVar(&o.commit, "commit", string(c.Commit), "changed (only the changed entries) or full (rewrite the namespace's whole index)")
 	f.StringVar(&o.models, "models", string(c.Models), "disposable (a model per iteration) or long-lived (a model per worker)")
 	f.StringVar(&o.catalog, "catalog", string(c.Catalog), "export (read the whole catalog on every sync), incremental or none")
-	f.StringVar(&o.lifecycle, "lifecycle", string(c.Lifecycle), "off (deleted models' data stays) or prune (deleted each iteration)")
+	f.StringVar(&o.lifecycle, "lifecycle", string(c.Lifecycle), "off (deleted models' data stays), prune (the harness deletes it each iteration) or on (the namespace's lifecycle drops the deleted model)")
 	f.DurationVar(&c.Lease, "lease", c.Lease, "sync lock lease")
 	f.DurationVar(&c.Wait, "wait", c.Wait, "longest lock wait; a wait that runs out is a lock timeout")
 	f.StringVar(&o.scenario, "scenario", "", "seed004 (the seed's five configurations) or lock-floor (global lock at N and 2N workers)")
