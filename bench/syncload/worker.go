@@ -68,6 +68,11 @@ func (w *worker) iterate(ctx context.Context, it int) Sample {
 	err := w.steps(ctx, it, &s)
 	c := w.meter.take()
 	s.Pull, s.Push, s.Commit = c.Time["pull"], c.Time["push"], c.Time["commit"]
+	if w.cfg.Lifecycle == LifecycleOn {
+		// The lifecycle's drops happen inside the delete's sync (with
+		// --lifecycle prune the harness's own sync is timed whole).
+		s.Prune += c.Time["prune"]
+	}
 	s.Requests, s.ItemsRead, s.ItemsWritten, s.IndexWritten = c.Requests, c.ItemsRead, c.ItemsWritten, c.IndexWritten
 	s.Keys, s.StoreKeys, s.StoreRequests, s.StoreItemsRead = c.Keys, c.StoreKeys, c.StoreRequests, c.StoreItemsRead
 	s.CatalogRows, s.LiveFiles = w.rows, w.live
