@@ -213,7 +213,11 @@ func TestApplyWithLiveWriters(t *testing.T) {
 	if !res.IndexCreated || !res.Sweep.Complete {
 		t.Fatalf("apply: %+v", res)
 	}
-	rep, err := r.Verify(t.Context(), VerifyOptions{Segments: 3, PageSize: 25, Sample: 50})
+	// The index is eventually consistent: on a loaded CI machine DynamoDB
+	// Local's took longer than the default retries (6 s) to settle, so the
+	// check waits up to 25 s; an index entry that is really wrong stays
+	// wrong however long it waits.
+	rep, err := r.Verify(t.Context(), VerifyOptions{Segments: 3, PageSize: 25, Sample: 50, IndexRetries: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
