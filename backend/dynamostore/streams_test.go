@@ -369,5 +369,15 @@ func TestStreamReadStopsAtUpToAndLosesNothing(t *testing.T) {
 }
 
 func (e *streamEnv) since2(m dynamostore.StreamMark, upTo time.Time) (dynamostore.StreamChanges, error) {
-	return e.p.StreamChangesSince(e.t.Context(), m, upTo, false)
+	for attempt := 0; ; attempt++ {
+		c, err := e.p.StreamChangesSince(e.t.Context(), m, upTo, false)
+		// DynamoDB Local has once answered TrimmedDataAccessException for
+		// the start of a shard opened a moment before (a CI run under
+		// load): try again before calling it a gap.
+		if err != nil && strings.Contains(err.Error(), "TrimmedDataAccessException") && attempt < 3 {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		return c, err
+	}
 }
