@@ -32,11 +32,7 @@ release on them. See docs/sync.md and docs/locks.md.`,
 		Short: "Show who holds the datastore lock NAME (NAMESPACE/sync), since when, and its token",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
-				l, err := lock.New(dslock.New(s), nil)
-				if err != nil {
-					return err
-				}
+			return g.withDataLocker(cmd, func(l *lock.Locker) error {
 				info, err := l.Inspect(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -55,11 +51,7 @@ release on them. See docs/sync.md and docs/locks.md.`,
 		Short: "List the datastore locks of NAMESPACE",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
-				l, err := lock.New(dslock.New(s), nil)
-				if err != nil {
-					return err
-				}
+			return g.withDataLocker(cmd, func(l *lock.Locker) error {
 				infos, err := l.List(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -90,11 +82,7 @@ release on them. See docs/sync.md and docs/locks.md.`,
 			if err != nil {
 				return usagef("--token: %v", err)
 			}
-			return g.withData(cmd, false, func(s *datastore.Store) error {
-				l, err := lock.New(dslock.New(s), nil)
-				if err != nil {
-					return err
-				}
+			return g.withDataLocker(cmd, func(l *lock.Locker) error {
 				if err := l.ForceRelease(cmd.Context(), args[0], tok); err != nil {
 					return err
 				}
@@ -107,4 +95,16 @@ release on them. See docs/sync.md and docs/locks.md.`,
 	release.Flags().StringVar(&o.token, "token", "", "the fencing token the lock must be held with")
 	cmd.AddCommand(status, ls, release)
 	return cmd
+}
+
+// withDataLocker opens the datastore of --store and runs fn with a locker
+// over its lock records (the sync locks NAMESPACE/sync).
+func (g *globalOptions) withDataLocker(cmd *cobra.Command, fn func(*lock.Locker) error) error {
+	return g.withData(cmd, false, func(s *datastore.Store) error {
+		l, err := lock.New(dslock.New(s), nil)
+		if err != nil {
+			return err
+		}
+		return fn(l)
+	})
 }
