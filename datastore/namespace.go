@@ -176,21 +176,15 @@ func (s *Store) Namespaces(ctx context.Context) ([]NamespaceConfig, error) {
 	}
 	out := []NamespaceConfig{{Name: DefaultNamespace}}
 	for _, r := range recs {
-		name := strings.TrimPrefix(r.Key, nsRegistryPrefix)
-		if name == DefaultNamespace {
-			var c NamespaceConfig
-			if err := json.Unmarshal(r.Value, &c); err != nil {
-				return nil, fmt.Errorf("lake: corrupt namespace record %q: %w", r.Key, err)
-			}
-			out[0] = c
-			out[0].Name = DefaultNamespace
-			continue
-		}
 		var c NamespaceConfig
 		if err := json.Unmarshal(r.Value, &c); err != nil {
 			return nil, fmt.Errorf("lake: corrupt namespace record %q: %w", r.Key, err)
 		}
-		c.Name = name
+		c.Name = strings.TrimPrefix(r.Key, nsRegistryPrefix)
+		if c.Name == DefaultNamespace {
+			out[0] = c // a policy set on the root
+			continue
+		}
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b NamespaceConfig) int { return strings.Compare(a.Name, b.Name) })
