@@ -152,6 +152,26 @@ func (r *Rewrite) copyItem(ctx context.Context, old map[string]types.AttributeVa
 // 9's extra copies, built in from the start.
 func (r *Rewrite) removeOrphan(ctx context.Context, cp, oldKey map[string]types.AttributeValue, spend Spender, dry bool) (string, int, error) {
 	cpKey := r.OldKey(cp)
+	// An old item that maps to this copy's key again is its source: keep.
+	isSource := func(old map[string]types.AttributeValue) bool {
+		if old == nil || !r.isOld(old) {
+			return false
+		}
+		k, err := r.NewKey(old)
+		return err == nil && r.sameKey(k, cpKey)
+	}
+	return r.deleteCopy(ctx, cp, oldKey, spend, dry, isSource, OutOrphanRemoved)
+}
+
+// deleteCopy deletes the copy cp of the old item at oldKey in a transaction
+// checking that the old item is still as read, retrying races with backoff;
+// keep (if not nil) spares the copy for the old item as read (OutCopy). It
+// returns done once deleted; OutGone or OutOther when the copy went or
+// stopped being this old item's copy meanwhile; OutContended after too many
+// races. Apply's orphans and rollback share it.
+func (r *Rewrite) deleteCopy(ctx context.Context, cp, oldKey map[string]types.AttributeValue, spend Spender, dry bool,
+	keep func(old map[string]types.AttributeValue) bool, done string) (string, int, error) {
+	cpKey := r.OldKey(cp)
 	for attempt := 0; ; attempt++ {
 		if attempt >= r.attempts() {
 			return OutContended, attempt, nil
@@ -160,17 +180,15 @@ func (r *Rewrite) removeOrphan(ctx context.Context, cp, oldKey map[string]types.
 		if err != nil {
 			return "", attempt, err
 		}
-		if old != nil && r.isOld(old) {
-			if k, err := r.NewKey(old); err == nil && r.sameKey(k, cpKey) {
-				return OutCopy, attempt, nil
-			}
+		if keep != nil && keep(old) {
+			return OutCopy, attempt, nil
 		}
 		if dry {
-			return OutOrphanRemoved, attempt, nil
+			return done, attempt, nil
 		}
 		_, err = r.txn().check(oldKey, old).del(cpKey, cp).run(ctx, spend)
 		if err == nil {
-			return OutOrphanRemoved, attempt, nil
+			return done, attempt, nil
 		}
 		if !errors.Is(err, errRaced) {
 			return "", attempt, err

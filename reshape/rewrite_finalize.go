@@ -263,36 +263,5 @@ func (r *Rewrite) rollbackItem(ctx context.Context, item map[string]types.Attrib
 	if !ok {
 		return OutOther, 0, nil
 	}
-	cp, cpKey := item, r.OldKey(item)
-	for attempt := 0; ; attempt++ {
-		if attempt >= r.attempts() {
-			return OutContended, attempt, nil
-		}
-		old, err := r.read(ctx, oldKey)
-		if err != nil {
-			return "", attempt, err
-		}
-		if dry {
-			return OutRemoved, attempt, nil
-		}
-		_, err = r.txn().check(oldKey, old).del(cpKey, cp).run(ctx, spend)
-		if err == nil {
-			return OutRemoved, attempt, nil
-		}
-		if !errors.Is(err, errRaced) {
-			return "", attempt, err
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return "", attempt, err
-		}
-		if cp, err = r.read(ctx, cpKey); err != nil {
-			return "", attempt, err
-		}
-		if cp == nil {
-			return OutGone, attempt + 1, nil
-		}
-		if k, ok := r.isCopy(cp); !ok || !r.sameKey(k, oldKey) {
-			return OutOther, attempt + 1, nil
-		}
-	}
+	return r.deleteCopy(ctx, item, oldKey, spend, dry, nil, OutRemoved)
 }
