@@ -243,3 +243,67 @@ func TestRewriteCollisions(t *testing.T) {
 		t.Fatalf("finalize after an unclean verify: %v", err)
 	}
 }
+
+// TestRollbackKilledAfterACleanPassFinishes: a run killed right after the
+// last page of a pass leaves that pass's verdict behind. The run after a
+// pass that wrote sweeps once more; the run after a clean one records
+// rolled-back without sweeping. (Before, a completed pass was forgotten, so
+// runs killed at each pass's end never finished.)
+func TestRollbackKilledAfterACleanPassFinishes(t *testing.T) {
+	opts := DemoOptions{Workspaces: 2, MembersPerWS: 2, DocsPerWS: 2, CommentsPerDoc: 3}
+	c, rw := rewriteDemo(t, opts, nil)
+	ctx := t.Context()
+	before := tableDump(t, c, rw.Spec().Table)
+	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
+		t.Fatal(err)
+	}
+	var runs [][]sweep.Summary
+	for {
+		if len(runs) == 4 {
+			t.Fatalf("rollback killed at each pass's end did not finish in %d runs: %+v", len(runs), runs)
+		}
+		kctx, cancel := context.WithCancel(ctx)
+		o := fastRewrite
+		o.Progress = func(p sweep.Progress) {
+			if p.SegmentsDone == p.Segments {
+				cancel()
+			}
+		}
+		res, err := rw.Rollback(kctx, o)
+		cancel()
+		runs = append(runs, res.Passes)
+		if err == nil {
+			if res.Phase != PhaseRolledBack {
+				t.Fatalf("rollback ended in %s", res.Phase)
+			}
+			break
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	// Run 1: the pass deleting the copies; run 2: the clean pass; run 3
+	// finds it complete and clean and sweeps nothing.
+	if len(runs) != 3 || len(runs[2]) != 0 {
+		t.Fatalf("runs: %+v, want 3, the last without a pass", runs)
+	}
+	if runs[0][0].Counts[OutRemoved] == 0 || runs[1][0].Counts[OutRemoved] != 0 {
+		t.Fatalf("first pass removed %d, second %d: want copies removed by the first alone",
+			runs[0][0].Counts[OutRemoved], runs[1][0].Counts[OutRemoved])
+	}
+	if after := tableDump(t, c, rw.Spec().Table); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("table after rollback differs from before apply: %d items, want %d", len(after), len(before))
+	}
+	// A later rollback of a new apply sweeps again: the finished pass's
+	// cursors were forgotten.
+	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rw.Rollback(ctx, fastRewrite)
+	if err != nil || res.Phase != PhaseRolledBack || res.Counts()[OutRemoved] == 0 {
+		t.Fatalf("second rollback: %v, phase %s, counts %v", err, res.Phase, res.Counts())
+	}
+	if after := tableDump(t, c, rw.Spec().Table); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("table after the second rollback differs from before apply")
+	}
+}

@@ -70,7 +70,7 @@ func (r *Rewrite) Finalize(ctx context.Context, o RewriteOptions) (EndResult, er
 	if _, err := r.transition(ctx, PhaseFinalizing, PhaseLive); err != nil {
 		return EndResult{Phase: cur}, err
 	}
-	return r.endPasses(ctx, o, "finalize", PhaseFinalized, PhaseFinalizing, r.finalizeItem)
+	return r.endPasses(ctx, o, "finalize", PhaseFinalized, PhaseFinalizing, cur == PhaseFinalizing, r.finalizeItem)
 }
 
 // Rollback deletes the copies, before finalize: it records rolling-back
@@ -101,16 +101,19 @@ func (r *Rewrite) Rollback(ctx context.Context, o RewriteOptions) (EndResult, er
 	if err := r.forgetVerify(ctx); err != nil {
 		return EndResult{Phase: PhaseRollingBack}, err
 	}
-	return r.endPasses(ctx, o, "rollback", PhaseRolledBack, PhaseRollingBack, r.rollbackItem)
+	return r.endPasses(ctx, o, "rollback", PhaseRolledBack, PhaseRollingBack, cur == PhaseRollingBack, r.rollbackItem)
 }
 
 // endPasses sweeps with fn until a whole pass wrote nothing and met no item
 // left undone, then records `done`. Because a pass may be resumed by
 // another run after a kill, "wrote nothing" is recorded durably: before its
-// first write, each pass records StatePrefix()+name+"/dirty" (a run killed
-// right after a write has recorded it already), and a pass starting from
-// the beginning of the table clears it.
-func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, done, during Phase, fn itemFunc) (EndResult, error) {
+// first write, and on meeting an item it could not finish or that went
+// meanwhile, each pass records StatePrefix()+name+"/dirty" (a run killed
+// right after has recorded it already), and a pass starting from the
+// beginning of the table clears it. When resumed (the phase was `during`
+// already), a pass that a killed run completed still counts: if it ended
+// clean, this run records `done` without sweeping again.
+func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, done, during Phase, resumed bool, fn itemFunc) (EndResult, error) {
 	res := EndResult{Phase: during}
 	if err := r.settle(ctx, o.Settle); err != nil {
 		return res, err
@@ -121,16 +124,27 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 	}
 	dirtyKey := r.StatePrefix() + name + "/dirty"
 	var dirty atomic.Bool // recorded by this pass already
+	markDirty := func(ctx context.Context) error {
+		if dirty.Load() {
+			return nil
+		}
+		if err := r.state.Put(ctx, dirtyKey, []byte("1")); err != nil {
+			return fmt.Errorf("lake: reshape: record %s: %w", dirtyKey, err)
+		}
+		dirty.Store(true)
+		return nil
+	}
 	marked := func(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (string, int, error) {
-		return fn(ctx, item, func(ctx context.Context, units float64) error {
-			if !dirty.Load() {
-				if err := r.state.Put(ctx, dirtyKey, []byte("1")); err != nil {
-					return fmt.Errorf("lake: reshape: record %s: %w", dirtyKey, err)
-				}
-				dirty.Store(true)
+		outcome, retries, err := fn(ctx, item, func(ctx context.Context, units float64) error {
+			if err := markDirty(ctx); err != nil {
+				return err
 			}
 			return spend(ctx, units)
 		}, dry)
+		if err == nil && !dry && unfinished(outcome) {
+			err = markDirty(ctx)
+		}
+		return outcome, retries, err
 	}
 	fresh := func(ctx context.Context) error {
 		dirty.Store(false)
@@ -142,6 +156,41 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 			err = r.state.Delete(ctx, dirtyKey, b)
 		}
 		return err
+	}
+	clean := func(ctx context.Context) (bool, error) {
+		_, err := r.state.Get(ctx, dirtyKey)
+		if errors.Is(err, metastore.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	}
+	finish := func(ctx context.Context) (EndResult, error) {
+		if err := fresh(ctx); err != nil {
+			return res, err
+		}
+		// The next end of another apply sweeps from the beginning.
+		if err := r.checkpoints(name).Reset(ctx); err != nil {
+			return res, err
+		}
+		if _, err := r.transition(ctx, done, during); err != nil {
+			return res, err
+		}
+		res.Phase = done
+		return res, nil
+	}
+	// A run killed after the last page of a clean pass left the proof.
+	st, err := r.checkpoints(name).Load(ctx)
+	if err != nil {
+		return res, err
+	}
+	if resumed && st != nil && st.Done() {
+		ok, err := clean(ctx)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			return finish(ctx)
+		}
 	}
 	for range passes {
 		dirty.Store(false)
@@ -160,22 +209,26 @@ func (r *Rewrite) endPasses(ctx context.Context, o RewriteOptions, name string, 
 			return res, fmt.Errorf("%w: %s left items undone (skipped %d, contended %d, collision %d, not derivable %d): run apply, verify and %s again",
 				ErrRewriteIncomplete, name, c[OutSkipped], c[OutContended], c[OutCollision], c[OutNotDerivable], name)
 		}
-		_, err = r.state.Get(ctx, dirtyKey)
-		if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+		ok, err := clean(ctx)
+		if err != nil {
 			return res, err
 		}
-		if errors.Is(err, metastore.ErrNotFound) && c[OutGone] == 0 { // a gone item may leave an orphan behind the cursor
-			if err := fresh(ctx); err != nil {
-				return res, err
-			}
-			if _, err := r.transition(ctx, done, during); err != nil {
-				return res, err
-			}
-			res.Phase = done
-			return res, nil
+		if ok && c[OutGone] == 0 { // a gone item may leave an orphan behind the cursor
+			return finish(ctx)
 		}
 	}
 	return res, fmt.Errorf("%w: %s: %d passes and writers still leave work: are all writers using the helpers?", ErrRewriteIncomplete, name, passes)
+}
+
+// unfinished reports outcomes that keep a pass from proving the sweep done:
+// an item left undone, or one that went while the pass judged it (it may
+// leave an orphan behind the cursor).
+func unfinished(outcome string) bool {
+	switch outcome {
+	case OutSkipped, OutContended, OutCollision, OutNotDerivable, OutGone:
+		return true
+	}
+	return false
 }
 
 // finalizeItem moves one old item: deletes it and unmarks its copy.

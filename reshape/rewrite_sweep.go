@@ -40,18 +40,24 @@ const DefaultMaxPasses = 5
 // it adds to) and how often a condition failed on the way.
 type itemFunc func(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (outcome string, retries int, err error)
 
+// checkpoints is where the passes called name keep their cursors.
+func (r *Rewrite) checkpoints(name string) sweep.StoreCheckpoints {
+	return sweep.StoreCheckpoints{Store: r.state, Prefix: r.StatePrefix() + name + "/"}
+}
+
 // pass runs one sweep over the whole table under the durable cursors
 // StatePrefix()+name+"/", resuming an interrupted one. A pass that had
 // finished is forgotten first, so that each call makes at least one whole
 // pass over the table; fresh, when set, is called before a pass starts from
 // the beginning.
+
 func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn itemFunc, fresh func(context.Context) error) (sweep.Summary, error) {
 	so := sweep.Options{
 		Table: r.spec.Table, Segments: o.Segments, PageSize: o.PageSize, MaxWCU: o.MaxWCU,
 		DryRun: o.DryRun, Progress: o.Progress, ConsistentRead: true,
 	}
 	if !o.DryRun {
-		cp := sweep.StoreCheckpoints{Store: r.state, Prefix: r.StatePrefix() + name + "/"}
+		cp := r.checkpoints(name)
 		st, err := cp.Load(ctx)
 		if err != nil {
 			return sweep.Summary{}, err
