@@ -26,7 +26,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchCompareCommand(g), newBenchNodeCommand(g), newBenchNodeMemoryCommand(),
-		newBenchLinearizabilityCommand(g), newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g), newBenchSyncLoopCommand(g))
+		newBenchLinearizabilityCommand(g), newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g), newBenchSyncLoopCommand(g), newBenchSyncCommand(g))
 	return cmd
 }
 
