@@ -293,5 +293,40 @@ func (c *client) listAll(ctx context.Context, prefix, startAfter string) ([]list
 	return out, err
 }
 
+// listBefore returns the keys under prefix that sort before bound, reading
+// no page past the first key at or after it: a time-ordered prefix costs
+// what is due, not what it holds. The first page is small (firstListPage
+// keys), so that a call with nothing due reads a few keys, not a thousand.
+func (c *client) listBefore(ctx context.Context, prefix, bound string) ([]listed, error) {
+	in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix, MaxKeys: aws.Int32(firstListPage)}
+	var out []listed
+	for {
+		c.n.list.Add(1)
+		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
+		if err != nil {
+			return nil, classify("ListObjectsV2", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if k >= bound {
+				return out, nil
+			}
+			l := listed{key: k, etag: aws.ToString(o.ETag)}
+			if o.LastModified != nil {
+				l.mod = *o.LastModified
+			}
+			out = append(out, l)
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return out, nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
+		in.MaxKeys = aws.Int32(1000)
+	}
+}
+
+// firstListPage is the size of listBefore's first page.
+const firstListPage = 32
+
 // trimPrefix is strings.TrimPrefix, named for the reader of key layouts.
 func trimPrefix(s, p string) string { return strings.TrimPrefix(s, p) }

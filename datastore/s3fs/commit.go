@@ -46,7 +46,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 		if e.Put == nil {
 			continue
 		}
-		if _, err := d.c.head(ctx, d.uploadKey(e.Put.Version)); err != nil {
+		if _, err := d.c.head(ctx, d.uploadKey(e.Put.Version, e.Put.Started)); err != nil {
 			if errors.Is(err, metastore.ErrNotFound) {
 				return nil, fmt.Errorf("%w: %q version %s", datastore.ErrUploadExpired, e.Put.Path, e.Put.Version)
 			}

@@ -6,14 +6,16 @@
 // ETAG); every write this package sends is conditional. Under PREFIX/:
 //
 //	c/VERSION/NNNNNN     chunk NNNNNN of a version (immutable)
-//	u/VERSION            the intent of an upload, written before its chunks
-//	v/VERSION            a replaced version, whose chunks Reclaim deletes after the grace period
+//	u/TIME/VERSION       the intent of an upload, written before its chunks, named by its start
+//	v/VERSION            a replaced version's marker: an expired intent's version was committed
+//	q/TIME/VERSION       the due queue: a version replaced at TIME, whose chunks Reclaim deletes
+//	                     after the grace period (Reclaim lists u/ and q/ only up to now − grace)
 //	l/PARTITION/POS      the partition's log: one object per commit, named by its first position
 //	h/PARTITION          the partition's head: registry entry and applied watermark
 //	f/PATH~              the path's index entry: its latest change, rolled forward from the log
 //	r/KEY~               a record of Records (lock records under r/lock/)
 //	n/NAME/...           namespace NAME (and the internal scope _catalog):
-//	                     its own c/ u/ v/ l/ h/ f/ tree, no r/ (records are the root's)
+//	                     its own c/ u/ v/ q/ l/ h/ f/ tree, no r/ (records are the root's)
 //
 // The root's tree is the default namespace; Namespace returns a driver
 // over PREFIX/n/NAME/ on the same client, so two namespaces never read or

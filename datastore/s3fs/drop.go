@@ -2,7 +2,6 @@ package s3fs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -25,8 +24,8 @@ const maxDropPasses = 4
 //     version (and marks the versions the pending changes replaced);
 //  3. the fence read again, right before the first removal;
 //  4. each index entry of the partition's paths (f/PATH~, tombstones
-//     included): a live one's version marked replaced at now (v/VERSION,
-//     for Reclaim), then the entry deleted;
+//     included): a live one's version marked replaced at now (q/NOW/VERSION
+//     and v/VERSION, for Reclaim), then the entry deleted;
 //  5. each log object;
 //  6. the head, which is the registry entry and what ChangedPartitions
 //     compares: last, so that a partly dropped partition is still listed
@@ -126,8 +125,7 @@ func (d *Driver) dropFileIf(ctx context.Context, path string, want *indexEntry, 
 			return nil
 		}
 		if !e.Deleted {
-			mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: e.Chunks})
-			if _, err := d.c.create(ctx, d.replacedKey(e.Version), mark); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			if err := d.markReplaced(ctx, e.Version, e.Chunks, now); err != nil {
 				return err
 			}
 		}

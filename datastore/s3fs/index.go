@@ -21,11 +21,27 @@ type indexEntry struct {
 	Time time.Time `json:"time"`
 }
 
-// replaced is the value of v/VERSION: a version replaced at Time, whose
-// chunks Reclaim deletes after the grace period.
+// replaced is the value of v/VERSION: a version replaced at Time; its
+// chunks go with its due-queue entry (see markReplaced).
 type replaced struct {
 	Time   time.Time `json:"time"`
 	Chunks int       `json:"chunks"`
+}
+
+// markReplaced hands version's chunks to Reclaim as replaced at now: first
+// its entry in the due queue (q/TIME/VERSION, which Reclaim lists up to
+// now minus the grace period, and which alone decides), then its marker
+// (v/VERSION, by which an expired upload intent learns that its version was
+// committed). Both creates are idempotent for a retry with the same now.
+func (d *Driver) markReplaced(ctx context.Context, version string, chunks int, now time.Time) error {
+	if _, err := d.c.create(ctx, d.dueKey(version, now), nil); err != nil && !errors.Is(err, metastore.ErrConflict) {
+		return err
+	}
+	mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: chunks})
+	if _, err := d.c.create(ctx, d.replacedKey(version), mark); err != nil && !errors.Is(err, metastore.ErrConflict) {
+		return err
+	}
+	return nil
 }
 
 func (d *Driver) readIndex(ctx context.Context, path string) (*indexEntry, string, error) {
@@ -125,8 +141,7 @@ func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, no
 			return err
 		}
 		if cur != nil && !cur.Deleted && cur.Version != e.Version {
-			mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: cur.Chunks})
-			if _, err := d.c.create(ctx, d.replacedKey(cur.Version), mark); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			if err := d.markReplaced(ctx, cur.Version, cur.Chunks, now); err != nil {
 				return err
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/lakemeta/lake/metastore"
 )
 
-// upload is the value of u/VERSION, the intent of an upload.
+// upload is the value of u/STARTED/VERSION, the intent of an upload.
 type upload struct {
 	Path    string    `json:"path"`
 	Started time.Time `json:"started"`
@@ -25,7 +25,7 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 		return err
 	}
 	body, _ := json.Marshal(upload{Path: s.Path, Started: s.Started.Round(0).UTC()})
-	_, err := d.c.create(ctx, d.uploadKey(s.Version), body)
+	_, err := d.c.create(ctx, d.uploadKey(s.Version, s.Started), body)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -53,13 +54,42 @@ func (d *Driver) deleteChunks(ctx context.Context, version string) (int, error) 
 	return n, nil
 }
 
+// timeKeyLayout names a time in a key so that keys sort as times do (UTC,
+// fixed width): intents and replaced-version markers are named by time, so
+// Reclaim lists only those that are due.
+const timeKeyLayout = "20060102T150405.000000000Z"
+
+func timeKey(t time.Time) string { return t.UTC().Format(timeKeyLayout) }
+
+// timedVersion splits TIME/VERSION, the rest of an intent's or a marker's
+// key below its prefix.
+func timedVersion(rest string) (time.Time, string, bool) {
+	ts, version, ok := strings.Cut(rest, "/")
+	if !ok || version == "" || strings.Contains(version, "/") {
+		return time.Time{}, "", false
+	}
+	t, err := time.Parse(timeKeyLayout, ts)
+	return t, version, err == nil
+}
+
+// reclaimUploads deletes the chunks of the uploads started more than grace
+// ago and never committed: only those intents are listed (u/ is ordered by
+// start time). An intent whose version is its path's, or was and has been
+// replaced since (its v/ marker exists), leaves the chunks to the file or
+// to the marker; either way the intent goes.
 func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.Duration, st *datastore.ReclaimStats) error {
-	keys, err := d.c.listAll(ctx, d.prefix+"u/", "")
+	keys, err := d.c.listBefore(ctx, d.prefix+"u/", d.prefix+"u/"+timeKey(now.Add(-grace)))
 	if err != nil {
 		return err
 	}
 	for _, k := range keys {
-		version := trimPrefix(k.key, d.prefix+"u/")
+		started, version, ok := timedVersion(trimPrefix(k.key, d.prefix+"u/"))
+		if !ok {
+			return fmt.Errorf("lake: s3 upload intent key %q is not u/TIME/VERSION", k.key)
+		}
+		if now.Sub(started) <= grace {
+			continue
+		}
 		o, err := d.c.get(ctx, k.key)
 		if errors.Is(err, metastore.ErrNotFound) {
 			continue
@@ -71,11 +101,6 @@ func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.D
 		if err := json.Unmarshal(o.body, &u); err != nil {
 			return fmt.Errorf("lake: s3 upload intent %q is corrupt: %v", k.key, err)
 		}
-		if now.Sub(u.Started) <= grace {
-			continue
-		}
-		// A committed version's chunks are the file's (or, once replaced,
-		// its v/ marker's to reclaim): only the intent goes.
 		committed := false
 		if m, err := d.Stat(ctx, []string{u.Path}); err != nil {
 			return err
@@ -104,42 +129,36 @@ func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.D
 	return nil
 }
 
-// reclaimSkew is how far the store's clock (LastModified) may run ahead of
-// ours before a due marker is skipped for one more reclaim.
-const reclaimSkew = time.Minute
-
+// reclaimVersions deletes the chunks and the markers of the versions
+// replaced more than grace ago. Only the due queue's entries up to now
+// minus grace are listed (q/ is ordered by replacement time), so a reclaim
+// run often, as the lifecycle's is, costs what is due, not every version
+// replaced within the grace period.
 func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.Duration, st *datastore.ReclaimStats) error {
-	keys, err := d.c.listAll(ctx, d.prefix+"v/", "")
+	keys, err := d.c.listBefore(ctx, d.prefix+"q/", d.prefix+"q/"+timeKey(now.Add(-grace)))
 	if err != nil {
 		return err
 	}
 	for _, k := range keys {
-		// A marker the store stamped well within the grace period is not
-		// due: skip its GET, so that a reclaim run often (the lifecycle's)
-		// costs one LIST per 1,000 young markers, not a GET each. Skipping
-		// only ever delays a reclaim; the marker's own time decides.
-		if !k.mod.IsZero() && now.Sub(k.mod) < grace-reclaimSkew {
+		at, version, ok := timedVersion(trimPrefix(k.key, d.prefix+"q/"))
+		if !ok {
+			return fmt.Errorf("lake: s3 due-queue key %q is not q/TIME/VERSION", k.key)
+		}
+		if now.Sub(at) <= grace {
 			continue
 		}
-		o, err := d.c.get(ctx, k.key)
-		if errors.Is(err, metastore.ErrNotFound) {
-			continue
-		}
+		n, err := d.deleteChunks(ctx, version)
 		if err != nil {
 			return err
 		}
-		var r replaced
-		if err := json.Unmarshal(o.body, &r); err != nil {
-			return fmt.Errorf("lake: s3 replaced-version marker %q is corrupt: %v", k.key, err)
-		}
-		if now.Sub(r.Time) <= grace {
-			continue
-		}
-		n, err := d.deleteChunks(ctx, trimPrefix(k.key, d.prefix+"v/"))
-		if err != nil {
+		if o, err := d.c.head(ctx, d.replacedKey(version)); err == nil {
+			if err := d.c.deleteIf(ctx, d.replacedKey(version), o.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+				return err
+			}
+		} else if !errors.Is(err, metastore.ErrNotFound) {
 			return err
 		}
-		if err := d.c.deleteIf(ctx, k.key, o.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+		if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
 			return err
 		}
 		st.Versions++

@@ -90,12 +90,17 @@ func (d *Driver) chunkKey(version string, i int) string {
 	return fmt.Sprintf("%sc/%s/%06d", d.prefix, version, i)
 }
 func (d *Driver) chunkPrefix(version string) string { return d.prefix + "c/" + version + "/" }
-func (d *Driver) uploadKey(version string) string   { return d.prefix + "u/" + version }
+func (d *Driver) uploadKey(version string, started time.Time) string {
+	return d.prefix + "u/" + timeKey(started) + "/" + version
+}
 func (d *Driver) replacedKey(version string) string { return d.prefix + "v/" + version }
-func (d *Driver) recordKey(key string) string       { return d.root + "r/" + leaf(key) }
-func (d *Driver) fileKey(path string) string        { return d.prefix + "f/" + leaf(path) }
-func (d *Driver) headKey(part string) string        { return d.prefix + "h/" + url.PathEscape(part) }
-func (d *Driver) logPrefix(part string) string      { return d.prefix + "l/" + url.PathEscape(part) + "/" }
+func (d *Driver) dueKey(version string, at time.Time) string {
+	return d.prefix + "q/" + timeKey(at) + "/" + version
+}
+func (d *Driver) recordKey(key string) string  { return d.root + "r/" + leaf(key) }
+func (d *Driver) fileKey(path string) string   { return d.prefix + "f/" + leaf(path) }
+func (d *Driver) headKey(part string) string   { return d.prefix + "h/" + url.PathEscape(part) }
+func (d *Driver) logPrefix(part string) string { return d.prefix + "l/" + url.PathEscape(part) + "/" }
 func (d *Driver) logKey(part string, pos uint64) string {
 	return fmt.Sprintf("%s%020d", d.logPrefix(part), pos)
 }

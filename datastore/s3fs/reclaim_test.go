@@ -1,0 +1,116 @@
+package s3fs_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+)
+
+// readsAPI counts, per kind of key below the datastore's prefix (its first
+// segment: u, v, q, c, …), the objects read: one per GET or HEAD, and one
+// per key a listing returned.
+type readsAPI struct {
+	s3fs.API
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (r *readsAPI) count(key string, n int) {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(key, testPrefix), "/")
+	r.mu.Lock()
+	r.reads[kind] += n
+	r.mu.Unlock()
+}
+
+func (r *readsAPI) take() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.reads
+	r.reads = map[string]int{}
+	return out
+}
+
+func (r *readsAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	r.count(aws.ToString(in.Key), 1)
+	return r.API.GetObject(ctx, in, o...)
+}
+
+func (r *readsAPI) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	r.count(aws.ToString(in.Key), 1)
+	return r.API.HeadObject(ctx, in, o...)
+}
+
+func (r *readsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	out, err := r.API.ListObjectsV2(ctx, in, o...)
+	if out != nil {
+		r.count(aws.ToString(in.Prefix), len(out.Contents))
+	}
+	return out, err
+}
+
+// TestReclaimReadsOnlyWhatIsDue: upload intents and replaced versions are
+// named by time, so a reclaim within the grace period reads a first small
+// page of each and nothing else of them, however many there are (the
+// lifecycle reclaims every few seconds); past the grace period it reclaims
+// every replaced version's chunks and every intent, and keeps the live
+// files whole.
+func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &readsAPI{API: c, reads: map[string]int{}}
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	ctx := t.Context()
+	start := time.Now()
+	const files = 60
+	for round := range 2 { // the second round replaces every version of the first
+		for i := range files {
+			if _, err := s.Put(ctx, fmt.Sprintf("data/m/p/f%03d", i), strings.NewReader(fmt.Sprint(round, i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	api.take()
+	opts := datastore.ReclaimOptions{Grace: time.Hour}
+	s.SetClock(func() time.Time { return start.Add(30 * time.Minute) })
+	st, err := s.Reclaim(ctx, opts)
+	if err != nil || st.Versions+st.Uploads+st.Chunks != 0 {
+		t.Fatalf("reclaim within the grace period = %+v, %v; want nothing reclaimed", st, err)
+	}
+	reads := api.take()
+	for _, kind := range []string{"u", "v", "q"} {
+		if reads[kind] > 32 {
+			t.Errorf("reclaim within the grace period read %d objects of %s/ (%v); want at most one first page of 32", reads[kind], kind, reads)
+		}
+	}
+	s.SetClock(func() time.Time { return start.Add(2 * time.Hour) })
+	st, err = s.Reclaim(ctx, opts)
+	if err != nil || st.Versions != files || st.Chunks != files || st.Uploads != 0 {
+		t.Fatalf("reclaim past the grace period = %+v, %v; want %d versions and their chunks, no upload", st, err, files)
+	}
+	for i := range files {
+		p := fmt.Sprintf("data/m/p/f%03d", i)
+		if _, got, err := s.Get(ctx, p); err != nil || string(got) != fmt.Sprint(1, i) {
+			t.Fatalf("%s after the reclaim reads %q, %v; want the second round's", p, got, err)
+		}
+	}
+	left := map[string]int{}
+	for _, k := range bucketKeys(t, c, bucket) {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(k, testPrefix), "/")
+		left[kind]++
+	}
+	if left["u"]+left["v"]+left["q"] != 0 || left["c"] != files {
+		t.Fatalf("after the reclaim the bucket holds %v; want no intent or marker and one chunk per live file", left)
+	}
+}
