@@ -205,7 +205,8 @@ func distinct[T any](xs []T, key func(T) string) []string {
 // below the datastore's prefix: the kind of object and, for files and
 // heads and logs the partition (f/data/TYPE/ID, h/PART, l/PART), for
 // records their directory (r/DIR/NS), for chunks and uploads the kind
-// alone; a listing counts under "list:" and its prefix.
+// alone, and in a namespace the same prefixed by n/ (n/l/PART, n/q/…); a
+// listing counts under "list:" and its prefix.
 func S3Keys(api s3fs.API, prefix string) s3fs.API { return &s3Keys{api, prefix} }
 
 type s3Keys struct {
@@ -216,6 +217,14 @@ type s3Keys struct {
 func (s *s3Keys) class(key string) string {
 	k := strings.TrimPrefix(key, s.prefix)
 	kind, rest, _ := strings.Cut(k, "/")
+	if kind == "n" {
+		// A namespace's tree: its kind of object, the namespace's name
+		// left out so that the workers' namespaces add up.
+		if _, tree, ok := strings.Cut(rest, "/"); ok {
+			return "n/" + s.class(s.prefix+tree)
+		}
+		return "n/"
+	}
 	segs := map[string]int{"f": 3, "r": 2, "h": 1, "l": 1}[kind]
 	if segs == 0 {
 		return kind + "/"

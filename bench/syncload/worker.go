@@ -188,6 +188,8 @@ func (w *worker) sync(ctx context.Context, s *Sample, work func(dir string) erro
 		return err
 	}, treesync.RunOptions{})
 	s.Lock += rep.LockWait
+	// What the namespace's lifecycle expired is no longer in its index.
+	w.live -= rep.PrunedFiles
 	if errors.Is(err, lock.ErrTimeout) {
 		// The wait ran out: the time waited is all the lock's.
 		s.Lock += time.Since(start)

@@ -149,22 +149,50 @@ func (d *Driver) posOf(part, key string) (uint64, error) {
 }
 
 // from returns the log objects that may hold a position after after, in
-// order: one LIST from the first name an object holding after+1 can have
-// (an object spans at most MaxCommit positions), then a GET of each object
-// that holds one, stopping once limit changes are read (limit 0: no bound).
+// order: one LIST of the objects after after, and, unless the first of them
+// starts at after+1 (or none does and after is the applied watermark), one
+// LIST from the first name an object holding after+1 can have (an object
+// spans at most MaxCommit positions); then a GET of each object that holds
+// one, stopping once limit changes are read (limit 0: no bound).
 // end is the last position of the last object read (zero if none was).
 //
 // applied is the partition's applied watermark, which is always the end of
 // an object: when after is that end, or the listing shows the next object
 // starting at after+1, the object holding after is not read.
 func (d *Driver) from(ctx context.Context, part string, after, applied uint64, limit int) (objs []*logObject, end uint64, err error) {
-	start := ""
-	if after+1 > MaxCommit {
-		start = d.logKey(part, after+1-MaxCommit)
+	var keys []listed
+	if after > 0 {
+		// Most reads start at an object's end (the applied watermark,
+		// or where a reader stopped): list only the objects after it,
+		// and go back for the one holding after+1 only if it is not
+		// among them. A log listed from MaxCommit positions back costs
+		// up to that many keys per read, whatever changed.
+		if keys, err = d.c.listAll(ctx, d.logPrefix(part), d.logKey(part, after)); err != nil {
+			return nil, 0, err
+		}
+		if len(keys) > 0 {
+			if pos, err := d.posOf(part, keys[0].key); err != nil {
+				return nil, 0, err
+			} else if pos != after+1 {
+				keys = nil
+			}
+		} else if after != applied {
+			keys = nil
+		} else {
+			return nil, after, nil
+		}
+		if keys != nil {
+			end = after
+		}
 	}
-	keys, err := d.c.listAll(ctx, d.logPrefix(part), start)
-	if err != nil {
-		return nil, 0, err
+	if keys == nil {
+		start := ""
+		if after+1 > MaxCommit {
+			start = d.logKey(part, after+1-MaxCommit)
+		}
+		if keys, err = d.c.listAll(ctx, d.logPrefix(part), start); err != nil {
+			return nil, 0, err
+		}
 	}
 	// Only the last object named at or below after can hold after+1.
 	first, below := 0, false

@@ -114,3 +114,59 @@ func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
 		t.Fatalf("after the reclaim the bucket holds %v; want no intent or marker and one chunk per live file", left)
 	}
 }
+
+// TestPullListsOnlyWhatIsNew: a pull from where the last one stopped (an
+// object's end) lists the log objects after it, not the MaxCommit
+// positions before it, so its cost follows what changed however long the
+// log is; a pull from within an object still finds that object.
+func TestPullListsOnlyWhatIsNew(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &readsAPI{API: c, reads: map[string]int{}}
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	ctx := t.Context()
+	const part = "m/p"
+	for i := range 150 { // one log object a put
+		if _, err := s.Put(ctx, fmt.Sprintf("data/%s/f%03d", part, i%40), strings.NewReader(fmt.Sprint(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := s.Head(ctx, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Put(ctx, fmt.Sprintf("data/%s/new%d", part, i), strings.NewReader("n"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api.take()
+	ch, _, err := s.Changes(ctx, part, h.Seq, 1000)
+	if err != nil || len(ch) != 3 {
+		t.Fatalf("changes after %d: %d, %v; want the 3 new puts", h.Seq, len(ch), err)
+	}
+	if reads := api.take(); reads["l"] > 3+3 {
+		t.Errorf("a pull of 3 new commits read %d log keys and objects (%v); want the 3 new objects listed and read (6)", reads["l"], reads)
+	}
+	// From inside a commit of several entries: the object holding the
+	// next position starts before it.
+	var es []datastore.Entry
+	for i := range 4 {
+		st, err := s.Upload(ctx, fmt.Sprintf("data/%s/multi%d", part, i), strings.NewReader("m"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, datastore.Entry{Put: &st})
+	}
+	h, _ = s.Head(ctx, part)
+	if _, err := s.Commit(ctx, nil, es); err != nil {
+		t.Fatal(err)
+	}
+	ch, _, err = s.Changes(ctx, part, h.Seq+2, 1000)
+	if err != nil || len(ch) != 2 || ch[0].Path != fmt.Sprintf("data/%s/multi2", part) {
+		t.Fatalf("changes from inside a commit: %+v, %v; want its last 2 entries", ch, err)
+	}
+}
