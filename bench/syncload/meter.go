@@ -66,6 +66,17 @@ func (m *meter) DropPartition(ctx context.Context, fence *datastore.Fence, parti
 	return st, err
 }
 
+// Reclaim is the lifecycle's periodic reclaim of the namespace (and of the
+// catalog's scope), counted as one request of the prune step: its time is
+// part of what expiring costs.
+func (m *meter) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
+	t := time.Now()
+	st, err := m.Driver.Reclaim(ctx, now, o)
+	n := st.Uploads + st.Versions + st.Tombstones
+	m.note("prune", t, n, n, "reclaim")
+	return st, err
+}
+
 // counts is what a worker's calls cost since the last take.
 type counts struct {
 	Requests, ItemsRead, ItemsWritten int64

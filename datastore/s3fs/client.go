@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,10 @@ type client struct {
 	bucket string
 	n      counters
 	clock  serverClock
+	// examined remembers, by log prefix, how far Reclaim has handled the
+	// tombstones of a log (see compact): shared by every namespace's
+	// driver on this client, kept for the life of the process.
+	examined sync.Map // string → examinedMark
 }
 
 func newWID() string {

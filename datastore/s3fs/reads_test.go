@@ -16,8 +16,8 @@ import (
 )
 
 // readsAPI counts, per kind of key below the datastore's prefix (its first
-// segment: u, v, q, c, …), the objects read: one per GET or HEAD, and one
-// per key a listing returned.
+// segment: u, v, q, c, …), the objects read, one per GET or HEAD, and under
+// "list:KIND" the keys its listings returned.
 type readsAPI struct {
 	s3fs.API
 	mu    sync.Mutex
@@ -52,7 +52,7 @@ func (r *readsAPI) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...
 func (r *readsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	out, err := r.API.ListObjectsV2(ctx, in, o...)
 	if out != nil {
-		r.count(aws.ToString(in.Prefix), len(out.Contents))
+		r.count(testPrefix+"list:"+strings.TrimPrefix(aws.ToString(in.Prefix), testPrefix), len(out.Contents))
 	}
 	return out, err
 }
@@ -89,9 +89,9 @@ func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
 		t.Fatalf("reclaim within the grace period = %+v, %v; want nothing reclaimed", st, err)
 	}
 	reads := api.take()
-	for _, kind := range []string{"u", "v", "q"} {
-		if reads[kind] > 32 {
-			t.Errorf("reclaim within the grace period read %d objects of %s/ (%v); want at most one first page of 32", reads[kind], kind, reads)
+	for _, kind := range []string{"list:u", "list:v", "list:q", "u", "v", "q"} {
+		if reads[kind] > 32 || (!strings.HasPrefix(kind, "list:") && reads[kind] > 0) {
+			t.Errorf("reclaim within the grace period read %d objects of %s/ (%v); want at most one first page of 32 keys listed and no object read", reads[kind], kind, reads)
 		}
 	}
 	s.SetClock(func() time.Time { return start.Add(2 * time.Hour) })
@@ -148,8 +148,8 @@ func TestPullListsOnlyWhatIsNew(t *testing.T) {
 	if err != nil || len(ch) != 3 {
 		t.Fatalf("changes after %d: %d, %v; want the 3 new puts", h.Seq, len(ch), err)
 	}
-	if reads := api.take(); reads["l"] > 3+3 {
-		t.Errorf("a pull of 3 new commits read %d log keys and objects (%v); want the 3 new objects listed and read (6)", reads["l"], reads)
+	if reads := api.take(); reads["list:l"]+reads["l"] > 3+3 {
+		t.Errorf("a pull of 3 new commits read %d log keys and objects (%v); want the 3 new objects listed and read (6)", reads["list:l"]+reads["l"], reads)
 	}
 	// From inside a commit of several entries: the object holding the
 	// next position starts before it.
@@ -168,5 +168,61 @@ func TestPullListsOnlyWhatIsNew(t *testing.T) {
 	ch, _, err = s.Changes(ctx, part, h.Seq+2, 1000)
 	if err != nil || len(ch) != 2 || ch[0].Path != fmt.Sprintf("data/%s/multi2", part) {
 		t.Fatalf("changes from inside a commit: %+v, %v; want its last 2 entries", ch, err)
+	}
+}
+
+// TestCompactionReadsEachYoungObjectOnce: a reclaim within the grace period
+// reads the log objects it has not read before (it lists the log's keys),
+// and purges a tombstone that has passed the horizon since without reading
+// its object again; past the grace period it deletes the dead objects.
+func TestCompactionReadsEachYoungObjectOnce(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &readsAPI{API: c, reads: map[string]int{}}
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	ctx := t.Context()
+	start := time.Now()
+	s.SetClock(func() time.Time { return start })
+	const part = "m/p"
+	for i := range 40 {
+		if _, err := s.Put(ctx, fmt.Sprintf("data/%s/f%02d", part, i%20), strings.NewReader(fmt.Sprint(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Delete(ctx, fmt.Sprintf("data/%s/f00", part)); err != nil {
+		t.Fatal(err)
+	}
+	opts := datastore.ReclaimOptions{Grace: time.Hour, Horizon: time.Minute}
+	if st, err := s.Reclaim(ctx, opts); err != nil || st.Tombstones != 0 {
+		t.Fatalf("first reclaim = %+v, %v; want no tombstone purged (within the horizon)", st, err)
+	}
+	if reads := api.take(); reads["l"] < 41 {
+		t.Fatalf("the first reclaim read %d log objects (%v); want all 41", reads["l"], reads)
+	}
+	for i := range 2 {
+		if _, err := s.Put(ctx, fmt.Sprintf("data/%s/g%d", part, i), strings.NewReader("g"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.SetClock(func() time.Time { return start.Add(2 * time.Minute) })
+	api.take()
+	st, err := s.Reclaim(ctx, opts)
+	if err != nil || st.Tombstones != 1 {
+		t.Fatalf("second reclaim = %+v, %v; want the tombstone, past the horizon now, purged", st, err)
+	}
+	if reads := api.take(); reads["l"] > 2 || reads["list:l"] < 43 {
+		t.Fatalf("the second reclaim read %d log objects and listed %d keys (%v); want the 2 new objects read, every key listed", reads["l"], reads["list:l"], reads)
+	}
+	if _, _, err := s.Get(ctx, fmt.Sprintf("data/%s/f00", part)); err == nil {
+		t.Fatal("the purged path still reads")
+	}
+	for i := 1; i < 20; i++ {
+		p := fmt.Sprintf("data/%s/f%02d", part, i)
+		if _, got, err := s.Get(ctx, p); err != nil || string(got) != fmt.Sprint(20+i) {
+			t.Fatalf("%s reads %q, %v; want its second version", p, got, err)
+		}
 	}
 }

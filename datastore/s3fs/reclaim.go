@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,8 +168,35 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 	return nil
 }
 
+// examinedMark is how far compact has read a log: every object up to the
+// one named Key (stamped Mod by the store, so that a log dropped and
+// started again is not mistaken for it), which ends at Pos; Pending are
+// the tombstones it read there that were not yet past the horizon (or that
+// changed under the purge), to purge when due without reading their
+// objects again.
+type examinedMark struct {
+	Pos     uint64
+	Key     string
+	Mod     time.Time
+	Pending []pendingTombstone
+}
+
+// pendingTombstone is a path's deletion at log position Pos, made at Time.
+type pendingTombstone struct {
+	Path string
+	Pos  uint64
+	Time time.Time
+}
+
 // compact rolls part forward, purges its tombstones past the horizon
-// (raising its floor) and deletes its dead log objects.
+// (raising its floor) and deletes its dead log objects. An object younger
+// than the grace period cannot be deleted yet: once compact has read it,
+// it remembers (in this process) how far it read and the tombstones it
+// found there not yet past the horizon, and reads no such object again
+// until it is older than the grace period, purging those tombstones when
+// due. So a reclaim run every few seconds (the lifecycle's) reads the new
+// objects, the old live ones and the due tombstones' index entries, not
+// every commit of the last hour; it lists the log's keys.
 func (d *Driver) compact(ctx context.Context, part string, now time.Time, o datastore.ReclaimOptions, st *datastore.ReclaimStats) error {
 	t, err := d.readTail(ctx, part, false)
 	if err != nil || !t.exists {
@@ -181,13 +209,68 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	if err != nil {
 		return err
 	}
+	mark := examinedMark{}
+	if v, ok := d.c.examined.Load(d.logPrefix(part)); ok {
+		m := v.(examinedMark)
+		// Trust the mark only if its object is still the one it read.
+		if i := slices.IndexFunc(keys, func(k listed) bool { return k.key == m.Key }); i >= 0 && keys[i].mod.Equal(m.Mod) {
+			mark = m
+		}
+	}
+	next := examinedMark{Pos: mark.Pos, Key: mark.Key, Mod: mark.Mod}
 	type idx struct {
 		e    *indexEntry
 		etag string
 	}
 	index := map[string]idx{}
 	floor := uint64(0)
+	// purge deletes path's tombstone at pos if it is still the path's
+	// latest change; false if it changed meanwhile (left to the next run).
+	purge := func(path string, pos uint64) (bool, error) {
+		cur, ok := index[path]
+		if !ok {
+			ie, etag, err := d.readIndex(ctx, path)
+			if err != nil {
+				return false, err
+			}
+			cur = idx{ie, etag}
+			index[path] = cur
+		}
+		if cur.e == nil || cur.e.Pos != pos || !cur.e.Deleted {
+			return true, nil // superseded, or purged already
+		}
+		err := d.c.deleteIf(ctx, d.fileKey(path), cur.etag)
+		if errors.Is(err, metastore.ErrConflict) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		index[path] = idx{}
+		st.Tombstones++
+		floor = max(floor, pos)
+		return true, nil
+	}
+	for _, p := range mark.Pending {
+		if now.Sub(p.Time) <= o.Horizon {
+			next.Pending = append(next.Pending, p)
+			continue
+		}
+		if done, err := purge(p.Path, p.Pos); err != nil {
+			return err
+		} else if !done {
+			next.Pending = append(next.Pending, p)
+		}
+	}
 	for i, k := range keys {
+		old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
+		if !old && mark.Pos > 0 {
+			if pos, err := d.posOf(part, k.key); err != nil {
+				return err
+			} else if pos <= mark.Pos {
+				continue // handled, and not deletable yet
+			}
+		}
 		obj, err := d.readLog(ctx, k.key)
 		if errors.Is(err, metastore.ErrNotFound) {
 			continue
@@ -210,29 +293,33 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			if cur.e == nil || cur.e.Pos != pos {
 				continue // superseded (or its tombstone purged)
 			}
-			if cur.e.Deleted && now.Sub(cur.e.Time) > o.Horizon {
-				err := d.c.deleteIf(ctx, d.fileKey(e.Path), cur.etag)
-				if errors.Is(err, metastore.ErrConflict) {
-					dead = false // changed meanwhile: leave it to the next run
-					continue
+			if cur.e.Deleted {
+				if now.Sub(cur.e.Time) > o.Horizon {
+					done, err := purge(e.Path, pos)
+					if err != nil {
+						return err
+					}
+					if done {
+						continue
+					}
 				}
-				if err != nil {
-					return err
+				if !old && pos > mark.Pos {
+					next.Pending = append(next.Pending, pendingTombstone{Path: e.Path, Pos: pos, Time: cur.e.Time})
 				}
-				index[e.Path] = idx{}
-				st.Tombstones++
-				floor = max(floor, pos)
-				continue
 			}
 			dead = false
 		}
+		if !old && obj.last() > next.Pos {
+			next.Pos, next.Key, next.Mod = obj.last(), k.key, k.mod
+		}
 		last := i == len(keys)-1
-		if dead && !last && d.c.clock.now().Sub(k.mod) > o.Grace { // by S3's clock
+		if dead && !last && old {
 			if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
 				return err
 			}
 		}
 	}
+	d.c.examined.Store(d.logPrefix(part), next)
 	return d.raiseFloor(ctx, part, floor)
 }
 
