@@ -17,13 +17,16 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/catalog"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // Kind is what an Action does.
@@ -202,11 +205,21 @@ func PlanRows(ctx context.Context, ns *datastore.Store, rows []catalog.Row, p da
 
 // Reclaim runs the datastore's Reclaim in ns and in the catalog with the
 // policy's horizon, so that the tombstones of pruned versions and of removed
-// catalog rows do not outlive it.
+// catalog rows do not outlive it. The catalog is every namespace's: its
+// reclaim is claimed through a root record (CatalogReclaimedKey), so that it
+// runs at most once per quarter horizon whatever the number of trees that
+// call Reclaim, instead of once per tree.
 func Reclaim(ctx context.Context, ns *datastore.Store, p datastore.Lifecycle) (datastore.ReclaimStats, error) {
 	o := datastore.ReclaimOptions{Horizon: p.Horizon}
 	st, err := ns.Reclaim(ctx, o)
 	if err != nil {
+		return st, err
+	}
+	horizon := p.Horizon
+	if horizon <= 0 {
+		horizon = datastore.DefaultHorizon
+	}
+	if claimed, err := claimCatalogReclaim(ctx, ns.Root(), ns.Now(), horizon/4); err != nil || !claimed {
 		return st, err
 	}
 	cat, err := ns.CatalogStore()
@@ -219,4 +232,36 @@ func Reclaim(ctx context.Context, ns *datastore.Store, p datastore.Lifecycle) (d
 	st.Chunks += cs.Chunks
 	st.Tombstones += cs.Tombstones
 	return st, err
+}
+
+// CatalogReclaimedKey is the root record holding when the catalog's last
+// lifecycle reclaim was claimed (Unix nanoseconds, in decimal).
+const CatalogReclaimedKey = "datastore/lifecycle/catalog-reclaimed"
+
+// claimCatalogReclaim reports whether this caller is to reclaim the catalog
+// now: the last claim is at least every old (or more than ten times that in
+// the future: a clock that ran far ahead), and this caller's CAS of the
+// record won. A caller that loses the race leaves it to the winner.
+func claimCatalogReclaim(ctx context.Context, root *datastore.Store, now time.Time, every time.Duration) (bool, error) {
+	recs := root.Records()
+	expect := metastore.ExpectAbsent()
+	old, err := recs.GetRecord(ctx, CatalogReclaimedKey)
+	switch {
+	case errors.Is(err, metastore.ErrNotFound):
+	case err != nil:
+		return false, err
+	default:
+		if ns, perr := strconv.ParseInt(string(old), 10, 64); perr == nil {
+			age := now.Sub(time.Unix(0, ns))
+			if age < every && age > -10*every {
+				return false, nil
+			}
+		}
+		expect = metastore.ExpectValue(old)
+	}
+	err = recs.CASRecord(ctx, CatalogReclaimedKey, expect, []byte(strconv.FormatInt(now.UnixNano(), 10)))
+	if errors.Is(err, metastore.ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
 }
