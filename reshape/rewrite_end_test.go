@@ -65,28 +65,8 @@ func TestRewriteRollbackRestoresTable(t *testing.T) {
 	if _, err := rw.VerifyRewrite(ctx, VerifyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for kills := 0; ; kills++ {
-		if kills > 30 {
-			t.Fatal("rollback never finished")
-		}
-		kctx, cancel := context.WithCancel(ctx)
-		o := fastRewrite
-		o.Progress = func(p sweep.Progress) {
-			if p.Pages >= int64(1+kills%3) {
-				cancel()
-			}
-		}
-		res, err := rw.Rollback(kctx, o)
-		cancel()
-		if err == nil {
-			if res.Phase != PhaseRolledBack {
-				t.Fatalf("rollback ended in %s", res.Phase)
-			}
-			break
-		}
-		if !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
+	if runs := rollbackKilled(t, rw, 31, func(kills int, p sweep.Progress) bool { return p.Pages >= int64(1+kills%3) }); runs == nil {
+		t.Fatal("rollback never finished")
 	}
 	if after := tableDump(t, c, rw.Spec().Table); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("table after rollback differs from before apply:\n%d items, want %d", len(after), len(before))
@@ -257,30 +237,9 @@ func TestRollbackKilledAfterACleanPassFinishes(t *testing.T) {
 	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
 		t.Fatal(err)
 	}
-	var runs [][]sweep.Summary
-	for {
-		if len(runs) == 4 {
-			t.Fatalf("rollback killed at each pass's end did not finish in %d runs: %+v", len(runs), runs)
-		}
-		kctx, cancel := context.WithCancel(ctx)
-		o := fastRewrite
-		o.Progress = func(p sweep.Progress) {
-			if p.SegmentsDone == p.Segments {
-				cancel()
-			}
-		}
-		res, err := rw.Rollback(kctx, o)
-		cancel()
-		runs = append(runs, res.Passes)
-		if err == nil {
-			if res.Phase != PhaseRolledBack {
-				t.Fatalf("rollback ended in %s", res.Phase)
-			}
-			break
-		}
-		if !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
+	runs := rollbackKilled(t, rw, 4, func(_ int, p sweep.Progress) bool { return p.SegmentsDone == p.Segments })
+	if runs == nil {
+		t.Fatal("rollback killed at each pass's end did not finish in 4 runs")
 	}
 	// Run 1: the pass deleting the copies; run 2: the clean pass; run 3
 	// finds it complete and clean and sweeps nothing.
@@ -306,4 +265,35 @@ func TestRollbackKilledAfterACleanPassFinishes(t *testing.T) {
 	if after := tableDump(t, c, rw.Spec().Table); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("table after the second rollback differs from before apply")
 	}
+}
+
+// rollbackKilled runs Rollback again and again, each run killed (its
+// context cancelled) once kill says so of its progress, until a run ends
+// rolled back; it returns each run's passes, or nil if none ended within
+// max runs.
+func rollbackKilled(t *testing.T, rw *Rewrite, max int, kill func(run int, p sweep.Progress) bool) [][]sweep.Summary {
+	t.Helper()
+	var runs [][]sweep.Summary
+	for run := range max {
+		kctx, cancel := context.WithCancel(t.Context())
+		o := fastRewrite
+		o.Progress = func(p sweep.Progress) {
+			if kill(run, p) {
+				cancel()
+			}
+		}
+		res, err := rw.Rollback(kctx, o)
+		cancel()
+		runs = append(runs, res.Passes)
+		if err == nil {
+			if res.Phase != PhaseRolledBack {
+				t.Fatalf("rollback ended in %s", res.Phase)
+			}
+			return runs
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	return nil
 }

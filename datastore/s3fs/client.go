@@ -270,22 +270,35 @@ func (c *client) list(ctx context.Context, prefix, startAfter string, max int) (
 		in.StartAfter = &startAfter
 	}
 	var out []listed
+	more, err := c.pages(ctx, in, func(l listed) bool {
+		out = append(out, l)
+		return true
+	}, func() bool { return len(out) < max })
+	return out, more, err
+}
+
+// pages sends in and the listings that continue it, calling each for the
+// keys in order until it returns false, and goes on to the next page while
+// next (if not nil) says so; it reports whether keys were left unlisted.
+func (c *client) pages(ctx context.Context, in *s3.ListObjectsV2Input, each func(listed) bool, next func() bool) (bool, error) {
 	for {
 		c.n.list.Add(1)
 		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
 		if err != nil {
-			return nil, false, classify("ListObjectsV2", prefix, err)
+			return false, classify("ListObjectsV2", aws.ToString(in.Prefix), err)
 		}
 		for _, o := range page.Contents {
 			l := listed{key: aws.ToString(o.Key), etag: aws.ToString(o.ETag)}
 			if o.LastModified != nil {
 				l.mod = *o.LastModified
 			}
-			out = append(out, l)
+			if !each(l) {
+				return true, nil
+			}
 		}
 		more := aws.ToBool(page.IsTruncated)
-		if !more || len(out) >= max {
-			return out, more, nil
+		if !more || (next != nil && !next()) {
+			return more, nil
 		}
 		in.ContinuationToken = page.NextContinuationToken
 		in.StartAfter = nil
@@ -305,29 +318,17 @@ func (c *client) listAll(ctx context.Context, prefix, startAfter string) ([]list
 func (c *client) listBefore(ctx context.Context, prefix, bound string) ([]listed, error) {
 	in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix, MaxKeys: aws.Int32(firstListPage)}
 	var out []listed
-	for {
-		c.n.list.Add(1)
-		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
-		if err != nil {
-			return nil, classify("ListObjectsV2", prefix, err)
+	_, err := c.pages(ctx, in, func(l listed) bool {
+		if l.key >= bound {
+			return false
 		}
-		for _, o := range page.Contents {
-			k := aws.ToString(o.Key)
-			if k >= bound {
-				return out, nil
-			}
-			l := listed{key: k, etag: aws.ToString(o.ETag)}
-			if o.LastModified != nil {
-				l.mod = *o.LastModified
-			}
-			out = append(out, l)
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return out, nil
-		}
-		in.ContinuationToken = page.NextContinuationToken
+		out = append(out, l)
+		return true
+	}, func() bool {
 		in.MaxKeys = aws.Int32(1000)
-	}
+		return true
+	})
+	return out, err
 }
 
 // firstListPage is the size of listBefore's first page.

@@ -57,13 +57,10 @@ func (r *readsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input,
 	return out, err
 }
 
-// TestReclaimReadsOnlyWhatIsDue: upload intents and replaced versions are
-// named by time, so a reclaim within the grace period reads a first small
-// page of each and nothing else of them, however many there are (the
-// lifecycle reclaims every few seconds); past the grace period it reclaims
-// every replaced version's chunks and every intent, and keeps the live
-// files whole.
-func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
+// readsStore opens a datastore in a fresh bucket through a readsAPI, and
+// returns the bucket's raw client and name for looking from outside.
+func readsStore(t *testing.T) (*readsAPI, *datastore.Store, *s3.Client, string) {
+	t.Helper()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	api := &readsAPI{API: c, reads: map[string]int{}}
 	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
@@ -71,6 +68,18 @@ func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return api, s, c, bucket
+}
+
+// TestReclaimReadsOnlyWhatIsDue: upload intents and replaced versions are
+// named by time, so a reclaim within the grace period reads a first small
+// page of each and nothing else of them, however many there are (the
+// lifecycle reclaims every few seconds); past the grace period it reclaims
+// every replaced version's chunks and every intent, and keeps the live
+// files whole.
+func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
+	api, s, c, bucket := readsStore(t)
 	ctx := t.Context()
 	start := time.Now()
 	const files = 60
@@ -120,13 +129,7 @@ func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
 // positions before it, so its cost follows what changed however long the
 // log is; a pull from within an object still finds that object.
 func TestPullListsOnlyWhatIsNew(t *testing.T) {
-	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &readsAPI{API: c, reads: map[string]int{}}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
+	api, s, _, _ := readsStore(t)
 	ctx := t.Context()
 	const part = "m/p"
 	for i := range 150 { // one log object a put
@@ -174,15 +177,9 @@ func TestPullListsOnlyWhatIsNew(t *testing.T) {
 // TestCompactionReadsEachYoungObjectOnce: a reclaim within the grace period
 // reads the log objects it has not read before (it lists the log's keys),
 // and purges a tombstone that has passed the horizon since without reading
-// its object again; past the grace period it deletes the dead objects.
+// its object again.
 func TestCompactionReadsEachYoungObjectOnce(t *testing.T) {
-	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &readsAPI{API: c, reads: map[string]int{}}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
+	api, s, _, _ := readsStore(t)
 	ctx := t.Context()
 	start := time.Now()
 	s.SetClock(func() time.Time { return start })
