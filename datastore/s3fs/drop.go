@@ -42,6 +42,9 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 	if err != nil {
 		return st, err
 	}
+	// The log goes: so does what compaction remembers of it (the mark
+	// would not be trusted for a new log anyway, see compact).
+	d.c.examined.Delete(d.logPrefix(part))
 	for pass := 0; pass < maxDropPasses; pass++ {
 		t, err := d.readTail(ctx, part, true)
 		if err != nil {
