@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -44,9 +46,36 @@ type ApplyResult struct {
 	// IndexCreated says Apply added the index (in a dry run: would add it).
 	IndexCreated bool
 	// Sweep is the sweep's summary. Its Counts hold one count per Outcome
-	// ("wrote", "repaired", "gone", "contended", "unchanged") and per
-	// State of the items as first read ("missing", "stale", ...).
+	// ("wrote", "repaired", "gone", "contended", "failed", "unchanged")
+	// and per State of the items as first read ("missing", "stale", ...).
 	Sweep sweep.Summary
+	// Failed names the items that could not be converted (at most
+	// DefaultList of them; Sweep.Counts["failed"] counts them all), each
+	// with its reason. The sweep went on past them.
+	Failed []ItemRef
+	// Checking says the pass ran before the spec's ownership of its
+	// derived attributes was established: values it did not write were
+	// reported as foreign, not repaired.
+	Checking bool
+}
+
+// Err is nil when every covered item was converted or left for a reason
+// that is not the item's (gone, contended); else an error matching
+// metastore.ErrRefused that names the items that could not be converted.
+func (a ApplyResult) Err() error {
+	n := a.Sweep.Counts[Failed.String()]
+	if n == 0 {
+		return nil
+	}
+	var names []string
+	for i, f := range a.Failed {
+		if i == 5 {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, f.Key+" ("+f.Detail+")")
+	}
+	return fmt.Errorf("%w: reshape: %d items could not be converted and were skipped: %s", metastore.ErrRefused, n, strings.Join(names, "; "))
 }
 
 // Apply runs the reshape: it adds the index if it is missing and waits until
@@ -61,6 +90,12 @@ func (r *Reshaper) Apply(ctx context.Context, opts ApplyOptions) (ApplyResult, e
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
+	checking, err := r.ownership(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	r.checking.Store(checking)
+	res.Checking = checking
 	if opts.DryRun {
 		res.IndexCreated = !r.IndexExists()
 	} else {
@@ -91,15 +126,71 @@ func (r *Reshaper) Apply(ctx context.Context, opts ApplyOptions) (ApplyResult, e
 		}
 		so.Checkpoints = cp
 	}
+	var failMu sync.Mutex
+	failed := func(ref ItemRef) {
+		failMu.Lock()
+		defer failMu.Unlock()
+		if len(res.Failed) < DefaultList {
+			res.Failed = append(res.Failed, ref)
+		}
+	}
 	sum, err := sweep.Run(ctx, r.api, so, func(ctx context.Context, p *sweep.Page) error {
-		return r.convertPage(ctx, p, opts.Workers)
+		return r.convertPage(ctx, p, opts.Workers, failed)
 	})
 	res.Sweep = sum
+	if err == nil && checking && !opts.DryRun && opts.State != nil && sum.Counts[Foreign.String()] == 0 {
+		// A whole pass found no value it did not write: from now on a
+		// derived value that differs is stale (a source changed after the
+		// conversion) and is repaired.
+		err = opts.State.Put(ctx, r.ownerKey(), []byte(ownerOwned))
+	}
 	return res, err
 }
 
-// convertPage converts a page's items, workers at a time.
-func (r *Reshaper) convertPage(ctx context.Context, p *sweep.Page, workers int) error {
+// The values of the ownership record (Reshaper.ownerKey).
+const (
+	ownerChecking = "checking"
+	ownerOwned    = "owned"
+)
+
+// ownerKey is the state record that says whether the spec owns its derived
+// attributes. It lies beside the sweep's cursors, not under StatePrefix,
+// which a finished sweep's reset clears.
+func (r *Reshaper) ownerKey() string {
+	return strings.TrimSuffix(r.StatePrefix(), "/") + ".owner"
+}
+
+// ownership says whether apply runs in checking mode: a spec whose index
+// did not exist when its first apply began has not written any derived
+// value yet, so until one whole pass has found none of another writer's, a
+// derived value that differs from the derivation is the item's own
+// (Foreign), never a stale conversion to repair. The record makes a resumed
+// apply (the index now exists) keep checking. Without a record, an index
+// that already exists (an apply of an earlier version of lake, an index the
+// spec describes) means the values are the spec's.
+func (r *Reshaper) ownership(ctx context.Context, opts ApplyOptions) (bool, error) {
+	if opts.State == nil {
+		return !r.IndexExists(), nil
+	}
+	v, err := opts.State.Get(ctx, r.ownerKey())
+	switch {
+	case err == nil:
+		return string(v) == ownerChecking, nil
+	case !errors.Is(err, metastore.ErrNotFound):
+		return false, err
+	case r.IndexExists():
+		return false, nil
+	case opts.DryRun:
+		return true, nil
+	}
+	// Recorded before the index is created, so that a crash after it
+	// still finds the spec checking.
+	return true, opts.State.Put(ctx, r.ownerKey(), []byte(ownerChecking))
+}
+
+// convertPage converts a page's items, workers at a time, and hands each
+// item that could not be converted to failed.
+func (r *Reshaper) convertPage(ctx context.Context, p *sweep.Page, workers int, failed func(ItemRef)) error {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -111,7 +202,7 @@ func (r *Reshaper) convertPage(ctx context.Context, p *sweep.Page, workers int) 
 		go func() {
 			defer wg.Done()
 			for item := range next {
-				first := r.spec.Classify(item).State
+				first := r.spec.classify(item, r.checking.Load()).State
 				res, err := r.convert(ctx, item, p.Spend, p.DryRun)
 				if err != nil {
 					mu.Lock()
@@ -123,6 +214,9 @@ func (r *Reshaper) convertPage(ctx context.Context, p *sweep.Page, workers int) 
 				}
 				p.Count(first.String(), 1)
 				p.Count(res.Outcome.String(), 1)
+				if res.Outcome == Failed {
+					failed(ItemRef{Key: KeyString(r.tab().key(item)), State: res.Verdict.State.String(), Detail: res.Reason})
+				}
 				if res.Retries > 0 {
 					p.Count("retries", int64(res.Retries))
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -24,6 +25,10 @@ type Reshaper struct {
 	spec  *Spec
 	api   API
 	table atomic.Pointer[tableInfo] // replaced by refresh
+	// checking: the spec's ownership of its derived attributes is not
+	// established yet (see Apply), so a derived value that differs from
+	// the derivation is Foreign, never repaired.
+	checking atomic.Bool
 	// MaxAttempts bounds how often one item is re-read and tried again when
 	// its condition keeps failing because others keep writing it.
 	MaxAttempts int
@@ -77,8 +82,8 @@ type Outcome int
 
 // The outcomes of Convert.
 const (
-	// Unchanged: nothing to write (not covered, not derivable, or already
-	// converted, possibly by someone else meanwhile).
+	// Unchanged: nothing to write (not covered, or already converted,
+	// possibly by someone else meanwhile).
 	Unchanged Outcome = iota
 	// Wrote: the new attributes were added to an item that had none.
 	Wrote
@@ -91,9 +96,15 @@ const (
 	// Contended: the item kept changing for MaxAttempts tries; it is left
 	// for the next pass.
 	Contended
+	// Failed: the item cannot be converted and nothing was written: its
+	// new attributes cannot be derived, the item would outgrow DynamoDB's
+	// 400 KB, it holds a derived attribute of its own (Foreign), or
+	// DynamoDB refused the write for this item alone. Result.Reason says
+	// which; a sweep records it and goes on.
+	Failed
 )
 
-var outcomeNames = [...]string{"unchanged", "wrote", "repaired", "gone", "contended"}
+var outcomeNames = [...]string{"unchanged", "wrote", "repaired", "gone", "contended", "failed"}
 
 // String names the outcome.
 func (o Outcome) String() string {
@@ -116,6 +127,8 @@ type Result struct {
 	// WriteUnits is the write capacity DynamoDB reported for the writes,
 	// index writes included (an estimate when it reported none).
 	WriteUnits float64
+	// Reason says why the item Failed.
+	Reason string
 }
 
 // Spender is told of the write capacity units a write is about to cost (an
@@ -161,11 +174,14 @@ func (r *Reshaper) Get(ctx context.Context, key map[string]types.AttributeValue)
 func (r *Reshaper) convert(ctx context.Context, item map[string]types.AttributeValue, spend Spender, dry bool) (Result, error) {
 	var res Result
 	for attempt := 0; ; attempt++ {
-		res.Verdict = r.spec.Classify(item)
+		res.Verdict = r.spec.classify(item, r.checking.Load())
 		res.Item = item
 		switch res.Verdict.State {
-		case NotCovered, NotDerivable, Converted:
+		case NotCovered, Converted:
 			res.Outcome = Unchanged
+			return res, nil
+		case NotDerivable, Foreign:
+			res.Outcome, res.Reason = Failed, res.Verdict.Reason
 			return res, nil
 		}
 		if attempt >= max(r.MaxAttempts, 1) {
@@ -190,6 +206,10 @@ func (r *Reshaper) convert(ctx context.Context, item map[string]types.AttributeV
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
+			if reason, ok := itemRefused(err); ok {
+				res.Outcome, res.Reason = Failed, reason
+				return res, nil
+			}
 			return res, err
 		}
 		res.Retries++
@@ -202,6 +222,18 @@ func (r *Reshaper) convert(ctx context.Context, item map[string]types.AttributeV
 			return res, nil
 		}
 	}
+}
+
+// itemRefused says err is DynamoDB refusing the write for this item's data
+// alone (a ValidationException: the item would outgrow 400 KB, an index key
+// value it cannot hold), which no retry changes and which must not stop a
+// sweep of every other item; it returns DynamoDB's message.
+func itemRefused(err error) (string, bool) {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
+		return "DynamoDB refused the write: " + ae.ErrorMessage(), true
+	}
+	return "", false
 }
 
 // update writes want onto the item read as item, conditioned on everything
@@ -240,37 +272,40 @@ func (r *Reshaper) update(ctx context.Context, item, want map[string]types.Attri
 }
 
 // updateInput builds the conditional UpdateItem with the expression builder.
+// Every attribute name is taken literally (attrNames): a name holding a dot
+// or brackets is one attribute, never a path.
 func (r *Reshaper) updateInput(item, want map[string]types.AttributeValue) (*dynamodb.UpdateItemInput, error) {
 	s := r.spec
-	cond := expression.AttributeExists(expression.Name(r.tab().keyNames[0]))
+	var n attrNames
+	cond := expression.AttributeExists(n.name(r.tab().keyNames[0]))
 	and := func(c expression.ConditionBuilder) { cond = expression.And(cond, c) }
 	for _, src := range s.sources {
-		and(expression.Name(src).Equal(expression.Value(item[src])))
+		and(n.name(src).Equal(expression.Value(item[src])))
 	}
 	for a, prefix := range s.Covers.KeyPrefixes {
 		if !r.isKey(a) { // key attributes cannot change: the key already pins them
-			and(expression.Name(a).BeginsWith(prefix))
+			and(n.name(a).BeginsWith(prefix))
 		}
 	}
 	for _, a := range s.Covers.Present {
 		if !slices.Contains(s.sources, a) { // a source is already pinned by equality
-			and(expression.AttributeExists(expression.Name(a)))
+			and(expression.AttributeExists(n.name(a)))
 		}
 	}
 	for _, a := range s.Covers.Absent {
-		and(expression.AttributeNotExists(expression.Name(a)))
+		and(expression.AttributeNotExists(n.name(a)))
 	}
 	var upd expression.UpdateBuilder
 	for i, d := range s.derived {
 		if old, ok := item[d]; ok {
-			and(expression.Name(d).Equal(expression.Value(old)))
+			and(n.name(d).Equal(expression.Value(old)))
 		} else {
-			and(expression.AttributeNotExists(expression.Name(d)))
+			and(expression.AttributeNotExists(n.name(d)))
 		}
 		if i == 0 {
-			upd = expression.Set(expression.Name(d), expression.Value(want[d]))
+			upd = expression.Set(n.name(d), expression.Value(want[d]))
 		} else {
-			upd = upd.Set(expression.Name(d), expression.Value(want[d]))
+			upd = upd.Set(n.name(d), expression.Value(want[d]))
 		}
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
@@ -282,7 +317,7 @@ func (r *Reshaper) updateInput(item, want map[string]types.AttributeValue) (*dyn
 		Key:                       r.tab().key(item),
 		ConditionExpression:       expr.Condition(),
 		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeNames:  n.resolve(expr.Names()),
 		ExpressionAttributeValues: expr.Values(),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
 	}, nil
@@ -298,9 +333,12 @@ func (r *Reshaper) isKey(a string) bool {
 }
 
 // estimate is the write capacity an update is expected to cost before
-// DynamoDB says: one unit per KB of the item for the table, and as much for
-// each index write (one to add the item to the index; two when a stale
-// index key moves it: a delete and a put).
+// DynamoDB says: one unit per KB of the item for the table, as much for the
+// new index (one write to add the item; two when a stale index key moves
+// it: a delete and a put), and as much again for every other index of the
+// table that holds the item and projects an attribute the update sets
+// (projection ALL, or INCLUDE naming a derived attribute): DynamoDB bills
+// their index writes too.
 func (r *Reshaper) estimate(item, want map[string]types.AttributeValue) float64 {
 	after := maps.Clone(item)
 	maps.Copy(after, want)
@@ -309,7 +347,43 @@ func (r *Reshaper) estimate(item, want map[string]types.AttributeValue) float64 
 	if pk := r.spec.Index.PartitionKey.Attribute; item[pk] != nil && !sameScalar(item[pk], want[pk]) {
 		indexWrites = 2
 	}
+	desc := r.tab().desc
+	for _, g := range desc.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) != r.spec.Index.Name && r.projects(g.KeySchema, g.Projection, item) {
+			indexWrites++
+		}
+	}
+	for _, l := range desc.LocalSecondaryIndexes {
+		if r.projects(l.KeySchema, l.Projection, item) {
+			indexWrites++
+		}
+	}
 	return units * (1 + indexWrites)
+}
+
+// projects says an existing index with key schema ks and projection p holds
+// item and projects one of the derived attributes, so that setting them
+// rewrites the item's entry in that index.
+func (r *Reshaper) projects(ks []types.KeySchemaElement, p *types.Projection, item map[string]types.AttributeValue) bool {
+	for _, k := range ks {
+		if _, ok := item[aws.ToString(k.AttributeName)]; !ok {
+			return false // a sparse index: the item is not in it
+		}
+	}
+	if p == nil {
+		return false
+	}
+	switch p.ProjectionType {
+	case types.ProjectionTypeAll:
+		return true
+	case types.ProjectionTypeInclude:
+		for _, a := range p.NonKeyAttributes {
+			if _, ok := r.spec.Derive[a]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // read returns the item at key, strongly consistent; nil when it does not

@@ -83,10 +83,11 @@ func (r *Reshaper) checkIndex(ctx context.Context, s *sampler, opts VerifyOption
 // queryIndex returns the primary keys of every item the index holds under
 // value.
 func (r *Reshaper) queryIndex(ctx context.Context, value types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
-	keyCond := expression.Key(r.spec.Index.PartitionKey.Attribute).Equal(expression.Value(value))
-	proj := expression.NamesList(expression.Name(r.tab().keyNames[0]))
+	var n attrNames
+	keyCond := n.key(r.spec.Index.PartitionKey.Attribute).Equal(expression.Value(value))
+	proj := expression.NamesList(n.name(r.tab().keyNames[0]))
 	for _, k := range r.tab().keyNames[1:] {
-		proj = proj.AddNames(expression.Name(k))
+		proj = proj.AddNames(n.name(k))
 	}
 	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).WithProjection(proj).Build()
 	if err != nil {
@@ -100,7 +101,7 @@ func (r *Reshaper) queryIndex(ctx context.Context, value types.AttributeValue) (
 			IndexName:                 aws.String(r.spec.Index.Name),
 			KeyConditionExpression:    expr.KeyCondition(),
 			ProjectionExpression:      expr.Projection(),
-			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeNames:  n.resolve(expr.Names()),
 			ExpressionAttributeValues: expr.Values(),
 			ExclusiveStartKey:         start,
 		})

@@ -2,6 +2,8 @@ package reshape
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,9 +31,17 @@ const (
 	Stale
 	// Converted: every new attribute holds what the item derives.
 	Converted
+	// Foreign: covered, and it holds a derived attribute the reshape did
+	// not write: a value of another type than the one derived, or, while
+	// the spec's ownership of its attributes is still being checked (its
+	// index did not exist before; see Apply), any value other than the
+	// derived one. The item's value is the user's: it is never
+	// overwritten, and plan refuses the spec unless Spec.TakeOver names the
+	// attribute.
+	Foreign
 )
 
-var stateNames = [...]string{"not-covered", "not-derivable", "missing", "stale", "converted"}
+var stateNames = [...]string{"not-covered", "not-derivable", "missing", "stale", "converted", "foreign"}
 
 // String names the state as reports print it.
 func (s State) String() string {
@@ -46,9 +56,13 @@ type Verdict struct {
 	State State
 	// Want holds the derived attributes (states Missing, Stale, Converted).
 	Want map[string]types.AttributeValue
-	// Reason says why an item is NotDerivable.
+	// Reason says why an item is NotDerivable or Foreign.
 	Reason string
 }
+
+// maxItemBytes is DynamoDB's item size limit: an item that the derived
+// attributes would push past it cannot be converted (UpdateItem refuses it).
+const maxItemBytes = 400 * 1024
 
 // Limits DynamoDB puts on index key values.
 const (
@@ -118,8 +132,18 @@ func (s *Spec) keyLimit(name string) int {
 	return 0
 }
 
-// Classify says where item stands.
+// Classify says where item stands, once the spec owns its derived
+// attributes (a derived value that differs from the derivation but has its
+// type is Stale: a source changed after the conversion).
 func (s *Spec) Classify(item map[string]types.AttributeValue) Verdict {
+	return s.classify(item, false)
+}
+
+// classify says where item stands. checking says the spec's ownership of
+// the derived attributes is not established yet: any derived value that
+// differs from the derivation was written by someone else (Foreign), not
+// left Stale by an earlier conversion.
+func (s *Spec) classify(item map[string]types.AttributeValue, checking bool) Verdict {
 	if !s.Covered(item) {
 		return Verdict{State: NotCovered}
 	}
@@ -128,14 +152,32 @@ func (s *Spec) Classify(item map[string]types.AttributeValue) Verdict {
 		return Verdict{State: NotDerivable, Reason: err.Error()}
 	}
 	present, equal := 0, 0
-	for name, w := range want {
+	for _, name := range s.derived {
 		got, ok := item[name]
 		if !ok {
 			continue
 		}
 		present++
+		w := want[name]
 		if sameScalar(got, w) {
 			equal++
+			continue
+		}
+		if s.takesOver(name) {
+			continue
+		}
+		if typeName(got) != typeName(w) {
+			return Verdict{State: Foreign, Want: want, Reason: fmt.Sprintf("%s holds a value of type %s that this reshape did not write (it derives type %s): the attribute is the item's own; derive another, or name it in takeOver", name, typeName(got), typeName(w))}
+		}
+		if checking {
+			return Verdict{State: Foreign, Want: want, Reason: fmt.Sprintf("%s already holds %q, written before this reshape began (it derives %q): the attribute is the item's own; derive another, or name it in takeOver", name, scalarText(got), scalarText(w))}
+		}
+	}
+	if equal < len(want) {
+		after := maps.Clone(item)
+		maps.Copy(after, want)
+		if n := itemSize(after); n > maxItemBytes {
+			return Verdict{State: NotDerivable, Reason: fmt.Sprintf("with the derived attributes the item would be about %d bytes, over DynamoDB's 400 KB item limit", n)}
 		}
 	}
 	switch {
@@ -147,6 +189,10 @@ func (s *Spec) Classify(item map[string]types.AttributeValue) Verdict {
 		return Verdict{State: Stale, Want: want}
 	}
 }
+
+// takesOver says the spec takes attribute name over from the items that
+// already hold it (Spec.TakeOver).
+func (s *Spec) takesOver(name string) bool { return slices.Contains(s.TakeOver, name) }
 
 // sameScalar compares two string or number attribute values.
 func sameScalar(a, b types.AttributeValue) bool {

@@ -2,10 +2,13 @@ package reshape
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/sweep"
 )
 
@@ -43,10 +46,19 @@ type PlanReport struct {
 	Covered     int64  `json:"covered"`
 	Converted   int64  `json:"converted"`
 	// Missing and Stale are the derivable items apply would write.
-	Missing      int64     `json:"missing"`
-	Stale        int64     `json:"stale"`
+	Missing int64 `json:"missing"`
+	Stale   int64 `json:"stale"`
+	// NotDerivable items cannot be converted: a source is missing or of
+	// the wrong type, a key would render empty or too long, or the item
+	// would outgrow 400 KB. Examples shows some of them.
 	NotDerivable int64     `json:"notDerivable"`
 	Examples     []Example `json:"examples,omitempty"`
+	// Foreign items already hold a derived attribute with a value of their
+	// own (the index does not exist yet, so the reshape wrote none): apply
+	// would not overwrite them, and the spec is refused (Err) unless it
+	// takes the attribute over. ForeignExamples shows some of them.
+	Foreign         int64     `json:"foreign"`
+	ForeignExamples []Example `json:"foreignExamples,omitempty"`
 	// EstimatedWCU is the write capacity apply would use for them, index
 	// writes included.
 	EstimatedWCU float64 `json:"estimatedWCU"`
@@ -57,6 +69,27 @@ type PlanReport struct {
 	// writes (DynamoDB can throttle the base table's writes while a GSI's
 	// hot partition cannot keep up).
 	Warning string `json:"warning,omitempty"`
+}
+
+// Err is nil when apply could convert every covered item. Foreign items
+// refuse the spec (metastore.ErrInvalidArgument: it derives an attribute
+// the items already use); items that cannot be converted give an error
+// matching metastore.ErrRefused. Both name the items.
+func (p PlanReport) Err() error {
+	name := func(ex []Example) string {
+		var parts []string
+		for _, e := range ex {
+			parts = append(parts, e.Key+" ("+e.Reason+")")
+		}
+		return strings.Join(parts, "; ")
+	}
+	if p.Foreign > 0 {
+		return fmt.Errorf("%w: reshape spec: %d items already hold a derived attribute with values of their own: %s", metastore.ErrInvalidArgument, p.Foreign, name(p.ForeignExamples))
+	}
+	if p.NotDerivable > 0 {
+		return fmt.Errorf("%w: reshape: %d covered items cannot be converted (apply would skip them and exit non-zero): %s", metastore.ErrRefused, p.NotDerivable, name(p.Examples))
+	}
+	return nil
 }
 
 // Derivable is the number of covered items whose new attributes can be
@@ -99,6 +132,9 @@ func (r *Reshaper) Plan(ctx context.Context, opts PlanOptions) (PlanReport, erro
 	var mu sync.Mutex
 	counts := map[string]int64{}
 	pk := r.spec.Index.PartitionKey.Attribute
+	// Before the index exists the reshape has written nothing, so any
+	// derived value that differs from the derivation is the item's own.
+	checking := !r.IndexExists()
 	_, err := sweep.Run(ctx, r.api, sweep.Options{
 		Table: r.spec.Table, Segments: opts.Segments, PageSize: opts.PageSize, DryRun: true, Progress: opts.Progress,
 	}, func(_ context.Context, p *sweep.Page) error {
@@ -106,11 +142,16 @@ func (r *Reshaper) Plan(ctx context.Context, opts PlanOptions) (PlanReport, erro
 		defer mu.Unlock()
 		rep.Scanned += int64(p.Scanned)
 		for _, item := range p.Items {
-			v := r.spec.Classify(item)
+			v := r.spec.classify(item, checking)
 			if v.State != NotCovered {
 				rep.Covered++
 			}
 			switch v.State {
+			case Foreign:
+				rep.Foreign++
+				if len(rep.ForeignExamples) < opts.Examples {
+					rep.ForeignExamples = append(rep.ForeignExamples, Example{Key: KeyString(r.tab().key(item)), Reason: v.Reason})
+				}
 			case NotDerivable:
 				rep.NotDerivable++
 				if len(rep.Examples) < opts.Examples {

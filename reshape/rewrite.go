@@ -51,6 +51,8 @@ type Rewrite struct {
 	// every helper sees them before they sweep.
 	RefreshInterval time.Duration
 
+	problems problemLog // the last Apply's items it could not handle
+
 	mu      sync.Mutex
 	phase   Phase
 	phaseAt time.Time
@@ -168,10 +170,14 @@ func (r *Rewrite) NewKey(item map[string]types.AttributeValue) (map[string]types
 }
 
 // isCopy says item is a copy made by the rewrite and returns the key of its
-// old item.
+// old item: its marker is a map holding exactly the table's key attributes,
+// and its own key is the new key its attributes derive (a copy holds its
+// old item's attributes under the key they derive). An item of the user's
+// that merely holds an attribute named like the marker is no copy: it is
+// never deleted as an orphan.
 func (r *Rewrite) isCopy(item map[string]types.AttributeValue) (map[string]types.AttributeValue, bool) {
 	m, ok := item[r.marker()].(*types.AttributeValueMemberM)
-	if !ok {
+	if !ok || len(m.Value) != len(r.keyNames) {
 		return nil, false
 	}
 	for _, n := range r.keyNames {
@@ -179,7 +185,21 @@ func (r *Rewrite) isCopy(item map[string]types.AttributeValue) (map[string]types
 			return nil, false
 		}
 	}
+	if nk, err := r.NewKey(item); err != nil || !r.sameKey(nk, r.OldKey(item)) {
+		return nil, false
+	}
 	return m.Value, true
+}
+
+// markerClash says item is covered and holds the marker attribute without
+// being a copy: the rewrite can neither move it (the marker would be
+// overwritten) nor tell it from a copy, so it is reported, never touched.
+func (r *Rewrite) markerClash(item map[string]types.AttributeValue) bool {
+	if _, ok := item[r.marker()]; !ok || !r.spec.Covered(item) {
+		return false
+	}
+	_, isCopy := r.isCopy(item)
+	return !isCopy
 }
 
 // isOld says item is an old item the rewrite moves: covered, and not a copy.

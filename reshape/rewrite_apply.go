@@ -23,6 +23,8 @@ const (
 	OutMoved         = "moved"          // finalize: old item deleted, copy unmarked
 	OutSkipped       = "skipped"        // finalize: copy missing or different: not deleted
 	OutRemoved       = "removed"        // rollback: a copy deleted
+	OutFailed        = "failed"         // DynamoDB refused the copy for this item alone (e.g. over 400 KB)
+	OutMarkerClash   = "marker-clash"   // a covered item already holds the marker attribute, not as a copy
 )
 
 // ApplyRewrite copies every covered item to its new key, on the sweep
@@ -53,11 +55,15 @@ func (r *Rewrite) Apply(ctx context.Context, o RewriteOptions) (sweep.Summary, e
 			}
 		}
 	}
+	r.problems.reset()
 	sum, err := r.pass(ctx, "apply", o, r.applyItem, nil)
 	if !o.DryRun && sum.Counts[OutCopied]+sum.Counts[OutRepaired]+sum.Counts[OutOrphanRemoved] > 0 {
 		if ferr := r.forgetVerify(context.WithoutCancel(ctx)); ferr != nil && err == nil {
 			err = ferr
 		}
+	}
+	if err == nil {
+		err = r.problems.err(sum, OutNotDerivable, OutFailed, OutMarkerClash)
 	}
 	return sum, err
 }
@@ -79,6 +85,8 @@ func (r *Rewrite) applyItem(ctx context.Context, item map[string]types.Attribute
 	switch {
 	case r.isOld(item):
 		return r.copyItem(ctx, item, spend, dry)
+	case r.markerClash(item):
+		return "", 0, &itemProblem{OutMarkerClash, "it holds the attribute " + r.marker() + ", which this rewrite uses to mark its copies: choose another rewrite.marker"}
 	default:
 		if oldKey, ok := r.isCopy(item); ok {
 			return r.removeOrphan(ctx, item, oldKey, spend, dry)
@@ -91,7 +99,7 @@ func (r *Rewrite) applyItem(ctx context.Context, item map[string]types.Attribute
 func (r *Rewrite) copyItem(ctx context.Context, old map[string]types.AttributeValue, spend Spender, dry bool) (string, int, error) {
 	newKey, err := r.NewKey(old)
 	if err != nil {
-		return OutNotDerivable, 0, nil
+		return "", 0, &itemProblem{OutNotDerivable, err.Error()}
 	}
 	oldKey := r.OldKey(old)
 	for attempt := 0; ; attempt++ {
@@ -120,6 +128,9 @@ func (r *Rewrite) copyItem(ctx context.Context, old map[string]types.AttributeVa
 		if err == nil {
 			return outcome, attempt, nil
 		}
+		if reason, ok := itemRefused(err); ok {
+			return "", attempt, &itemProblem{OutFailed, reason}
+		}
 		if !errors.Is(err, errRaced) {
 			return "", attempt, err
 		}
@@ -136,7 +147,7 @@ func (r *Rewrite) copyItem(ctx context.Context, old map[string]types.AttributeVa
 			return OutOther, attempt + 1, nil
 		}
 		if k, err := r.NewKey(old); err != nil {
-			return OutNotDerivable, attempt + 1, nil
+			return "", attempt + 1, &itemProblem{OutNotDerivable, err.Error()}
 		} else {
 			// A changed source moves the new key with it; the copy left
 			// at the former one is an orphan, removed at its own visit.

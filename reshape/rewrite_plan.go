@@ -2,9 +2,12 @@ package reshape
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
+	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/sweep"
 )
 
@@ -18,7 +21,12 @@ type RewritePlan struct {
 	Covered      int64     `json:"covered"`
 	Derivable    int64     `json:"derivable"`
 	NotDerivable []ItemRef `json:"notDerivable,omitempty"`
-	Copies       int64     `json:"copies"`
+	// MarkerClashes are covered items that already hold an attribute named
+	// like the rewrite's marker without being copies (some of them; Clashes
+	// counts them all): the spec is refused until it names another marker.
+	MarkerClashes []ItemRef `json:"markerClashes,omitempty"`
+	Clashes       int64     `json:"clashes,omitempty"`
+	Copies        int64     `json:"copies"`
 	// Collisions are the new keys that two old items map to, or that an
 	// item the rewrite would not copy already holds: apply would never
 	// overwrite them, and they would block finalize. Fix the template or
@@ -32,6 +40,25 @@ type RewritePlan struct {
 	DistinctKeys int        `json:"distinctKeys"`
 	Hottest      []KeyShare `json:"hottest"`
 	Warning      string     `json:"warning,omitempty"`
+}
+
+// Err is nil when apply could move every covered item. Covered items that
+// hold the marker refuse the spec (metastore.ErrInvalidArgument: choose
+// another marker); items whose new key cannot be derived give an error
+// matching metastore.ErrRefused. Both name the items. (Collisions are the
+// caller's to report: they name keys, not items.)
+func (p *RewritePlan) Err() error {
+	if p.Clashes > 0 {
+		return fmt.Errorf("%w: reshape spec: rewrite.marker: %d covered items already hold the attribute the rewrite marks its copies with (e.g. %s): name another rewrite.marker", metastore.ErrInvalidArgument, p.Clashes, p.MarkerClashes[0].Key)
+	}
+	if n := p.Covered - p.Derivable; n > 0 {
+		var names []string
+		for _, e := range p.NotDerivable {
+			names = append(names, e.Key+" ("+e.Detail+")")
+		}
+		return fmt.Errorf("%w: reshape: %d covered items have no new key (apply would skip them and exit non-zero): %s", metastore.ErrRefused, n, strings.Join(names, "; "))
+	}
+	return nil
 }
 
 // Collision is one new key claimed more than once.
@@ -70,6 +97,13 @@ func (r *Rewrite) PlanRewrite(ctx context.Context, o PlanOptions) (*RewritePlan,
 			defer mu.Unlock()
 			for _, item := range p.Items {
 				key := KeyString(r.OldKey(item))
+				if r.markerClash(item) {
+					plan.Clashes++
+					if len(plan.MarkerClashes) < examples {
+						plan.MarkerClashes = append(plan.MarkerClashes, ItemRef{Key: key, State: OutMarkerClash, Detail: "holds the attribute " + r.marker() + " without being a copy of this rewrite"})
+					}
+					continue
+				}
 				if !r.isOld(item) {
 					from := ""
 					if k, ok := r.isCopy(item); ok {

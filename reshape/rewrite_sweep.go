@@ -2,10 +2,15 @@ package reshape
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/sweep"
 )
 
@@ -82,6 +87,12 @@ func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn it
 	return sweep.Run(ctx, r.api, so, func(ctx context.Context, p *sweep.Page) error {
 		return eachItem(ctx, p, workers, func(item map[string]types.AttributeValue) error {
 			outcome, retries, err := fn(ctx, item, p.Spend, p.DryRun)
+			var ip *itemProblem
+			if errors.As(err, &ip) {
+				// The item's own data: counted, named, and the sweep goes on.
+				outcome, err = ip.outcome, nil
+				r.problems.note(ItemRef{Key: KeyString(r.OldKey(item)), State: ip.outcome, Detail: ip.detail})
+			}
 			if err != nil {
 				return err
 			}
@@ -92,6 +103,65 @@ func (r *Rewrite) pass(ctx context.Context, name string, o RewriteOptions, fn it
 			return nil
 		})
 	})
+}
+
+// itemProblem is an item a pass cannot handle because of its own data (its
+// new key cannot be derived, DynamoDB refuses its copy, it holds the
+// marker): the pass counts it under outcome, names it, and goes on, so that
+// one item never blocks the sweep of every other.
+type itemProblem struct{ outcome, detail string }
+
+func (p *itemProblem) Error() string { return p.outcome + ": " + p.detail }
+
+// problemLog names the items of a run's itemProblems (at most DefaultList).
+type problemLog struct {
+	mu    sync.Mutex
+	items []ItemRef
+}
+
+func (l *problemLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items = nil
+}
+
+func (l *problemLog) note(ref ItemRef) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.items) < DefaultList {
+		l.items = append(l.items, ref)
+	}
+}
+
+// Problems returns the items the last Apply could not handle, with why (at
+// most DefaultList; the summary's counts hold them all).
+func (r *Rewrite) Problems() []ItemRef {
+	r.problems.mu.Lock()
+	defer r.problems.mu.Unlock()
+	return slices.Clone(r.problems.items)
+}
+
+// err is nil when sum counts none of the outcomes; else an error matching
+// metastore.ErrRefused that names the items.
+func (l *problemLog) err(sum sweep.Summary, outcomes ...string) error {
+	n := int64(0)
+	for _, o := range outcomes {
+		n += sum.Counts[o]
+	}
+	if n == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for i, it := range l.items {
+		if i == 5 {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, it.Key+" ("+it.State+": "+it.Detail+")")
+	}
+	return fmt.Errorf("%w: reshape: %d items could not be handled and were skipped: %s", metastore.ErrRefused, n, strings.Join(names, "; "))
 }
 
 // eachItem calls f for a page's items, workers at a time, and returns the

@@ -24,11 +24,11 @@ var errRaced = errors.New("lake: reshape: an item changed meanwhile")
 // value. (A condition cannot name attributes it has not seen, so a write
 // that only adds an attribute goes unnoticed here; verify compares whole
 // items and finds it.)
-func (r *Rewrite) asRead(item map[string]types.AttributeValue) expression.ConditionBuilder {
+func (r *Rewrite) asRead(item map[string]types.AttributeValue, n *attrNames) expression.ConditionBuilder {
 	if item == nil {
-		return expression.AttributeNotExists(expression.Name(r.keyNames[0]))
+		return expression.AttributeNotExists(n.name(r.keyNames[0]))
 	}
-	cond := expression.AttributeExists(expression.Name(r.keyNames[0]))
+	cond := expression.AttributeExists(n.name(r.keyNames[0]))
 	names := make([]string, 0, len(item))
 	for n := range item {
 		if !slices.Contains(r.keyNames, n) {
@@ -36,8 +36,8 @@ func (r *Rewrite) asRead(item map[string]types.AttributeValue) expression.Condit
 		}
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		cond = expression.And(cond, expression.Name(n).Equal(expression.Value(item[n])))
+	for _, a := range names {
+		cond = expression.And(cond, n.name(a).Equal(expression.Value(item[a])))
 	}
 	return cond
 }
@@ -51,44 +51,58 @@ type txn struct {
 
 func (r *Rewrite) txn() *txn { return &txn{r: r} }
 
-func (t *txn) build(cond expression.ConditionBuilder, upd *expression.UpdateBuilder) expression.Expression {
-	b := expression.NewBuilder().WithCondition(cond)
-	if upd != nil {
-		b = b.WithUpdate(*upd)
+// built is one transaction item's expressions, its names resolved.
+type built struct {
+	cond, update *string
+	names        map[string]string
+	values       map[string]types.AttributeValue
+}
+
+// build builds the condition "as read" (and an update) of one transaction
+// item, every attribute name taken literally (attrNames).
+func (t *txn) build(read map[string]types.AttributeValue, update func(n *attrNames) expression.UpdateBuilder) built {
+	var n attrNames
+	b := expression.NewBuilder().WithCondition(t.r.asRead(read, &n))
+	if update != nil {
+		b = b.WithUpdate(update(&n))
 	}
 	e, err := b.Build()
 	if err != nil && t.err == nil {
 		t.err = fmt.Errorf("lake: reshape: build expression: %w", err)
 	}
-	return e
+	out := built{cond: e.Condition(), names: n.resolve(e.Names()), values: e.Values()}
+	if update != nil {
+		out.update = e.Update()
+	}
+	return out
 }
 
 // check adds a ConditionCheck that the item at key is as read (nil: absent).
 func (t *txn) check(key, read map[string]types.AttributeValue) *txn {
-	e := t.build(t.r.asRead(read), nil)
+	e := t.build(read, nil)
 	t.items = append(t.items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(t.r.spec.Table), Key: key, ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: aws.String(t.r.spec.Table), Key: key, ConditionExpression: e.cond,
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 	}})
 	return t
 }
 
 // put adds a Put of item, conditioned on its key's item being as read.
 func (t *txn) put(item, read map[string]types.AttributeValue) *txn {
-	e := t.build(t.r.asRead(read), nil)
+	e := t.build(read, nil)
 	t.items = append(t.items, types.TransactWriteItem{Put: &types.Put{
-		TableName: aws.String(t.r.spec.Table), Item: item, ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: aws.String(t.r.spec.Table), Item: item, ConditionExpression: e.cond,
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 	}})
 	return t
 }
 
 // del adds a Delete of the item at key, conditioned on it being as read.
 func (t *txn) del(key, read map[string]types.AttributeValue) *txn {
-	e := t.build(t.r.asRead(read), nil)
+	e := t.build(read, nil)
 	t.items = append(t.items, types.TransactWriteItem{Delete: &types.Delete{
-		TableName: aws.String(t.r.spec.Table), Key: key, ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: aws.String(t.r.spec.Table), Key: key, ConditionExpression: e.cond,
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 	}})
 	return t
 }
@@ -96,11 +110,10 @@ func (t *txn) del(key, read map[string]types.AttributeValue) *txn {
 // unmark adds an Update removing the marker from the copy at key,
 // conditioned on the copy being as read.
 func (t *txn) unmark(key, read map[string]types.AttributeValue) *txn {
-	upd := expression.Remove(expression.Name(t.r.marker()))
-	e := t.build(t.r.asRead(read), &upd)
+	e := t.build(read, func(n *attrNames) expression.UpdateBuilder { return expression.Remove(n.name(t.r.marker())) })
 	t.items = append(t.items, types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(t.r.spec.Table), Key: key, ConditionExpression: e.Condition(), UpdateExpression: e.Update(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: aws.String(t.r.spec.Table), Key: key, ConditionExpression: e.cond, UpdateExpression: e.update,
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 	}})
 	return t
 }

@@ -89,7 +89,7 @@ func (r *Rewrite) VerifyRewrite(ctx context.Context, o VerifyOptions) (*RewriteR
 	}
 	rep.Counts, rep.Scanned = sum.Counts, sum.Scanned
 	c := rep.Counts
-	rep.Clean = sum.Complete && c[OutMissing]+c[OutDifferent]+c[OutOrphan]+c[OutCollision]+c[OutNotDerivable] == 0
+	rep.Clean = sum.Complete && c[OutMissing]+c[OutDifferent]+c[OutOrphan]+c[OutCollision]+c[OutNotDerivable]+c[OutMarkerClash] == 0
 	if err := r.recordVerify(ctx, VerifyRecord{Clean: rep.Clean, At: time.Now().UTC(), Counts: c}); err != nil {
 		return rep, err
 	}
@@ -130,6 +130,9 @@ func (r *Rewrite) verifyItem(ctx context.Context, item map[string]types.Attribut
 
 // classifyPair reads the other half of item's pair and says how they stand.
 func (r *Rewrite) classifyPair(ctx context.Context, item map[string]types.AttributeValue) (string, string, error) {
+	if r.markerClash(item) {
+		return OutMarkerClash, "holds the attribute " + r.marker() + " without being a copy of this rewrite: it is never moved", nil
+	}
 	if r.isOld(item) {
 		newKey, err := r.NewKey(item)
 		if err != nil {

@@ -40,6 +40,12 @@ type Spec struct {
 	// (an RFC 3339 time or date string, or a number of Unix seconds), for
 	// verify's obsolescence cutoff.
 	Timestamp string `json:"timestamp,omitempty"`
+	// TakeOver names derived attributes that items may already hold with
+	// values of their own, which the reshape is explicitly allowed to
+	// overwrite. Without it a derived attribute must be the spec's alone:
+	// no other index may key on it, and an item holding another value in it
+	// is Foreign (reported, never overwritten).
+	TakeOver []string `json:"takeOver,omitempty"`
 
 	templates map[string]template
 	derived   []string // Derive's keys, sorted
@@ -268,6 +274,11 @@ func (s *Spec) Validate() error {
 	if s.Timestamp != "" {
 		if _, ok := s.Derive[s.Timestamp]; ok {
 			bad("timestamp: %s is derived", s.Timestamp)
+		}
+	}
+	for _, a := range s.TakeOver {
+		if _, ok := s.Derive[a]; !ok {
+			bad("takeOver: %s is not a derived attribute", a)
 		}
 	}
 	if len(errs) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -47,6 +48,19 @@ func describe(ctx context.Context, api API, s *Spec) (*tableInfo, error) {
 			return nil, fmt.Errorf("%w: reshape spec: derive.%s: %s is a key of table %s, and a key cannot change in place: that is a key rewrite (copy, dual-read, then delete), not an added attribute", metastore.ErrInvalidArgument, k, k, s.Table)
 		}
 	}
+	if err := s.checkOwnership(out.Table); err != nil {
+		return nil, err
+	}
+	for a := range s.Covers.KeyPrefixes {
+		if typ, ok := t.attrTypes[a]; ok && typ != types.ScalarAttributeTypeS {
+			return nil, fmt.Errorf("%w: reshape spec: covers.keyPrefixes.%s: %s is defined in table %s as type %s, and a prefix selects strings only: it would cover nothing", metastore.ErrInvalidArgument, a, a, s.Table, typ)
+		}
+	}
+	if s.Index.Provisioned != nil {
+		if bm := out.Table.BillingModeSummary; bm != nil && bm.BillingMode == types.BillingModePayPerRequest {
+			return nil, fmt.Errorf("%w: reshape spec: index.provisioned: table %s is on-demand (PAY_PER_REQUEST), and its indexes take no provisioned throughput; remove index.provisioned", metastore.ErrInvalidArgument, s.Table)
+		}
+	}
 	for _, ka := range s.indexKeys() {
 		if typ, ok := t.attrTypes[ka.Attribute]; ok && string(typ) != ka.Type {
 			return nil, fmt.Errorf("%w: reshape spec: %s is defined in table %s as type %s, the spec says %s", metastore.ErrInvalidArgument, ka.Attribute, s.Table, typ, ka.Type)
@@ -69,6 +83,38 @@ func describe(ctx context.Context, api API, s *Spec) (*tableInfo, error) {
 		}
 	}
 	return t, nil
+}
+
+// checkOwnership refuses a derived attribute that another index of the
+// table keys on (unless the spec takes it over): writing it would move the
+// items in that index, or change their type under it.
+func (s *Spec) checkOwnership(desc *types.TableDescription) error {
+	keyedBy := map[string][]string{} // attribute → the other indexes keyed on it
+	add := func(kind string, name *string, ks []types.KeySchemaElement) {
+		if kind == "global" && aws.ToString(name) == s.Index.Name {
+			return // the spec's own index
+		}
+		for _, k := range ks {
+			a := aws.ToString(k.AttributeName)
+			keyedBy[a] = append(keyedBy[a], kind+" index "+aws.ToString(name))
+		}
+	}
+	for _, g := range desc.GlobalSecondaryIndexes {
+		add("global", g.IndexName, g.KeySchema)
+	}
+	for _, l := range desc.LocalSecondaryIndexes {
+		add("local", l.IndexName, l.KeySchema)
+	}
+	var errs []string
+	for _, d := range s.derived {
+		if ix := keyedBy[d]; len(ix) > 0 && !s.takesOver(d) {
+			errs = append(errs, fmt.Sprintf("derive.%s: %s is a key of the table's %s: deriving it would rewrite the items' own values under that index; derive an attribute of the spec's own, or name it in takeOver", d, d, strings.Join(ix, ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: reshape spec: %s", metastore.ErrInvalidArgument, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // index returns the table's GSI of that name, nil when there is none.

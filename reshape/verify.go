@@ -63,6 +63,9 @@ type Counts struct {
 	Missing      int64 `json:"missing"`
 	Stale        int64 `json:"stale"`
 	NotDerivable int64 `json:"notDerivable"`
+	// Foreign items hold a derived attribute of their own (of another
+	// type than the derived one): never overwritten, never in the index.
+	Foreign int64 `json:"foreign,omitempty"`
 	// Obsolete are missing items older than the cutoff, not counted in
 	// Missing.
 	Obsolete int64 `json:"obsolete"`
@@ -75,6 +78,7 @@ func (c *Counts) add(o Counts) {
 	c.Missing += o.Missing
 	c.Stale += o.Stale
 	c.NotDerivable += o.NotDerivable
+	c.Foreign += o.Foreign
 	c.Obsolete += o.Obsolete
 }
 
@@ -134,6 +138,7 @@ type VerifyReport struct {
 	Missing        []ItemRef       `json:"missingItems,omitempty"`
 	Stale          []ItemRef       `json:"staleItems,omitempty"`
 	NotDerivable   []ItemRef       `json:"notDerivableItems,omitempty"`
+	Foreign        []ItemRef       `json:"foreignItems,omitempty"`
 	Obsolete       []ItemRef       `json:"obsoleteItems,omitempty"`
 	IndexCheck     IndexCheck      `json:"indexCheck"`
 	// ReadUnits is the read capacity the table scan used (the index check
@@ -238,6 +243,9 @@ func (r *Reshaper) Verify(ctx context.Context, opts VerifyOptions) (*VerifyRepor
 	if n := rep.Total.NotDerivable; n > 0 {
 		rep.Reasons = append(rep.Reasons, fmt.Sprintf("%d covered items cannot be derived and will never be in the index (fix them or narrow covers)", n))
 	}
+	if n := rep.Total.Foreign; n > 0 {
+		rep.Reasons = append(rep.Reasons, fmt.Sprintf("%d covered items hold a derived attribute of their own, of another type: they are never in the index (narrow covers, or derive another attribute)", n))
+	}
 	if rep.IndexCheck.Skipped != "" {
 		rep.Reasons = append(rep.Reasons, rep.IndexCheck.Skipped)
 	}
@@ -288,6 +296,10 @@ func (r *Reshaper) verifyItem(item map[string]types.AttributeValue, sr *SegmentR
 		sr.NotDerivable++
 		ref.Detail = v.Reason
 		list(&rep.NotDerivable)
+	case Foreign:
+		sr.Foreign++
+		ref.Detail = v.Reason
+		list(&rep.Foreign)
 	}
 	h := sha256.New()
 	h.Write([]byte(key))

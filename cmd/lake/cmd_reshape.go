@@ -215,10 +215,13 @@ the base table's writes while it is built: plan says so before anything exists.`
 				return err
 			}
 			if po.json {
-				return printJSON(cmd.OutOrStdout(), rep)
+				if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				printPlan(cmd.OutOrStdout(), r.Spec(), rep)
 			}
-			printPlan(cmd.OutOrStdout(), r.Spec(), rep)
-			return nil
+			return rep.Err()
 		},
 	}
 	cmd.Flags().IntVar(&po.segments, "segments", sweep.DefaultSegments, "parallel scan segments")
@@ -240,9 +243,15 @@ func printPlan(w io.Writer, s *reshape.Spec, p reshape.PlanReport) {
 	fmt.Fprintf(w, "scanned %d items, %d covered by the spec\n", p.Scanned, p.Covered)
 	fmt.Fprintf(w, "  already converted  %d\n", p.Converted)
 	fmt.Fprintf(w, "  derivable          %d (missing %d, stale %d): apply writes them, about %.0f WCU with the index writes\n", p.Derivable(), p.Missing, p.Stale, p.EstimatedWCU)
-	fmt.Fprintf(w, "  not derivable      %d\n", p.NotDerivable)
+	fmt.Fprintf(w, "  cannot convert     %d (apply skips them, names them and exits 6)\n", p.NotDerivable)
 	for _, e := range p.Examples {
 		fmt.Fprintf(w, "    %s: %s\n", e.Key, e.Reason)
+	}
+	if p.Foreign > 0 {
+		fmt.Fprintf(w, "  foreign            %d (hold a derived attribute of their own: the spec is refused)\n", p.Foreign)
+		for _, e := range p.ForeignExamples {
+			fmt.Fprintf(w, "    %s: %s\n", e.Key, e.Reason)
+		}
 	}
 	fmt.Fprintf(w, "new partition key %s: %d distinct values; hottest:\n", s.Index.PartitionKey.Attribute, p.DistinctKeys)
 	for _, k := range p.Hottest {
@@ -306,19 +315,16 @@ The rewrite's phase, cursors and verify record live in --state.`,
 			if err != nil {
 				return err
 			}
-			if ao.state == "" {
-				ao.state = "bolt://" + besideSpec(args[0], ".state.db")
-			}
 			var state *metastore.Store
 			if !ao.dryRun {
-				state, err = storeurl.Open(cmd.Context(), ao.state, &storeurl.Options{Create: strings.HasPrefix(ao.state, "bolt://")})
+				state, err = openState(cmd.Context(), ao.state, args[0])
 				if err != nil {
 					return err
 				}
 				defer state.Close()
 			}
 			errw, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
-			pp := &progressPrinter{w: errw, verb: "apply", names: []string{"wrote", "repaired", "gone", "contended"}}
+			pp := &progressPrinter{w: errw, verb: "apply", names: []string{"wrote", "repaired", "gone", "contended", "failed"}}
 			res, err := r.Apply(cmd.Context(), reshape.ApplyOptions{
 				Segments: ao.segments, PageSize: ao.pageSize, MaxWCU: ao.maxWCU, Workers: ao.workers,
 				DryRun: ao.dryRun, State: state, Progress: pp.report,
@@ -331,7 +337,7 @@ The rewrite's phase, cursors and verify record live in --state.`,
 				return err
 			}
 			printApply(out, r.Spec(), args[0], ao.dryRun, res)
-			return nil
+			return res.Err()
 		},
 	}
 	cmd.Flags().StringVar(&ao.state, "state", "", "store URL for the sweep's cursors (default bolt://SPEC-without-extension.state.db beside the spec; any lake store)")
@@ -364,8 +370,14 @@ func printApply(w io.Writer, s *reshape.Spec, specPath string, dry bool, res res
 	}
 	fmt.Fprintf(w, "sweep: %d segments, %d items scanned in %s (%.0f items/s)%s\n", res.Sweep.Segments, res.Sweep.Scanned,
 		res.Sweep.Elapsed.Round(time.Millisecond), res.Sweep.ItemsPerSecond(), map[bool]string{true: ", resumed"}[res.Sweep.Resumed])
-	fmt.Fprintf(w, "  %s %d, repaired %d, gone %d (deleted meanwhile: not re-created), contended %d, unchanged %d, condition retries %d\n",
-		verb, c["wrote"], c["repaired"], c["gone"], c["contended"], c["unchanged"], c["retries"])
+	fmt.Fprintf(w, "  %s %d, repaired %d, gone %d (deleted meanwhile: not re-created), contended %d, failed %d, unchanged %d, condition retries %d\n",
+		verb, c["wrote"], c["repaired"], c["gone"], c["contended"], c["failed"], c["unchanged"], c["retries"])
+	for _, f := range res.Failed {
+		fmt.Fprintf(w, "  failed %s: %s\n", f.Key, f.Detail)
+	}
+	if n := c["failed"]; n > int64(len(res.Failed)) {
+		fmt.Fprintf(w, "  … and %d more (lake reshape verify lists them)\n", n-int64(len(res.Failed)))
+	}
 	if !dry {
 		fmt.Fprintf(w, "  %.1f write capacity units, %.2f per item written (table and index)\n", res.Sweep.WriteUnits, perItem)
 	}

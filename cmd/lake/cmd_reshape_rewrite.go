@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/reshape"
 	"github.com/lakemeta/lake/storeurl"
@@ -40,13 +42,18 @@ func (f *rewriteFlags) options(pp *progressPrinter) reshape.RewriteOptions {
 		DryRun: f.dryRun, Settle: f.settle, Progress: pp.report}
 }
 
-// openState opens the rewrite's state store (default: a bolt file beside
-// the spec).
+// openState opens a reshape's state store (default: a bolt file beside
+// the spec). A bolt file held by another process is, here, another run of
+// a reshape command on the same spec, and the error says so.
 func openState(ctx context.Context, url, specPath string) (*metastore.Store, error) {
 	if url == "" {
 		url = "bolt://" + besideSpec(specPath, ".state.db")
 	}
-	return storeurl.Open(ctx, url, &storeurl.Options{Create: strings.HasPrefix(url, "bolt://")})
+	st, err := storeurl.Open(ctx, url, &storeurl.Options{Create: strings.HasPrefix(url, "bolt://")})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, fmt.Errorf("%w: reshape: the state %s is held by another process: another `lake reshape` apply, finalize or rollback of this spec is running; wait for it to finish (two runs would sweep the same items at once)", metastore.ErrRefused, url)
+	}
+	return st, err
 }
 
 // rewriter opens a key rewrite; the caller closes the state store.
@@ -92,6 +99,9 @@ func runRewritePlan(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spe
 		for _, e := range plan.Examples {
 			fmt.Fprintf(w, "  %s  →  %s\n", e.Key, e.Detail)
 		}
+		for _, e := range plan.MarkerClashes {
+			fmt.Fprintf(w, "marker clash: %s: %s\n", e.Key, e.Detail)
+		}
 		if len(plan.NotDerivable) > 0 {
 			fmt.Fprintf(w, "not derivable (they would stay under their old key):\n")
 			for _, e := range plan.NotDerivable {
@@ -112,7 +122,7 @@ func runRewritePlan(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spe
 	if len(plan.Collisions) > 0 {
 		return fmt.Errorf("%w: reshape plan: %d new keys collide: fix the templates (or the data) before apply", metastore.ErrRefused, len(plan.Collisions))
 	}
-	return nil
+	return plan.Err()
 }
 
 func runRewriteApply(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spec *reshape.Spec, specPath string, f rewriteFlags) error {
@@ -123,9 +133,10 @@ func runRewriteApply(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, sp
 	defer state.Close()
 	pp := &progressPrinter{w: cmd.ErrOrStderr(), verb: "apply", names: []string{reshape.OutCopied, reshape.OutRepaired, reshape.OutOrphanRemoved, reshape.OutCollision}}
 	sum, err := rw.Apply(cmd.Context(), f.options(pp))
-	if err != nil {
+	if err != nil && sum.Scanned == 0 {
 		return err
 	}
+	// err, past here, names items the sweep skipped: the summary comes first.
 	w := cmd.OutOrStdout()
 	verb := ""
 	if f.dryRun {
@@ -138,8 +149,11 @@ func runRewriteApply(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, sp
 	if !f.dryRun {
 		fmt.Fprintf(w, "  %.1f write capacity units\n", sum.WriteUnits)
 	}
+	for _, p := range rw.Problems() {
+		fmt.Fprintf(w, "  %s %s: %s\n", p.State, p.Key, p.Detail)
+	}
 	fmt.Fprintf(w, "next: lake reshape verify %s\n", specPath)
-	return nil
+	return err
 }
 
 func runRewriteVerify(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spec *reshape.Spec, specPath string, vo reshapeVerifyOptions) error {
