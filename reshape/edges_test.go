@@ -379,3 +379,32 @@ func TestSpecChecksAgainstTheTable(t *testing.T) {
 		t.Fatalf("provisioned on an on-demand table: %v", err)
 	}
 }
+
+// The plan's estimate counts the writes of every existing index that
+// projects the item, as DynamoDB bills them: a table with an LSI and a GSI
+// projecting ALL pays for three index writes per converted item, not one.
+func TestPlanEstimateCountsProjectingIndexes(t *testing.T) {
+	var items []map[string]types.AttributeValue
+	for i := range 20 {
+		items = append(items, map[string]types.AttributeValue{"pk": s("T#1"), "sk": s(fmt.Sprintf("c%02d", i)), "author": s("u1"),
+			"updatedAt": n(fmt.Sprint(1700000000 + i)), "docId": s("d1"), "body": s(strings.Repeat("x", 1500))})
+	}
+	all := &types.Projection{ProjectionType: types.ProjectionTypeAll}
+	c, table := foreignTable(t, &dynamodb.CreateTableInput{
+		AttributeDefinitions:   attrDefs("pk", "S", "sk", "S", "updatedAt", "N", "docId", "S"),
+		KeySchema:              keySchema("pk", "sk"),
+		LocalSecondaryIndexes:  []types.LocalSecondaryIndex{{IndexName: aws.String("byUpdated"), KeySchema: keySchema("pk", "updatedAt"), Projection: all}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byDoc"), KeySchema: keySchema("docId", ""), Projection: all}},
+	}, items)
+	r := newReshaper(t, c, parseSpec(t, fmt.Sprintf(`{"kind": "add-index", "table": %q, "index": {"name": "byAuthor", "partitionKey": {"attribute": "GSI1PK"}},
+	 "derive": {"GSI1PK": "A#{author}"}}`, table)))
+	plan, err := r.Plan(t.Context(), PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 KB items: 2 units for the table, 2 for the new index, 2 each for
+	// the LSI and the GSI that project everything.
+	if want := 20 * 8.0; plan.EstimatedWCU != want {
+		t.Fatalf("plan estimates %.0f WCU, want %.0f", plan.EstimatedWCU, want)
+	}
+}

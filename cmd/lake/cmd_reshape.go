@@ -61,9 +61,16 @@ and --region, else from --store when it is a dynamodb:// URL (its ?endpoint= and
 ?region=), else from the AWS configuration (AWS_ENDPOINT_URL_DYNAMODB,
 AWS_REGION, profiles).
 
-Exit codes: 0 ok, 1 error, 2 invalid spec or flags, 3 table not found,
-6 refused (verify: coverage incomplete, copies not all equal; an index of that
-name with other keys; plan: new keys collide; finalize without a clean verify).`,
+Attribute names are taken literally (author.id, tags[0] are one attribute each).
+An item that cannot be converted (not derivable, over 400 KB with the new
+attributes, holding a derived attribute of its own) is named and skipped; the
+sweep goes on.
+
+Exit codes: 0 ok, 1 error, 2 invalid spec or flags (and plan: items already hold
+a derived attribute, or the rewrite's marker), 3 table not found, 6 refused
+(apply or plan: items that cannot be converted, named; verify: coverage
+incomplete, copies not all equal; an index of that name with other keys; plan:
+new keys collide; finalize without a clean verify; another run holds --state).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
