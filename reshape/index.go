@@ -37,10 +37,18 @@ type IndexOptions struct {
 	PollInterval time.Duration
 	// Progress, when set, is called after each DescribeTable while waiting.
 	Progress func(IndexStatus)
+	// MaxWait bounds the wait for the table to accept the new index and
+	// for the index to become ACTIVE (DefaultMaxWait); past it EnsureIndex
+	// fails naming the last status it saw. Building an index on a large
+	// table takes hours: a resumed apply waits again.
+	MaxWait time.Duration
 }
 
-// DefaultPollInterval is IndexOptions.PollInterval's default.
-const DefaultPollInterval = 5 * time.Second
+// Defaults of IndexOptions.
+const (
+	DefaultPollInterval = 5 * time.Second
+	DefaultMaxWait      = 12 * time.Hour
+)
 
 // IndexExists reports whether the table has the spec's index, as last
 // described.
@@ -56,6 +64,9 @@ func (r *Reshaper) IndexExists() bool { return r.tab().index(r.spec.Index.Name) 
 func (r *Reshaper) EnsureIndex(ctx context.Context, opts IndexOptions) (bool, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
 	}
 	created := false
 	if !r.IndexExists() {
@@ -120,6 +131,9 @@ func (r *Reshaper) createIndex(ctx context.Context, opts IndexOptions) error {
 		if opts.Progress != nil {
 			opts.Progress(IndexStatus{Status: "table busy: " + err.Error(), Elapsed: time.Since(start)})
 		}
+		if time.Since(start) > opts.MaxWait {
+			return fmt.Errorf("lake: reshape: add index %s to %s: the table stayed busy for %s (last: %v); run apply again later", s.Index.Name, s.Table, opts.MaxWait, err)
+		}
 		if err := sleep(ctx, opts.PollInterval); err != nil {
 			return err
 		}
@@ -153,6 +167,9 @@ func (r *Reshaper) waitIndex(ctx context.Context, opts IndexOptions) error {
 		}
 		if st.Ready() {
 			return nil
+		}
+		if st.Elapsed > opts.MaxWait {
+			return fmt.Errorf("lake: reshape: index %s of %s is still %s after %s (backfilling %v, %d items); run apply again to wait on", r.spec.Index.Name, r.spec.Table, st.Status, opts.MaxWait, st.Backfilling, st.ItemCount)
 		}
 		if err := sleep(ctx, opts.PollInterval); err != nil {
 			return err

@@ -147,3 +147,18 @@ func TestVerifyAllowsIndexLag(t *testing.T) {
 		t.Fatalf("lasting lag: complete=%v index %+v", rep.Complete, rep.IndexCheck)
 	}
 }
+
+// TestIndexWaitIsBounded: an index that stays CREATING past MaxWait ends
+// the wait with an error naming its status, and no item is swept.
+func TestIndexWaitIsBounded(t *testing.T) {
+	client, spec, _ := demoTable(t, DemoOptions{Workspaces: 1})
+	api := &slowIndex{API: client, creating: 1 << 30}
+	r := newReshaper(t, api, spec)
+	_, err := r.Apply(t.Context(), ApplyOptions{Index: IndexOptions{PollInterval: 10 * time.Millisecond, MaxWait: 150 * time.Millisecond}})
+	if err == nil || !strings.Contains(err.Error(), "still CREATING after 150ms") {
+		t.Fatalf("apply: %v, want the bounded wait's error", err)
+	}
+	if n := api.scansBeforeReady.Load(); n != 0 {
+		t.Fatalf("%d scans before the index was ACTIVE", n)
+	}
+}

@@ -274,7 +274,7 @@ type reshapeApplyOptions struct {
 	segments, pageSize, workers int
 	maxWCU                      float64
 	dryRun                      bool
-	poll                        time.Duration
+	poll, maxWait               time.Duration
 }
 
 func newReshapeApplyCommand(g *globalOptions, o *reshapeOptions) *cobra.Command {
@@ -309,8 +309,8 @@ not copy from that old item is never overwritten: it is counted as a collision.
 The rewrite's phase, cursors and verify record live in --state.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if ao.maxWCU < 0 || ao.workers < 0 || ao.poll <= 0 {
-				return usagef("--max-wcu and --workers must not be negative, --poll must be positive")
+			if ao.maxWCU < 0 || ao.workers < 0 || ao.poll <= 0 || ao.maxWait <= 0 {
+				return usagef("--max-wcu and --workers must not be negative, --poll and --max-wait must be positive")
 			}
 			if spec, err := loadSpec(args[0]); err != nil {
 				return err
@@ -335,7 +335,7 @@ The rewrite's phase, cursors and verify record live in --state.`,
 			res, err := r.Apply(cmd.Context(), reshape.ApplyOptions{
 				Segments: ao.segments, PageSize: ao.pageSize, MaxWCU: ao.maxWCU, Workers: ao.workers,
 				DryRun: ao.dryRun, State: state, Progress: pp.report,
-				Index: reshape.IndexOptions{PollInterval: ao.poll, Progress: func(st reshape.IndexStatus) {
+				Index: reshape.IndexOptions{PollInterval: ao.poll, MaxWait: ao.maxWait, Progress: func(st reshape.IndexStatus) {
 					fmt.Fprintf(errw, "index %s: %s%s, %d items, %d bytes (%s)\n", r.Spec().Index.Name, st.Status,
 						map[bool]string{true: " backfilling"}[st.Backfilling], st.ItemCount, st.SizeBytes, st.Elapsed.Round(time.Second))
 				}},
@@ -354,6 +354,7 @@ The rewrite's phase, cursors and verify record live in --state.`,
 	cmd.Flags().Float64Var(&ao.maxWCU, "max-wcu", 0, "bound on write capacity units per second, index writes included (0: none)")
 	cmd.Flags().BoolVar(&ao.dryRun, "dry-run", false, "create and write nothing; print what would be done")
 	cmd.Flags().DurationVar(&ao.poll, "poll", reshape.DefaultPollInterval, "time between two status checks while the index is built")
+	cmd.Flags().DurationVar(&ao.maxWait, "max-wait", reshape.DefaultMaxWait, "give up waiting for the index after this long (run apply again to wait on)")
 	return cmd
 }
 
