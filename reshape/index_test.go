@@ -161,4 +161,10 @@ func TestIndexWaitIsBounded(t *testing.T) {
 	if n := api.scansBeforeReady.Load(); n != 0 {
 		t.Fatalf("%d scans before the index was ACTIVE", n)
 	}
+	// Leave DynamoDB Local's index build finished before the table is
+	// deleted: the emulator is shared by every test of the run.
+	r.api = client
+	if err := r.waitIndex(t.Context(), IndexOptions{PollInterval: 20 * time.Millisecond, MaxWait: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
 }
