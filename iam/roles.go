@@ -181,7 +181,7 @@ func (p Params) node() []Statement {
 	out = append(out, stmt("MetastoreV2", "point reads, per-shard Query prefix reads, writes and transactions of the prefix-isolated table (and, in state v1, what dual mode adds when the migrator switches it)",
 		slices.Concat(itemReads, itemWrites, describe), p.arn(p.v2())))
 	out = append(out, stmt("Datastore", "the node's datastore endpoints over TABLE_files: every namespace, its feed index bypos, lock records",
-		slices.Concat(itemReads, itemWrites, describe), p.arn(p.files()), p.arn(p.files())+"/index/*"))
+		slices.Concat(itemReads, itemWrites, describe), p.arn(p.files()), p.arn(p.files())+"/index/bypos"))
 	return out
 }
 
@@ -204,7 +204,7 @@ func (p Params) reader() []Statement {
 	out = append(out, stmt("MetastoreV2Read", "point reads and per-shard Query prefix reads of the prefix-isolated table (the layout record in state v1)",
 		slices.Concat(reads, describe), p.arn(p.v2())))
 	out = append(out, stmt("DatastoreRead", "datastore reads: files, heads, the feed index bypos",
-		slices.Concat(reads, describe), p.arn(p.files()), p.arn(p.files())+"/index/*"))
+		slices.Concat(reads, describe), p.arn(p.files()), p.arn(p.files())+"/index/bypos"))
 	return out
 }
 
