@@ -36,6 +36,7 @@ import (
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // Default is the store URL used when none is given.
@@ -62,7 +63,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, fmt.Errorf("%w: store URL %q has no scheme; supported: %s", metastore.ErrInvalidArgument, raw, supported)
+		return nil, fmt.Errorf("%w: store URL %q has no scheme; supported: %s", metastore.ErrInvalidArgument, nodeapi.RedactURL(raw), supported)
 	}
 	switch scheme {
 	case "bolt":
@@ -103,7 +104,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 	case "s3":
 		// S3 writes one object at a time: the metastore's atomic
 		// multi-key writes have nothing to stand on.
-		return nil, fmt.Errorf("%w: %s holds only the datastore and its locks (lake data, lake lock); S3 has no atomic multi-object write for the metastore; supported: %s", metastore.ErrInvalidArgument, raw, supported)
+		return nil, fmt.Errorf("%w: %s holds only the datastore and its locks (lake data, lake lock); S3 has no atomic multi-object write for the metastore; supported: %s", metastore.ErrInvalidArgument, nodeapi.RedactURL(raw), supported)
 	default:
 		return nil, fmt.Errorf("%w: store URL scheme %q is not supported; supported: %s", metastore.ErrInvalidArgument, scheme, supported)
 	}

@@ -65,7 +65,7 @@ func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT", metastore.ErrInvalidArgument, base)
+		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT (no user info: give the token with LAKE_TOKEN or LAKE_TOKEN_FILE)", metastore.ErrInvalidArgument, nodeapi.RedactURL(base))
 	}
 	d := &Driver{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), client: opts.Client}
 	if opts.Token != "" {
