@@ -33,6 +33,9 @@ type Store struct {
 	ns       string
 	borrowed bool
 	nss      *namespaceState
+	// vouched holds the uploads s made itself, which Commit need not read
+	// back (verify.go).
+	vouched vouched
 }
 
 // New returns a Store over d, the root of its namespaces.
@@ -117,6 +120,7 @@ func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byt
 		}
 	}
 	st.SHA256 = hex.EncodeToString(h.Sum(nil))
+	s.vouched.add(st)
 	return st, nil
 }
 
@@ -151,9 +155,24 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 			return nil, fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
 		}
 	}
+	// The store's side of the trust boundary: a staged file that s did not
+	// upload itself is proved against its chunks before anything applies.
+	var versions []string
+	for _, e := range entries {
+		if e.Put == nil {
+			continue
+		}
+		versions = append(versions, e.Put.Version)
+		if !s.vouched.has(*e.Put) {
+			if err := VerifyStaged(ctx, s.d, *e.Put); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
+	defer s.vouched.forget(versions)
 	var out []Info
 	for start := 0; start < len(entries); start += s.d.MaxCommit() {
 		part := entries[start:min(start+s.d.MaxCommit(), len(entries))]

@@ -53,6 +53,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"Namespaces", testNamespaces},
 		{"DropPartition", testDropPartition},
 		{"Close", testClose},
+		{"CommitProvedAgainstUpload", testCommitProved},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

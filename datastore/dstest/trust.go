@@ -1,0 +1,86 @@
+package dstest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// stageRaw uploads content through the driver directly, as a client other
+// than this Store would (a remote client, another process): the Store has
+// not vouched for it, so its Commit must prove it.
+func stageRaw(t *testing.T, s *datastore.Store, path string, content []byte) datastore.Staged {
+	t.Helper()
+	ctx, d := t.Context(), s.Driver()
+	sum := sha256.Sum256(content)
+	st := datastore.Staged{Path: path, Version: strings.Repeat("ab", 8) + hex.EncodeToString(sum[:8]), Meta: []byte{},
+		Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), Started: s.Now()}
+	if err := d.BeginUpload(ctx, st); err != nil {
+		t.Fatalf("BeginUpload: %v", err)
+	}
+	for off := 0; off < len(content); off += datastore.ChunkSize {
+		if err := d.PutChunk(ctx, st.Version, st.Chunks, content[off:min(off+datastore.ChunkSize, len(content))]); err != nil {
+			t.Fatalf("PutChunk %d: %v", st.Chunks, err)
+		}
+		st.Chunks++
+	}
+	return st
+}
+
+// testCommitProved (issue 26, row 1): a commit whose staged file does not
+// match what was uploaded (size, chunk count, SHA-256, a version never
+// uploaded) is refused and applies nothing; a staged file uploaded by
+// another client that does match commits.
+func testCommitProved(t *testing.T, s *datastore.Store) {
+	ctx := t.Context()
+	st := stageRaw(t, s, "data/t/i/five", []byte("hello"))
+	big := stageRaw(t, s, "data/t/i/big", []byte(pattern(datastore.ChunkSize+10, 3)))
+	lie := func(f func(*datastore.Staged)) datastore.Staged {
+		c := st
+		f(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		st   datastore.Staged
+		want error
+	}{
+		{"a petabyte claimed", lie(func(c *datastore.Staged) { c.Size = 1 << 50 }), metastore.ErrInvalidArgument},
+		{"a petabyte in as many chunks", lie(func(c *datastore.Staged) { c.Size, c.Chunks = 1<<50, int(datastore.ChunksFor(1<<50)) }), metastore.ErrInvalidArgument},
+		{"64 GiB claimed", lie(func(c *datastore.Staged) { c.Size = 64 << 30 }), metastore.ErrInvalidArgument},
+		{"one byte short", lie(func(c *datastore.Staged) { c.Size = 4 }), metastore.ErrInvalidArgument},
+		{"no chunks claimed", lie(func(c *datastore.Staged) { c.Size, c.Chunks = 0, 0 }), metastore.ErrInvalidArgument},
+		{"another SHA-256", lie(func(c *datastore.Staged) { c.SHA256 = strings.Repeat("0", 64) }), metastore.ErrInvalidArgument},
+		{"a SHA-256 that is not one", lie(func(c *datastore.Staged) { c.SHA256 = "x" }), metastore.ErrInvalidArgument},
+		{"a version never uploaded", lie(func(c *datastore.Staged) { c.Version = strings.Repeat("cd", 16) }), datastore.ErrUploadExpired},
+		{"one chunk of two claimed", func() datastore.Staged { c := big; c.Chunks, c.Size = 1, datastore.ChunkSize; return c }(), metastore.ErrInvalidArgument},
+		{"the other file's SHA-256", lie(func(c *datastore.Staged) { c.SHA256 = big.SHA256 }), metastore.ErrInvalidArgument},
+	} {
+		_, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &tc.st}})
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("%s: Commit = %v, want %v", tc.name, err, tc.want)
+		}
+		// A refused file in a commit with others refuses them all.
+		other := stageRaw(t, s, "data/t/i/other", []byte("fine"))
+		_, err = s.Commit(ctx, nil, []datastore.Entry{{Put: &other}, {Put: &tc.st}})
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("%s beside a good file: Commit = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	wantNotFound(t, s, "data/t/i/five")
+	wantNotFound(t, s, "data/t/i/other")
+	if h, err := s.Head(ctx, "t/i"); err != nil || h.Seq != 0 {
+		t.Fatalf("Head after refused commits = %+v, %v; want nothing applied", h, err)
+	}
+	// The truth commits, from a client the Store did not vouch for.
+	if _, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}, {Put: &big}}); err != nil {
+		t.Fatalf("Commit of matching staged files: %v", err)
+	}
+	wantContent(t, s, "data/t/i/five", "hello")
+	wantContent(t, s, "data/t/i/big", pattern(datastore.ChunkSize+10, 3))
+}
