@@ -64,3 +64,25 @@ func TestNodeProvesCommits(t *testing.T) {
 		t.Fatalf("Get = %q, %v", b, err)
 	}
 }
+
+// TestNodeChunksImmutable (issue 26, row 2): through the node, a committed
+// version's chunk cannot be overwritten (409 conflict; the same bytes are
+// a retry, 204), and a chunk for a version without a live upload intent is
+// refused (409 refused); the file stays readable.
+func TestNodeChunksImmutable(t *testing.T) {
+	n, data := newDataNode(t)
+	info, err := data.Put(t.Context(), "data/t/i/f", strings.NewReader("hello"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := func(version, i string, b string) reply {
+		return n.call(t, "PUT", dataPath(nodeapi.DataChunk, "version="+version+"&i="+i), []byte(b))
+	}
+	want(t, "other bytes over a committed chunk", chunk(info.Version, "0", "HELLO"), 409, nodeapi.CodeConflict)
+	want(t, "the same bytes again", chunk(info.Version, "0", "hello"), 204, "")
+	want(t, "a new chunk of a committed version", chunk(info.Version, "1", "more"), 409, nodeapi.CodeRefused)
+	want(t, "a chunk of a version never begun", chunk(strings.Repeat("e", 32), "0", "x"), 409, nodeapi.CodeRefused)
+	if _, b, err := data.Get(t.Context(), "data/t/i/f"); err != nil || string(b) != "hello" {
+		t.Fatalf("Get after hostile chunk PUTs = %q, %v", b, err)
+	}
+}

@@ -54,6 +54,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"DropPartition", testDropPartition},
 		{"Close", testClose},
 		{"CommitProvedAgainstUpload", testCommitProved},
+		{"ChunksImmutable", testChunksImmutable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -84,3 +84,36 @@ func testCommitProved(t *testing.T, s *datastore.Store) {
 	wantContent(t, s, "data/t/i/five", "hello")
 	wantContent(t, s, "data/t/i/big", pattern(datastore.ChunkSize+10, 3))
 }
+
+// testChunksImmutable (issue 26, row 2): a chunk is written once. The same
+// bytes again are a retry and succeed; other bytes are a conflict, before
+// and after the commit, and the committed file reads as committed.
+func testChunksImmutable(t *testing.T, s *datastore.Store) {
+	ctx, d := t.Context(), s.Driver()
+	content := pattern(datastore.ChunkSize+7, 5)
+	st, err := s.Upload(ctx, "data/t/i/imm", strings.NewReader(content), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := []byte(content[:datastore.ChunkSize]), []byte(content[datastore.ChunkSize:])
+	other := []byte(strings.Repeat("x", len(last)))
+	check := func(when string) {
+		t.Helper()
+		if err := d.PutChunk(ctx, st.Version, 1, last); err != nil {
+			t.Fatalf("%s: a retry of the same bytes: %v", when, err)
+		}
+		if err := d.PutChunk(ctx, st.Version, 0, first); err != nil {
+			t.Fatalf("%s: a retry of the same first chunk: %v", when, err)
+		}
+		err := d.PutChunk(ctx, st.Version, 1, other)
+		wantErr(t, when+": other bytes", err, metastore.ErrConflict)
+		err = d.PutChunk(ctx, st.Version, 0, other)
+		wantErr(t, when+": other bytes of another length", err, metastore.ErrConflict)
+	}
+	check("staged")
+	if _, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}}); err != nil {
+		t.Fatalf("Commit after refused overwrites: %v", err)
+	}
+	check("committed")
+	wantContent(t, s, "data/t/i/imm", content)
+}

@@ -1,0 +1,33 @@
+package s3fs
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// getAtMost reads key's body, refusing one longer than limit bytes without
+// reading more than limit+1 of it: a chunk object written by a foreign
+// client can be any size, and a reader holds one chunk at a time (issue 26).
+func (c *client) getAtMost(ctx context.Context, key string, limit int64) ([]byte, error) {
+	c.n.get.Add(1)
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &c.bucket, Key: &key}, c.clock.recordDate)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, metastore.NotFound(key)
+		}
+		return nil, classify("GetObject", key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: s3 GetObject %q: read body: %v", metastore.ErrUnavailable, key, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("lake: s3 object %q holds more than %d bytes: not a chunk lake wrote", key, limit)
+	}
+	return body, nil
+}
