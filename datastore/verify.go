@@ -25,13 +25,22 @@ func ChunksFor(size int64) int64 {
 // before any chunk is read: it is what keeps a claimed size of a petabyte
 // from costing anything.
 func checkShape(what string, size int64, chunks int, sum string) error {
-	if size < 0 || int64(chunks) != ChunksFor(size) {
-		return fmt.Errorf("%w: %s claims %d bytes in %d chunks; %d bytes are %d chunks of %d", metastore.ErrInvalidArgument, what, size, chunks, size, ChunksFor(size), ChunkSize)
-	}
-	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
-		return fmt.Errorf("%w: %s: SHA-256 %q is not 64 hex digits", metastore.ErrInvalidArgument, what, sum)
+	if why := shapeProblem(size, chunks, sum); why != "" {
+		return fmt.Errorf("%w: %s %s", metastore.ErrInvalidArgument, what, why)
 	}
 	return nil
+}
+
+// shapeProblem says what is impossible about a Size, Chunks and SHA256, or
+// returns "".
+func shapeProblem(size int64, chunks int, sum string) string {
+	if size < 0 || int64(chunks) != ChunksFor(size) {
+		return fmt.Sprintf("claims %d bytes in %d chunks; %d bytes are %d chunks of %d", size, chunks, size, ChunksFor(size), ChunkSize)
+	}
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+		return fmt.Sprintf("has SHA-256 %q, not 64 hex digits", sum)
+	}
+	return ""
 }
 
 // VerifyStaged proves st against its upload as d holds it, before a commit

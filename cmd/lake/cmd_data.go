@@ -153,15 +153,15 @@ func newDataGetCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get PATH",
 		Short: "Print the content of PATH (strongly consistent, one version whole)",
-		Long:  `Print the content of PATH to stdout, byte for byte. A missing or deleted path exits with code 3.`,
-		Args:  exactArgs(1),
+		Long: `Print the content of PATH to stdout, byte for byte, streamed one 256 KiB chunk at a
+time (memory does not grow with the file). A missing or deleted path exits with
+code 3. A file that does not match its size and SHA-256 exits with code 1 and
+"damaged file" naming the path; what was printed before is then incomplete (its
+last chunk is never printed) and must be discarded.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withNamespace(cmd, func(s *datastore.Store) error {
-				_, data, err := s.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(data)
+				_, err := s.GetTo(cmd.Context(), args[0], cmd.OutOrStdout())
 				return err
 			})
 		},

@@ -55,6 +55,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"Close", testClose},
 		{"CommitProvedAgainstUpload", testCommitProved},
 		{"ChunksImmutable", testChunksImmutable},
+		{"DamagedReads", testDamagedReads},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
