@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/lakemeta/lake/datastore"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,4 +81,14 @@ func TestDoubleAuthorizationRefused(t *testing.T) {
 	}
 	raw := "GET " + kv("tbl/a") + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr3t\r\n\r\n"
 	want(t, "one right header", mustRaw(t, n.url, raw), 200, "")
+}
+
+// TestBadInputTableLimits checks the limits rows of docs/node.md's bad-input
+// table: headers over 64 KiB are 431, a chunk over 256 KiB is 413.
+func TestBadInputTableLimits(t *testing.T) {
+	n, _ := newDataNode(t)
+	raw := "GET /v1/kv/tbl/a HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 70<<10) + "\r\n\r\n"
+	want(t, "70 KiB of headers", mustRaw(t, n.url, raw), 431, nodeapi.CodeTooLarge)
+	big := make([]byte, datastore.ChunkSize+1)
+	want(t, "a chunk over 256 KiB", n.call(t, "PUT", dataPath(nodeapi.DataChunk, "version=ab&i=0"), big), 413, nodeapi.CodeTooLarge)
 }
