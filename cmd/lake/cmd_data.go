@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -212,7 +213,7 @@ sorted. --json prints each file's state as one JSON line instead.`,
 						}
 						continue
 					}
-					fmt.Fprintln(cmd.OutOrStdout(), f.Path)
+					fmt.Fprintln(cmd.OutOrStdout(), lsLine(f.Path))
 				}
 				return nil
 			})
@@ -220,6 +221,16 @@ sorted. --json prints each file's state as one JSON line instead.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per file")
 	return cmd
+}
+
+// lsLine is how `data ls` prints a path: as is, or Go-quoted if it holds a
+// control character (lake refuses such paths, but a foreign writer can
+// store one), so that one line is always one path (issue 26).
+func lsLine(p string) string {
+	if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 func newDataRmCommand(g *globalOptions) *cobra.Command {

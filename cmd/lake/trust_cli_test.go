@@ -58,3 +58,33 @@ func TestDataGetDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestDataLsQuotesForeignControlPaths (issue 26, row 9): a path with a
+// newline that a foreign writer stored past lake's checks is printed quoted
+// by `lake data ls`, so one line stays one path.
+func TestDataLsQuotesForeignControlPaths(t *testing.T) {
+	dir := t.TempDir()
+	store := "bolt://" + filepath.Join(dir, "lake.db")
+	lake := func(args ...string) result { return run(t, dir, "", append([]string{"--store", store}, args...)...) }
+	ok(t, lake("data", "init"))
+	s, err := dsurl.Open(t.Context(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(t.Context(), "data/t/i/plain", strings.NewReader("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Driver()
+	st := datastore.Staged{Path: "data/t/i/a\nb", Version: strings.Repeat("cd", 16), Meta: []byte{}, Started: s.Now(),
+		SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+	if err := d.BeginUpload(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit(t.Context(), nil, []datastore.Entry{{Put: &st}}, s.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := ok(t, lake("data", "ls")).stdout; got != "\"data/t/i/a\\nb\"\ndata/t/i/plain\n" {
+		t.Fatalf("ls = %q", got)
+	}
+}

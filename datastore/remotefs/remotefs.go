@@ -131,8 +131,11 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 	if resp.StatusCode != http.StatusOK {
 		return nil, d.errorOf(resp, "")
 	}
+	// At most one byte more than a chunk: a longer chunk (a foreign
+	// object under the node's store) comes back as ChunkSize+1 bytes,
+	// which the datastore's checks call a damaged file.
 	b, err := io.ReadAll(io.LimitReader(resp.Body, datastore.ChunkSize+1))
-	if err != nil || len(b) > datastore.ChunkSize || (resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength) {
+	if err != nil || (len(b) <= datastore.ChunkSize && resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength) {
 		return nil, fmt.Errorf("%w: reading chunk %d of %s from %s: %v", metastore.ErrUnavailable, i, version, d.base, err)
 	}
 	return b, nil
