@@ -22,3 +22,11 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURLNested(t *testing.T) {
+	in := "dynamodb://t?endpoint=http://admin:s3cret@h:1&x=https://tok3n@g/p"
+	want := "dynamodb://t?endpoint=http://REDACTED@h:1&x=https://REDACTED@g/p"
+	if got := nodeapi.RedactURL(in); got != want {
+		t.Fatalf("RedactURL(%q) = %q, want %q", in, got, want)
+	}
+}

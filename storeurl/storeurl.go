@@ -154,11 +154,11 @@ func ParseDynamo(rest string) (DynamoTarget, error) {
 		case "endpoint":
 			u, err := url.Parse(v[0])
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return bad("endpoint %q is not an http(s) URL", v[0])
+				return bad("endpoint %q is not an http(s) URL", nodeapi.RedactURL(v[0]))
 			}
 			if p := u.Port(); p != "" {
 				if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-					return bad("endpoint %q: port %s is outside 1..65535", v[0], p)
+					return bad("endpoint %q: port %s is outside 1..65535", nodeapi.RedactURL(v[0]), p)
 				}
 			}
 			t.Endpoint = v[0]

@@ -20,6 +20,8 @@ func TestNodeURLSecretNeverInErrors(t *testing.T) {
 		"https://" + secret + "@127.0.0.1:7070/x",
 		"http://admin:" + secret + "@127.0.0.1:notaport",
 		"admin:" + secret + "@127.0.0.1:7070",
+		"dynamodb://t?endpoint=http://admin:" + secret + "@127.0.0.1:99999",
+		"dynamodb://t?endpoint=ftp://admin:" + secret + "@127.0.0.1:1",
 	}
 	for _, u := range urls {
 		var errs []error
