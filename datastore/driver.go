@@ -24,12 +24,20 @@ type Driver interface {
 	// Reclaim finds the chunks of an upload that never commits.
 	BeginUpload(ctx context.Context, s Staged) error
 
-	// PutChunk stores chunk i of version. Chunks are immutable: a retried
-	// PutChunk writes the same bytes.
+	// PutChunk stores chunk i of version. Chunks are written once (issue
+	// 26): if the chunk exists, the same bytes succeed (a retry, perhaps
+	// of a write that applied before a timeout) and other bytes MUST fail
+	// with a metastore.ConflictError (reason ChunkReason) and change
+	// nothing, so that a committed version's chunks never change. A driver
+	// that can find the version's upload intent by version (bolt) refuses
+	// a new chunk without a live one (ErrUploadExpired); the others leave
+	// that to Commit, which proves every staged file against its chunks.
 	PutChunk(ctx context.Context, version string, i int, data []byte) error
 
 	// GetChunk returns chunk i of version, strongly consistent, or an error
-	// matching metastore.ErrNotFound if it is gone (reclaimed).
+	// matching metastore.ErrNotFound if it is gone (reclaimed). It need not
+	// check the chunk's size (the Store does), but it MUST NOT read more
+	// than ChunkSize+1 bytes of a stored chunk whatever its size.
 	GetChunk(ctx context.Context, version string, i int) ([]byte, error)
 
 	// Commit applies entries atomically (len(entries) <= MaxCommit(), paths

@@ -28,7 +28,8 @@ const ModelPrefix = "data/"
 // ValidatePath returns nil if p is a valid file path, or an error matching
 // metastore.ErrInvalidKey: non-empty UTF-8 of at most MaxPathBytes without
 // NUL, slash-separated segments that are neither empty, "." nor "..", and no
-// leading or trailing slash.
+// leading or trailing slash. It also refuses control characters
+// (hasControl).
 func ValidatePath(p string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: path %q %s", metastore.ErrInvalidKey, p, why)
@@ -42,6 +43,8 @@ func ValidatePath(p string) error {
 		return bad("is not valid UTF-8")
 	case strings.ContainsRune(p, 0):
 		return bad("contains NUL")
+	case hasControl(p):
+		return bad("contains a control character (U+0000 to U+001F or U+007F)")
 	}
 	for _, seg := range strings.Split(p, "/") {
 		switch seg {
@@ -55,6 +58,13 @@ func ValidatePath(p string) error {
 		return fmt.Errorf("%w: path %q is under the reserved prefix %q", metastore.ErrReservedKey, p, metastore.ControlPrefix)
 	}
 	return nil
+}
+
+// hasControl reports whether p holds a C0 control character or DEL: such a
+// path (a newline, a tab, an escape) makes a listing printed one path a line
+// ambiguous and a terminal misleading, so no path may hold one (issue 26).
+func hasControl(p string) bool {
+	return strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // Partition returns the partition of a valid path: "T/I" for data/T/I/…

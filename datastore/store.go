@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -33,6 +32,9 @@ type Store struct {
 	ns       string
 	borrowed bool
 	nss      *namespaceState
+	// vouched holds the uploads s made itself, which Commit need not read
+	// back (verify.go).
+	vouched vouched
 }
 
 // New returns a Store over d, the root of its namespaces.
@@ -117,6 +119,7 @@ func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byt
 		}
 	}
 	st.SHA256 = hex.EncodeToString(h.Sum(nil))
+	s.vouched.add(st)
 	return st, nil
 }
 
@@ -151,9 +154,24 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 			return nil, fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
 		}
 	}
+	// The store's side of the trust boundary: a staged file that s did not
+	// upload itself is proved against its chunks before anything applies.
+	var versions []string
+	for _, e := range entries {
+		if e.Put == nil {
+			continue
+		}
+		versions = append(versions, e.Put.Version)
+		if !s.vouched.has(*e.Put) {
+			if err := VerifyStaged(ctx, s.d, *e.Put); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
+	defer s.vouched.forget(versions)
 	var out []Info
 	for start := 0; start < len(entries); start += s.d.MaxCommit() {
 		part := entries[start:min(start+s.d.MaxCommit(), len(entries))]
@@ -202,48 +220,14 @@ func (s *Store) Delete(ctx context.Context, path string) (Info, error) {
 const maxGetRetries = 8
 
 // Get returns the latest version of path and its whole content, strongly
-// consistent. If a chunk of the version it read is gone (reclaimed after a
-// newer version replaced it), it re-reads the metadata and returns the newer
-// version whole; it never returns a mix. A missing or deleted path gives an
-// error matching metastore.ErrNotFound.
+// consistent: GetTo into memory, for callers that need the bytes (a large
+// file wants GetTo). If a chunk of the version it read is gone (reclaimed
+// after a newer version replaced it), it reads the newer version whole; it
+// never returns a mix. A missing or deleted path gives an error matching
+// metastore.ErrNotFound; a file that does not match its metadata a
+// *DamagedError (ErrDamaged).
 func (s *Store) Get(ctx context.Context, path string) (Info, []byte, error) {
-	var last error
-	for range maxGetRetries {
-		info, err := s.Stat(ctx, path)
-		if err != nil {
-			return Info{}, nil, err
-		}
-		data, err := s.read(ctx, info)
-		if err == nil {
-			return info, data, nil
-		}
-		if !errors.Is(err, metastore.ErrNotFound) {
-			return Info{}, nil, err
-		}
-		last = err
-		again, serr := s.Stat(ctx, path)
-		if serr == nil && again.Version == info.Version {
-			return Info{}, nil, fmt.Errorf("lake: committed version %s of %q lost a chunk: %v", info.Version, path, err)
-		}
-	}
-	return Info{}, nil, fmt.Errorf("%w: %q kept changing under the read (%v)", metastore.ErrUnavailable, path, last)
-}
-
-func (s *Store) read(ctx context.Context, info Info) ([]byte, error) {
-	buf := make([]byte, 0, info.Size)
-	h := sha256.New()
-	for i := range info.Chunks {
-		c, err := s.d.GetChunk(ctx, info.Version, i)
-		if err != nil {
-			return nil, err
-		}
-		h.Write(c)
-		buf = append(buf, c...)
-	}
-	if int64(len(buf)) != info.Size || hex.EncodeToString(h.Sum(nil)) != info.SHA256 {
-		return nil, fmt.Errorf("lake: content of %q version %s does not match its size and SHA-256", info.Path, info.Version)
-	}
-	return buf, nil
+	return s.getWhole(ctx, path)
 }
 
 // Stat returns the latest version of path, strongly consistent; a missing or

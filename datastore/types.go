@@ -118,6 +118,10 @@ type DropStats struct {
 // the partition whole. It matches metastore.ErrCursorExpired.
 var ErrHorizon = fmt.Errorf("%w: position is older than the tombstone horizon; resync the partition", metastore.ErrCursorExpired)
 
+// ChunkReason is the reason of the conflict PutChunk returns for a chunk
+// that already holds other bytes: chunks are written once (issue 26).
+const ChunkReason = "the chunk exists with other bytes; chunks are immutable"
+
 // ErrUploadExpired is returned by Commit for an upload whose intent was
 // reclaimed (older than the grace period): upload it again. It matches
 // metastore.ErrRefused.

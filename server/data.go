@@ -133,6 +133,17 @@ func (s *Server) dataWrite(rq *request, ns, op string, body []byte) (any, error)
 		if err := datastore.CheckCommit(req.Fence, req.Entries, s.dataMaxCommit()); err != nil {
 			return nil, err
 		}
+		// The node is the trust boundary for remote clients: it proves each
+		// staged file against the chunks it holds (count, sizes, SHA-256
+		// computed here) before anything applies, never taking the
+		// client's word (issue 26).
+		for _, e := range req.Entries {
+			if e.Put != nil {
+				if err := datastore.VerifyStaged(ctx, d, *e.Put); err != nil {
+					return nil, err
+				}
+			}
+		}
 		release, err := s.admitWrite()
 		if err != nil {
 			return nil, err

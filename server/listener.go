@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/lakemeta/lake/nodeapi"
 )
@@ -37,18 +38,34 @@ func (s *Server) wrapListener(ln net.Listener, cfg *tls.Config) net.Listener {
 	return jsonErrorListener{ln, s}
 }
 
-// Accept wraps each connection.
+// Accept wraps each connection, counted as pending until it authenticates;
+// one over the pending cap is refused here (pending.go).
 func (l jsonErrorListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		jc := &jsonErrorConn{Conn: c, s: l.s}
+		if l.s.pending.admit(jc) {
+			return jc, nil
+		}
+		l.s.metrics.observe("unknown", "unavailable", 0)
+		refuseBusy(c)
 	}
-	return &jsonErrorConn{Conn: c, s: l.s}, nil
 }
 
 type jsonErrorConn struct {
 	net.Conn
 	s *Server
+	// pending is true while the connection counts as not authenticated.
+	pending atomic.Bool
+}
+
+// Close releases the connection's pending slot, if it still holds one.
+func (c *jsonErrorConn) Close() error {
+	c.release()
+	return c.Conn.Close()
 }
 
 // Write passes everything through except net/http's own error answers,

@@ -44,10 +44,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) route(rq *request) {
 	path := rq.r.URL.EscapedPath()
+	if err := checkEdges(rq.r, path); err != nil {
+		s.fail(rq, err)
+		return
+	}
 	if strings.HasPrefix(path, "/v1/") && !s.authorized(rq.r) {
 		rq.w.Header().Set("WWW-Authenticate", `Bearer realm="lake"`)
 		s.fail(rq, httpErr(http.StatusUnauthorized, nodeapi.CodeUnauthorized, "lake: unauthorized: this node needs Authorization: Bearer TOKEN (LAKE_TOKEN or LAKE_TOKEN_FILE on the client)"))
 		return
+	}
+	if s.authorized(rq.r) {
+		markAuthenticated(rq.r)
 	}
 	method := rq.r.Method
 	switch {

@@ -113,6 +113,8 @@ func (s *Server) httpServer() *http.Server {
 	return &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnContext:       connContext,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

@@ -90,6 +90,10 @@ type Options struct {
 	// Data, when set, is the datastore the node serves beside the
 	// key-value API, with its locks (nodeapi.DataPrefix); nil serves none.
 	Data *datastore.Store
+	// MaxPendingConns bounds the connections that have not yet carried an
+	// authorized request; more are answered 503 and closed. Zero means
+	// DefaultMaxPendingConns.
+	MaxPendingConns int
 	// Registry receives the node's metrics and is what /metrics serves;
 	// nil means a fresh registry with the Go and process collectors. It
 	// must not hold another Server's metrics (New fails).
@@ -115,6 +119,7 @@ type Server struct {
 	metrics     *metrics
 	promH       http.Handler
 	ready       atomic.Bool
+	pending     pendingConns
 	running     atomic.Bool
 }
 
@@ -161,6 +166,9 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 	if o.CatalogPageSize == 0 {
 		o.CatalogPageSize = metastore.DefaultPageSize
 	}
+	if o.MaxPendingConns <= 0 {
+		o.MaxPendingConns = DefaultMaxPendingConns
+	}
 	if o.RetryAfter == 0 {
 		o.RetryAfter = DefaultRetryAfter
 	}
@@ -191,6 +199,7 @@ func New(store *metastore.Store, opts *Options) (*Server, error) {
 		log:         o.Logger,
 		promH:       promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}),
 	}
+	s.pending.max = int64(o.MaxPendingConns)
 	m, err := newMetrics(o.Registry, s, o.Collectors)
 	if err != nil {
 		return nil, err

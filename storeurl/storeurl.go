@@ -36,6 +36,7 @@ import (
 	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // Default is the store URL used when none is given.
@@ -62,7 +63,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, fmt.Errorf("%w: store URL %q has no scheme; supported: %s", metastore.ErrInvalidArgument, raw, supported)
+		return nil, fmt.Errorf("%w: store URL %q has no scheme; supported: %s", metastore.ErrInvalidArgument, nodeapi.RedactURL(raw), supported)
 	}
 	switch scheme {
 	case "bolt":
@@ -103,7 +104,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*metastore.Store, err
 	case "s3":
 		// S3 writes one object at a time: the metastore's atomic
 		// multi-key writes have nothing to stand on.
-		return nil, fmt.Errorf("%w: %s holds only the datastore and its locks (lake data, lake lock); S3 has no atomic multi-object write for the metastore; supported: %s", metastore.ErrInvalidArgument, raw, supported)
+		return nil, fmt.Errorf("%w: %s holds only the datastore and its locks (lake data, lake lock); S3 has no atomic multi-object write for the metastore; supported: %s", metastore.ErrInvalidArgument, nodeapi.RedactURL(raw), supported)
 	default:
 		return nil, fmt.Errorf("%w: store URL scheme %q is not supported; supported: %s", metastore.ErrInvalidArgument, scheme, supported)
 	}
@@ -153,11 +154,11 @@ func ParseDynamo(rest string) (DynamoTarget, error) {
 		case "endpoint":
 			u, err := url.Parse(v[0])
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return bad("endpoint %q is not an http(s) URL", v[0])
+				return bad("endpoint %q is not an http(s) URL", nodeapi.RedactURL(v[0]))
 			}
 			if p := u.Port(); p != "" {
 				if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-					return bad("endpoint %q: port %s is outside 1..65535", v[0], p)
+					return bad("endpoint %q: port %s is outside 1..65535", nodeapi.RedactURL(v[0]), p)
 				}
 			}
 			t.Endpoint = v[0]

@@ -156,15 +156,12 @@ func (t *Tree) apply(ctx context.Context, st *state, c datastore.Info, rep *Repo
 	if c.Deleted {
 		return t.removeLocal(st, c.Path, rep)
 	}
-	info, data, err := t.store.Get(ctx, c.Path)
+	name := t.localPath(c.Path)
+	info, err := download(ctx, t.store, c.Path, filepath.Join(t.dir, StateDir), name, 0o644)
 	if isNotFound(err) {
 		return t.removeLocal(st, c.Path, rep)
 	}
 	if err != nil {
-		return err
-	}
-	name := t.localPath(c.Path)
-	if err := writeAtomic(filepath.Join(t.dir, StateDir), name, data, 0o644); err != nil {
 		return err
 	}
 	fs, err := recordWritten(name, info, t.now())

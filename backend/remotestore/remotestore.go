@@ -81,7 +81,7 @@ func New(base string, opts *Options) (*Driver, error) {
 	}
 	u, err := url.Parse(base)
 	bad := func(why string) (*Driver, error) {
-		return nil, fmt.Errorf("%w: node URL %q: %s (example: http://127.0.0.1:7070)", metastore.ErrInvalidArgument, base, why)
+		return nil, fmt.Errorf("%w: node URL %q: %s (example: http://127.0.0.1:7070)", metastore.ErrInvalidArgument, nodeapi.RedactURL(base), why)
 	}
 	switch {
 	case err != nil:

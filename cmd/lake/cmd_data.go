@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -153,15 +154,15 @@ func newDataGetCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get PATH",
 		Short: "Print the content of PATH (strongly consistent, one version whole)",
-		Long:  `Print the content of PATH to stdout, byte for byte. A missing or deleted path exits with code 3.`,
-		Args:  exactArgs(1),
+		Long: `Print the content of PATH to stdout, byte for byte, streamed one 256 KiB chunk at a
+time (memory does not grow with the file). A missing or deleted path exits with
+code 3. A file that does not match its size and SHA-256 exits with code 1 and
+"damaged file" naming the path; what was printed before is then incomplete (its
+last chunk is never printed) and must be discarded.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withNamespace(cmd, func(s *datastore.Store) error {
-				_, data, err := s.Get(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(data)
+				_, err := s.GetTo(cmd.Context(), args[0], cmd.OutOrStdout())
 				return err
 			})
 		},
@@ -212,7 +213,7 @@ sorted. --json prints each file's state as one JSON line instead.`,
 						}
 						continue
 					}
-					fmt.Fprintln(cmd.OutOrStdout(), f.Path)
+					fmt.Fprintln(cmd.OutOrStdout(), lsLine(f.Path))
 				}
 				return nil
 			})
@@ -220,6 +221,16 @@ sorted. --json prints each file's state as one JSON line instead.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per file")
 	return cmd
+}
+
+// lsLine is how `data ls` prints a path: as is, or Go-quoted if it holds a
+// control character (lake refuses such paths, but a foreign writer can
+// store one), so that one line is always one path (issue 26).
+func lsLine(p string) string {
+	if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 func newDataRmCommand(g *globalOptions) *cobra.Command {

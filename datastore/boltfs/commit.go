@@ -19,10 +19,24 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 	})
 }
 
-// PutChunk stores chunk i of version.
+// PutChunk stores chunk i of version, once: a chunk that exists is never
+// overwritten (the same bytes again are a retry and succeed, other bytes a
+// conflict), and a new chunk needs the version's live upload intent (a
+// version committed, reclaimed or never begun takes none), checked in the
+// same transaction (issue 26).
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
-		return d.bkt(tx, bChunks).Put(chunkKey(version, i), data)
+		chunks, k := d.bkt(tx, bChunks), chunkKey(version, i)
+		if cur := chunks.Get(k); cur != nil {
+			if bytes.Equal(cur, data) {
+				return nil
+			}
+			return metastore.Conflict(fmt.Sprintf("chunk %d of version %s", i, version), datastore.ChunkReason)
+		}
+		if d.bkt(tx, bIntents).Get([]byte(version)) == nil {
+			return fmt.Errorf("%w: chunk %d of version %s has no live upload intent (never begun, committed or reclaimed)", datastore.ErrUploadExpired, i, version)
+		}
+		return chunks.Put(k, data)
 	})
 }
 

@@ -20,6 +20,7 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 			return fmt.Errorf("%w: chunk %d of version %s", metastore.ErrNotFound, i, version)
 		}
 		out = bytes.Clone(v)
+		dropMapped(tx, v)
 		return nil
 	})
 	return out, err

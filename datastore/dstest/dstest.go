@@ -53,6 +53,9 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"Namespaces", testNamespaces},
 		{"DropPartition", testDropPartition},
 		{"Close", testClose},
+		{"CommitProvedAgainstUpload", testCommitProved},
+		{"ChunksImmutable", testChunksImmutable},
+		{"DamagedReads", testDamagedReads},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -23,6 +23,7 @@ import (
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/datastore/remotefs"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
 	"github.com/lakemeta/lake/storeurl"
 )
 
@@ -40,7 +41,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, fmt.Errorf("%w: store URL %q has no scheme; the datastore supports bolt://PATH and dynamodb://TABLE", metastore.ErrInvalidArgument, raw)
+		return nil, fmt.Errorf("%w: store URL %q has no scheme; the datastore supports bolt://PATH and dynamodb://TABLE", metastore.ErrInvalidArgument, nodeapi.RedactURL(raw))
 	}
 	switch scheme {
 	case "bolt":

@@ -24,11 +24,32 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 	return d.classify(d.putItem(ctx, &dynamodb.PutItemInput{Item: it}), s.Path)
 }
 
-// PutChunk stores one chunk with one PutItem.
+// PutChunk stores one chunk with one conditional PutItem that creates it
+// only if it does not exist, so a chunk is written once (issue 26). A
+// failed condition is read back, never called a conflict on its own: the
+// same bytes are a retry (perhaps of this very write, applied before a
+// timeout) and succeed; other bytes are a conflict.
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
 	it := d.chunkKey(version, i)
 	it["d"] = &types.AttributeValueMemberB{Value: data}
-	return d.classify(d.putItem(ctx, &dynamodb.PutItemInput{Item: it}), version)
+	cond, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrPK))).Build()
+	if err != nil {
+		return err
+	}
+	err = d.putItem(ctx, &dynamodb.PutItemInput{Item: it, ConditionExpression: cond.Condition(),
+		ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return d.classify(err, version)
+	}
+	cur, gerr := d.GetChunk(ctx, version, i)
+	switch {
+	case gerr != nil:
+		return fmt.Errorf("%w: chunk %d of version %s: its create failed its condition and the read back failed: %v", metastore.ErrUnavailable, i, version, gerr)
+	case bytes.Equal(cur, data):
+		return nil
+	}
+	return metastore.Conflict(fmt.Sprintf("chunk %d of version %s", i, version), datastore.ChunkReason)
 }
 
 // register adds partition to its registry shard (an atomic ADD to a string

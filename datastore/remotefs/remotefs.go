@@ -65,7 +65,7 @@ func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT", metastore.ErrInvalidArgument, base)
+		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT (no user info: give the token with LAKE_TOKEN or LAKE_TOKEN_FILE)", metastore.ErrInvalidArgument, nodeapi.RedactURL(base))
 	}
 	d := &Driver{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), client: opts.Client}
 	if opts.Token != "" {
@@ -131,8 +131,11 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 	if resp.StatusCode != http.StatusOK {
 		return nil, d.errorOf(resp, "")
 	}
+	// At most one byte more than a chunk: a longer chunk (a foreign
+	// object under the node's store) comes back as ChunkSize+1 bytes,
+	// which the datastore's checks call a damaged file.
 	b, err := io.ReadAll(io.LimitReader(resp.Body, datastore.ChunkSize+1))
-	if err != nil || len(b) > datastore.ChunkSize || (resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength) {
+	if err != nil || (len(b) <= datastore.ChunkSize && resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength) {
 		return nil, fmt.Errorf("%w: reading chunk %d of %s from %s: %v", metastore.ErrUnavailable, i, version, d.base, err)
 	}
 	return b, nil

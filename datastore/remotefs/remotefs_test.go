@@ -22,6 +22,12 @@ import (
 // node starts a node over one bolt file holding the metastore and the
 // datastore, as `lake serve` does, and returns its URL.
 func node(t *testing.T) string {
+	url, _ := nodeWithData(t)
+	return url
+}
+
+// nodeWithData is node, and the node's own datastore, to reach past it.
+func nodeWithData(t *testing.T) (string, *datastore.Store) {
 	ms, err := boltstore.Open(filepath.Join(t.TempDir(), "lake.db"), &boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +48,7 @@ func node(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close() })
-	return url
+	return url, data
 }
 
 func open(t *testing.T, url string) *datastore.Store {

@@ -1,6 +1,7 @@
 package s3fs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,23 +30,28 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 	return err
 }
 
-// PutChunk implements datastore.Driver. Chunks are immutable and a version
-// is fresh, so the create of one that exists is a retry of the same bytes.
+// PutChunk implements datastore.Driver with a conditional create
+// (If-None-Match: *), so a chunk is written once (issue 26). A chunk that
+// exists is read back: the same bytes are a retry and succeed, other bytes
+// a conflict.
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
 	_, err := d.c.create(ctx, d.chunkKey(version, i), data)
-	if errors.Is(err, metastore.ErrConflict) {
+	if !errors.Is(err, metastore.ErrConflict) {
+		return err
+	}
+	cur, gerr := d.GetChunk(ctx, version, i)
+	switch {
+	case gerr != nil:
+		return fmt.Errorf("%w: chunk %d of version %s exists and its read back failed: %v", metastore.ErrUnavailable, i, version, gerr)
+	case bytes.Equal(cur, data):
 		return nil
 	}
-	return err
+	return metastore.Conflict(fmt.Sprintf("chunk %d of version %s", i, version), datastore.ChunkReason)
 }
 
 // GetChunk implements datastore.Driver.
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
-	o, err := d.c.get(ctx, d.chunkKey(version, i))
-	if err != nil {
-		return nil, err
-	}
-	return o.body, nil
+	return d.c.getAtMost(ctx, d.chunkKey(version, i), datastore.ChunkSize)
 }
 
 // Stat implements datastore.Driver: per partition, its tail (the log after
