@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/treesync"
 	"github.com/spf13/cobra"
@@ -177,7 +178,7 @@ func runInTree(ctx context.Context, dir string, ls *lock.Lease, argv []string, g
 		return fmt.Errorf("lake: start %s: %w", argv[0], err)
 	}
 	if cerr := context.Cause(ctx); cerr != nil {
-		return fmt.Errorf("lake: %w; %s was stopped", cerr, argv[0])
+		return stoppedError(cerr, argv[0])
 	}
 	return statusOf(c, err)
 }
@@ -231,4 +232,10 @@ both is marked CONFLICT; the paths a sync would skip are listed as
 	}
 	o.addFlags(cmd, false)
 	return cmd
+}
+
+// stoppedError is the error of a command stopped because its context ended
+// with cause (the lock lost, an interrupt).
+func stoppedError(cause error, name string) error {
+	return lakeerr.Wrap(cause, "%s was stopped", name)
 }
