@@ -151,6 +151,9 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 			return nil, fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
 		}
 	}
+	if err := CommitClash(entries); err != nil { // clash.go
+		return nil, err
+	}
 	if err := s.register(ctx); err != nil {
 		return nil, err
 	}

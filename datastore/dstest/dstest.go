@@ -53,6 +53,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"Namespaces", testNamespaces},
 		{"DropPartition", testDropPartition},
 		{"Close", testClose},
+		{"FileOrDirectory", testFileOrDirectory}, // clash.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
