@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strings"
 	"syscall"
 
 	"github.com/lakemeta/lake/metastore"
@@ -53,6 +52,9 @@ func (f *treeFS) close() error { return f.root.Close() }
 type entryError struct {
 	path string
 	why  string
+	// fileInWay: a file of the tree sits where a directory of path
+	// should be (so nothing of the tree is at path).
+	fileInWay bool
 }
 
 func (e *entryError) Error() string { return fmt.Sprintf("lake: %s: %s", e.path, e.why) }
@@ -71,7 +73,7 @@ func symlinkError(p, link string) error {
 // clashLocalFile: the store has p, but a file of the tree sits where one of
 // p's directories should be.
 func clashLocalFile(p, file string) error {
-	return &entryError{path: p, why: fmt.Sprintf("the store has it, but %s is a file in the tree, not a directory: a path is a file or a directory, never both (rename or remove the local %s, then sync)", file, file)}
+	return &entryError{path: p, fileInWay: true, why: fmt.Sprintf("the store has it, but %s is a file in the tree, not a directory: a path is a file or a directory, never both (if %s is yours, rename or remove it and sync; if the store holds both, remove one there with lake data rm)", file, file)}
 }
 
 // clashLocalDir: the store has the file p, but p is a directory here.
@@ -108,7 +110,7 @@ func (f *treeFS) checkParents(p string) error {
 func (f *treeFS) lstat(p string) (fs.FileInfo, error) {
 	if err := f.checkParents(p); err != nil {
 		var ee *entryError
-		if errors.As(err, &ee) && strings.Contains(ee.why, "is a file in the tree") {
+		if errors.As(err, &ee) && ee.fileInWay {
 			return nil, fs.ErrNotExist // below a file: nothing there
 		}
 		return nil, err
@@ -132,8 +134,9 @@ func (f *treeFS) open(p string) (*os.File, error) {
 		return nil, err
 	}
 	// O_NOFOLLOW: a link put at p since the check fails here instead of
-	// being read.
-	file, err := f.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// being read; O_NONBLOCK: a FIFO put there does not hang the open (it
+	// is then refused as not a regular file).
+	file, err := f.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, symlinkError(p, p)
 	}
