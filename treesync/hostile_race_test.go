@@ -99,4 +99,3 @@ func TestConcurrentTreesBesideAForeignWriter(t *testing.T) {
 		}
 	})
 }
-
