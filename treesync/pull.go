@@ -202,6 +202,9 @@ func (t *Tree) applyOne(ctx context.Context, st *state, c datastore.Info, rep *R
 	if isNotFound(err) {
 		return t.removeLocal(st, c.Path, rep)
 	}
+	if ue := unreadable(c.Path, err); ue != nil {
+		return ue
+	}
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // Skipped is a path a sync left unsynced, and why: a remote entry the tree
@@ -92,6 +93,20 @@ func checkLocalPath(p string) error {
 	}
 	if err := datastore.ValidatePath(p); err != nil {
 		return &entryError{path: fmt.Sprintf("%q", p), why: fmt.Sprintf("is not a path the store accepts (%v); rename it", err)}
+	}
+	return nil
+}
+
+// unreadable returns the *entryError of a remote entry the store will not
+// give back whole, or nil: the one path is skipped (and retried by the
+// next sync) while the rest syncs. Errors of the store as a whole (not
+// found, unavailable, cancelled) stay the caller's. Issue 26 adds its
+// content check (bytes that do not match the entry's size and SHA-256)
+// here with one more case.
+func unreadable(p string, err error) error {
+	switch {
+	case errors.Is(err, metastore.ErrInvalidKey), errors.Is(err, metastore.ErrReservedKey):
+		return &entryError{path: p, why: fmt.Sprintf("the store will not read it back (%v); it is not pulled", err)}
 	}
 	return nil
 }
