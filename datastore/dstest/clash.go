@@ -66,12 +66,18 @@ func testFileOrDirectory(t *testing.T, s *datastore.Store) {
 		wantContent(t, s, "data/x/i/h", "data/x/i/h")
 	})
 	t.Run("Racing", func(t *testing.T) {
-		// Writers race a file against a file below it: never both live.
+		// Writers race a file against a file below it, in one partition
+		// (even rounds) or a model's directory against its first file (odd
+		// rounds): never both live.
 		const rounds = 8
 		var wg sync.WaitGroup
 		errs := make([]error, 2*rounds)
 		for i := range rounds {
-			for j, p := range []string{fmt.Sprintf("data/r/%d/f", i), fmt.Sprintf("data/r/%d/f/g", i)} {
+			pair := []string{fmt.Sprintf("data/r/%d/f", i), fmt.Sprintf("data/r/%d/f/g", i)}
+			if i%2 == 1 {
+				pair = []string{fmt.Sprintf("data/rx/%d", i), fmt.Sprintf("data/rx/%d/f", i)}
+			}
+			for j, p := range pair {
 				wg.Go(func() {
 					_, errs[2*i+j] = s.Put(t.Context(), p, strings.NewReader(p), nil)
 				})
