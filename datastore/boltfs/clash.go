@@ -49,3 +49,8 @@ func checkClash(files *bolt.Bucket, entries []datastore.Entry) error {
 // ChecksClashes reports that Commit refuses file/directory clashes (the
 // conformance suite's FileOrDirectory).
 func (d *Driver) ChecksClashes() bool { return true }
+
+// CrossPartitionClashes reports that a clash across partitions (a model's
+// directory data/T/I against the model's files) is refused atomically too:
+// one bbolt transaction sees every partition.
+func (d *Driver) CrossPartitionClashes() bool { return true }

@@ -218,3 +218,8 @@ func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]b
 	}
 	return "", nil
 }
+
+// CrossPartitionClashes reports that a model's directory data/T/I racing
+// the model's files is refused atomically (its ConditionChecks); data and
+// data/T are not (see above).
+func (d *Driver) CrossPartitionClashes() bool { return true }

@@ -8,3 +8,7 @@ package remotefs
 // reads it). A node whose driver does not check (see docs/sync.md) lets a
 // clash with earlier files through.
 func (d *Driver) ChecksClashes() bool { return true }
+
+// CrossPartitionClashes reports what the node's driver does; this driver
+// cannot know it and answers for a node over bolt or DynamoDB.
+func (d *Driver) CrossPartitionClashes() bool { return true }
