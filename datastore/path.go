@@ -27,7 +27,8 @@ const ModelPrefix = "data/"
 
 // ValidatePath returns nil if p is a valid file path, or an error matching
 // metastore.ErrInvalidKey: non-empty UTF-8 of at most MaxPathBytes without
-// NUL, slash-separated segments that are neither empty, "." nor "..", and no
+// NUL, slash-separated segments that are neither empty, "." nor "..", nor
+// ReservedSegment (an error matching metastore.ErrReservedKey), and no
 // leading or trailing slash. It also refuses control characters
 // (hasControl).
 func ValidatePath(p string) error {
@@ -56,6 +57,9 @@ func ValidatePath(p string) error {
 	}
 	if metastore.IsControlKey(p) {
 		return fmt.Errorf("%w: path %q is under the reserved prefix %q", metastore.ErrReservedKey, p, metastore.ControlPrefix)
+	}
+	if err := checkReservedSegment(p); err != nil { // reserved.go
+		return err
 	}
 	return nil
 }

@@ -154,6 +154,9 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 			return nil, fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
 		}
 	}
+	if err := CommitClash(entries); err != nil { // clash.go
+		return nil, err
+	}
 	// The store's side of the trust boundary: a staged file that s did not
 	// upload itself is proved against its chunks before anything applies.
 	var versions []string

@@ -66,5 +66,5 @@ func CheckCommit(fence *Fence, entries []Entry, maxCommit int) error {
 			}
 		}
 	}
-	return nil
+	return CommitClash(entries) // clash.go
 }

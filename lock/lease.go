@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -316,7 +317,7 @@ func (ls *Lease) Write(ctx context.Context, m metastore.Mutation) error {
 		cur, gerr := ls.l.get(ctx, ls.fence.Key)
 		if gerr == nil && !bytes.Equal(cur, ls.fence.Value) {
 			ls.lose("a fenced write found the lock record changed")
-			return fmt.Errorf("%w: %w", ErrLost, err)
+			return fmt.Errorf("%w: %w", ErrLost, lakeerr.Unprefixed(err))
 		}
 	}
 	return err

@@ -95,7 +95,7 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report) ([]strin
 func (t *Tree) Catalog() (map[string]catalog.Row, error) { return t.loadCatalog() }
 
 func (t *Tree) loadCatalog() (map[string]catalog.Row, error) {
-	b, err := os.ReadFile(t.catalogPath())
+	b, err := t.fs.readState(CatalogFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]catalog.Row{}, nil
 	}
@@ -114,7 +114,7 @@ func (t *Tree) saveCatalog(m map[string]catalog.Row) error {
 	if err != nil {
 		return fmt.Errorf("lake: encode the catalog mirror: %w", err)
 	}
-	return writeAtomic(filepath.Join(t.dir, StateDir), t.catalogPath(), b, 0o600)
+	return t.fs.writeState(CatalogFile, b)
 }
 
 // maintain runs after the commit, under the lock and fenced by it: the fold
@@ -218,9 +218,9 @@ func (t *Tree) forgetPartition(st *state, part string) {
 			continue
 		}
 		if _, changed, err := t.check(st, p); err == nil && !changed {
-			os.Remove(t.localPath(p))
-			t.removeEmptyParents(p)
-			delete(st.Files, p)
+			if t.fs.remove(p) == nil {
+				delete(st.Files, p)
+			}
 		}
 	}
 	delete(st.Positions, part)

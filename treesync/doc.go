@@ -48,6 +48,21 @@
 // the next unscoped pull skip another partition's changes, which is how the
 // seed's single timestamp watermark was poisoned.
 //
+// # The working tree is the user's
+//
+// Every file operation on the tree goes through one os.Root on its
+// directory (fsroot.go, the package's only file system access): nothing
+// outside the directory is read, written or deleted, and no symbolic link
+// is followed, inside the tree either. What the store holds is checked
+// before it touches a file: a path under .lake (reserved by the datastore,
+// but a foreign writer can bypass it), an invalid path, a path below a link
+// or a path that is a file on one side and a directory on the other is
+// skipped and named (Report.Skipped, Status.Skipped), and everything else
+// syncs; the paths the tree could not write are retried by every later
+// sync. A sync that skipped paths returns a *SkippedError (ErrPartial).
+// Dirty hints that are not tree paths are ignored with a warning; a
+// damaged hints file is walked instead. docs/sync.md states the rules.
+//
 // # Exclusion
 //
 // The lock is NAMESPACE/sync in the datastore's own records. Workers that

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
@@ -28,6 +26,7 @@ type pullPlan struct {
 	cursor   string
 	unscoped bool
 	read     int
+	sk       *skips
 }
 
 // plan reads the feed of the scope: the named partitions from their own
@@ -35,8 +34,13 @@ type pullPlan struct {
 // cursor. It reads only changes (and, past the tombstone horizon, one
 // partition whole). The dropped partitions (pruned models, named by the
 // catalog) are read whole too, which removes their files.
-func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string) (*pullPlan, error) {
-	pl := &pullPlan{changes: map[string]datastore.Info{}, positions: map[string]uint64{}}
+//
+// A change the tree must never write (a path no valid client writes, one
+// under .lake, one filed in another partition's feed: a foreign writer's)
+// is skipped into sk and not planned; so is a partition whose name is not
+// valid. The paths skipped by earlier syncs (st.Skipped) are planned again.
+func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk *skips) (*pullPlan, error) {
+	pl := &pullPlan{changes: map[string]datastore.Info{}, positions: map[string]uint64{}, sk: sk}
 	parts := models
 	if len(models) == 0 {
 		cur := ""
@@ -50,6 +54,10 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string) (*
 		pl.cursor, pl.unscoped = next, true
 		parts = nil
 		for _, h := range heads {
+			if err := datastore.ValidatePartition(h.Partition); err != nil || reservedSegment(h.Partition) {
+				sk.add(fmt.Sprintf("partition %q", h.Partition), fmt.Sprintf("is not a partition lake writes (a foreign writer's entry, under the reserved %s or not a valid path); it is never pulled (delete it in the backend)", StateDir))
+				continue
+			}
 			if h.Seq > st.Positions[h.Partition] {
 				parts = append(parts, h.Partition)
 			}
@@ -69,11 +77,22 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string) (*
 			return nil, err
 		}
 	}
+	// Retry what earlier syncs skipped: the latest remote state of each.
+	for p := range st.Skipped {
+		if _, ok := pl.changes[p]; !ok && inScope(models, p) && checkLocalPath(p) == nil {
+			pl.changes[p] = datastore.Info{Path: p, Partition: datastore.Partition(p)}
+		}
+	}
 	return pl, nil
 }
 
-func (pl *pullPlan) add(c datastore.Info) {
+// add plans change c, read from partition part's feed or listing, unless the
+// tree must never write it.
+func (pl *pullPlan) add(part string, c datastore.Info) {
 	pl.read++
+	if pl.sk.entry(checkRemotePath(c.Path, part)) {
+		return
+	}
 	if prev, ok := pl.changes[c.Path]; !ok || c.Pos > prev.Pos {
 		pl.changes[c.Path] = c
 	}
@@ -92,7 +111,7 @@ func (t *Tree) pullPartition(ctx context.Context, st *state, pl *pullPlan, part 
 			return err
 		}
 		for _, c := range ch {
-			pl.add(c)
+			pl.add(part, c)
 		}
 		after = upTo
 		if len(ch) < pageLimit {
@@ -119,12 +138,12 @@ func (t *Tree) resync(ctx context.Context, st *state, pl *pullPlan, part string)
 	for _, f := range files {
 		if datastore.Partition(f.Path) == part {
 			live[f.Path] = true
-			pl.add(f)
+			pl.add(part, f)
 		}
 	}
 	for p, fs := range st.Files {
 		if datastore.Partition(p) == part && !live[p] {
-			pl.add(datastore.Info{Path: p, Partition: part, Deleted: true, Pos: fs.Pos})
+			pl.add(part, datastore.Info{Path: p, Partition: part, Deleted: true, Pos: fs.Pos})
 		}
 	}
 	pl.positions[part] = h.Seq
@@ -151,47 +170,65 @@ func needed(st *state, c datastore.Info) bool {
 }
 
 // apply makes the local file of c's path what the remote holds now: the
-// latest version, written atomically (temp file and rename), or removed.
+// latest version, written atomically (temp file and rename), or removed. A
+// path the tree cannot write (a link or a file in its way, a directory at
+// it) is an *entryError, recorded in st.Skipped so that every sync retries
+// it until it applies or the remote entry is gone.
 func (t *Tree) apply(ctx context.Context, st *state, c datastore.Info, rep *Report) error {
+	err := t.applyOne(ctx, st, c, rep)
+	if err == nil {
+		delete(st.Skipped, c.Path)
+	}
+	st.skip(c.Path, err)
+	return err
+}
+
+// skip records the remote path p as skipped if err is an *entryError, so
+// that every sync retries it until it applies or is gone remotely.
+func (st *state) skip(p string, err error) {
+	var ee *entryError
+	if errors.As(err, &ee) {
+		if st.Skipped == nil {
+			st.Skipped = map[string]string{}
+		}
+		st.Skipped[p] = ee.why
+	}
+}
+
+func (t *Tree) applyOne(ctx context.Context, st *state, c datastore.Info, rep *Report) error {
 	if c.Deleted {
 		return t.removeLocal(st, c.Path, rep)
 	}
-	name := t.localPath(c.Path)
-	info, err := download(ctx, t.store, c.Path, filepath.Join(t.dir, StateDir), name, 0o644)
+	// Streamed into the tree in constant memory: GetTo checks size and
+	// SHA-256 chunk by chunk, and a damaged file never replaces the local
+	// one (issue 26).
+	var info datastore.Info
+	fi, err := t.fs.writeFrom(c.Path, func(w io.Writer) error {
+		var err error
+		info, err = t.store.GetTo(ctx, c.Path, w)
+		return err
+	})
 	if isNotFound(err) {
 		return t.removeLocal(st, c.Path, rep)
 	}
+	if ue := unreadable(c.Path, err); ue != nil {
+		return ue
+	}
 	if err != nil {
 		return err
 	}
-	fs, err := recordWritten(name, info, t.now())
-	if err != nil {
-		return err
-	}
-	st.Files[c.Path] = fs
+	st.Files[c.Path] = record(fi, info, t.now())
 	rep.Downloaded++
 	return nil
 }
 
 func (t *Tree) removeLocal(st *state, p string, rep *Report) error {
-	if err := os.Remove(t.localPath(p)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("lake: %w", err)
+	if err := t.fs.remove(p); err != nil {
+		return err
 	}
-	t.removeEmptyParents(p)
 	if _, ok := st.Files[p]; ok {
 		rep.Removed++
 	}
 	delete(st.Files, p)
 	return nil
-}
-
-// removeEmptyParents removes the directories above path that its removal
-// left empty, up to the tree's root, so that a tree whose models come and go
-// does not accumulate empty directories for its walk to visit.
-func (t *Tree) removeEmptyParents(p string) {
-	for dir := filepath.Dir(t.localPath(p)); dir != t.dir && strings.HasPrefix(dir, t.dir+string(filepath.Separator)); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil { // not empty, or gone
-			return
-		}
-	}
 }

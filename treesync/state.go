@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/catalog"
@@ -52,17 +54,26 @@ type state struct {
 	// Reclaimed is when this tree last ran its namespace's lifecycle
 	// Reclaim (Unix nanoseconds).
 	Reclaimed int64 `json:"reclaimed,omitempty"`
+	// Skipped are the remote paths this tree could not write (a link, a
+	// file or a directory in the way), with why; every sync retries them.
+	Skipped map[string]string `json:"skipped,omitempty"`
 }
 
 func (t *Tree) newState() *state {
 	return &state{Version: stateVersion, Files: map[string]fileState{}, Positions: map[string]uint64{}, Namespace: t.opts.Namespace}
 }
 
-func (t *Tree) statePath() string { return filepath.Join(t.dir, StateDir, "state.json") }
-func (t *Tree) hintsPath() string { return filepath.Join(t.dir, StateDir, "dirty") }
+// The files of the state directory.
+const (
+	stateFile = "state.json"
+	hintsFile = "dirty"
+	lockFile  = "lock"
+)
+
+func (t *Tree) statePath() string { return filepath.Join(t.dir, StateDir, stateFile) }
 
 func (t *Tree) loadState() (*state, error) {
-	b, err := os.ReadFile(t.statePath())
+	b, err := t.fs.readState(stateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return t.newState(), nil
 	}
@@ -98,58 +109,51 @@ func (t *Tree) saveState(s *state) error {
 	if err != nil {
 		return fmt.Errorf("lake: encode sync state: %w", err)
 	}
-	return writeAtomic(filepath.Join(t.dir, StateDir), t.statePath(), b, 0o600)
+	return t.fs.writeState(stateFile, b)
 }
 
-// writeAtomic writes b to a temp file in tmpDir, fsyncs it and renames it to
-// path, so a reader sees the old file or the new one, whole.
-func writeAtomic(tmpDir, path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(tmpDir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("lake: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, mode)
-	}
-	if err == nil {
-		err = os.MkdirAll(filepath.Dir(path), 0o755)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("lake: write %s: %w", path, err)
-	}
-	return nil
-}
+// maxHintLine bounds one line of the hints file; a longer one means the
+// file is damaged.
+const maxHintLine = datastore.MaxPathBytes + 1
 
-// readHints returns the hinted paths, and false when there are none or they
-// overflowed MaxHints (the walk decides then).
-func (t *Tree) readHints() ([]string, bool, error) {
-	f, err := os.Open(t.hintsPath())
+// readHints returns the hinted paths, and false when there are none, when
+// they overflowed MaxHints, or when the file is damaged (the walk decides
+// then). A line that is not a plain tree path (a path the store refuses,
+// or one under .lake) is ignored with a warning: the hints come from this
+// tree's own MarkDirty, but the file is only as trustworthy as anything
+// else in the directory.
+func (t *Tree) readHints(warn *[]string) ([]string, bool, error) {
+	f, err := t.fs.openState(hintsFile, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("lake: read dirty hints: %w", err)
+		*warn = append(*warn, fmt.Sprintf("the dirty hints %s/%s cannot be read (%v): walking the tree instead", StateDir, hintsFile, err))
+		return nil, false, nil
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		*warn = append(*warn, fmt.Sprintf("the dirty hints %s/%s are not a regular file: walking the tree instead", StateDir, hintsFile))
+		return nil, false, nil
+	}
 	seen := map[string]bool{}
 	var out []string
+	ignored := 0
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 4096), 1<<20)
+	sc.Buffer(make([]byte, 4096), maxHintLine)
 	for sc.Scan() {
 		p := sc.Text()
 		if p == "" || seen[p] {
+			continue
+		}
+		if !utf8.ValidString(p) || strings.ContainsRune(p, 0) {
+			*warn = append(*warn, fmt.Sprintf("the dirty hints %s/%s are damaged (a line that is not text): walking the tree instead", StateDir, hintsFile))
+			return nil, false, nil
+		}
+		if err := checkLocalPath(p); err != nil {
+			if ignored++; ignored <= 10 {
+				*warn = append(*warn, fmt.Sprintf("dirty hint %q ignored: not a plain tree path", p))
+			}
 			continue
 		}
 		if len(seen) >= t.opts.MaxHints {
@@ -158,8 +162,12 @@ func (t *Tree) readHints() ([]string, bool, error) {
 		seen[p] = true
 		out = append(out, p)
 	}
+	if ignored > 10 {
+		*warn = append(*warn, fmt.Sprintf("%d more dirty hints ignored", ignored-10))
+	}
 	if err := sc.Err(); err != nil {
-		return nil, false, nil // a damaged hints file: walk instead
+		*warn = append(*warn, fmt.Sprintf("the dirty hints %s/%s are damaged (%v): walking the tree instead", StateDir, hintsFile, err))
+		return nil, false, nil
 	}
 	return out, true, nil
 }
@@ -167,10 +175,7 @@ func (t *Tree) readHints() ([]string, bool, error) {
 // lockDir takes the directory's file lock, so that two processes never
 // sync one directory at once.
 func (t *Tree) lockDir() (func(), error) {
-	if err := os.MkdirAll(filepath.Join(t.dir, StateDir), 0o755); err != nil {
-		return nil, fmt.Errorf("lake: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(t.dir, StateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := t.fs.openState(lockFile, os.O_CREATE|os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("lake: %w", err)
 	}
@@ -180,9 +185,6 @@ func (t *Tree) lockDir() (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
-
-// localPath turns a tree path into a file name under dir.
-func (t *Tree) localPath(p string) string { return filepath.Join(t.dir, filepath.FromSlash(p)) }
 
 // inScope reports whether p is in one of the scope's partitions.
 func inScope(models []string, p string) bool {

@@ -19,13 +19,18 @@ type Status struct {
 	Conflicts []string
 	// Changes counts the feed entries read.
 	Changes int
+	// Skipped are the paths a sync would leave unsynced now, with why and
+	// the way out (a link, a file or directory in the way, a foreign
+	// writer's entry the tree never pulls).
+	Skipped []Skipped
+	// Warnings are what the hints reading ignored.
+	Warnings []string
 }
 
 // Status reports what is dirty locally and what changed remotely in scope,
 // reading only the changes of the feed. It takes no lock and writes
 // nothing.
-func (t *Tree) Status(ctx context.Context, scope Scope) (Status, error) {
-	var s Status
+func (t *Tree) Status(ctx context.Context, scope Scope) (s Status, err error) {
 	models, err := validScope(scope)
 	if err != nil {
 		return s, err
@@ -34,10 +39,12 @@ func (t *Tree) Status(ctx context.Context, scope Scope) (Status, error) {
 	if err != nil {
 		return s, err
 	}
-	if s.Local, err = t.dirty(st, models, true); err != nil {
+	var sk skips
+	defer func() { s.Skipped = sk.sorted() }()
+	if s.Local, err = t.dirty(st, models, true, &sk, &s.Warnings); err != nil {
 		return s, err
 	}
-	pl, err := t.plan(ctx, st, models, nil)
+	pl, err := t.plan(ctx, st, models, nil, &sk)
 	if err != nil {
 		return s, err
 	}
@@ -48,6 +55,13 @@ func (t *Tree) Status(ctx context.Context, scope Scope) (Status, error) {
 	}
 	for _, c := range pl.sorted() {
 		if !needed(st, c) {
+			continue
+		}
+		if why, ok := st.Skipped[c.Path]; ok && c.Version == "" {
+			sk.add(c.Path, why) // skipped by the last sync, retried by the next
+			continue
+		}
+		if !c.Deleted && sk.entry(t.fs.canWrite(c.Path)) {
 			continue
 		}
 		s.Remote = append(s.Remote, c)

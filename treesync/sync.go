@@ -52,6 +52,16 @@ func (t *Tree) Run(ctx context.Context, scope Scope, fn func(ctx context.Context
 }
 
 func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *lock.Lease) error, o RunOptions) (Report, error) {
+	var sk skips
+	rep, err := t.run1(ctx, scope, fn, o, &sk)
+	rep.Skipped = sk.sorted()
+	if err == nil && len(rep.Skipped) > 0 {
+		err = &SkippedError{Skipped: rep.Skipped}
+	}
+	return rep, err
+}
+
+func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *lock.Lease) error, o RunOptions, sk *skips) (Report, error) {
 	var rep Report
 	models, err := validScope(scope)
 	if err != nil {
@@ -73,21 +83,21 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	// overwritten either way.
 	var dirty []LocalChange
 	if fn == nil {
-		dirty, err = t.dirty(st, models, true)
+		dirty, err = t.dirty(st, models, true, sk, &rep.Warnings)
 	} else {
-		dirty, err = t.hinted(st, models)
+		dirty, err = t.dirty(st, models, false, sk, &rep.Warnings)
 	}
 	if err != nil {
 		return rep, err
 	}
-	rep.Dirty = len(dirty)
 	var up map[string]uploaded
 	if fn == nil {
 		// Phase one: the blobs, before the lock.
-		if up, err = t.upload(ctx, dirty, &rep); err != nil {
+		if dirty, up, err = t.upload(ctx, dirty, &rep, sk); err != nil {
 			return rep, err
 		}
 	}
+	rep.Dirty = len(dirty)
 	start := time.Now()
 	ls, err := t.locker.Acquire(ctx, t.LockName())
 	if err != nil {
@@ -105,7 +115,7 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	if err != nil {
 		return rep, err
 	}
-	pl, err := t.plan(ctx, st, models, dropped)
+	pl, err := t.plan(ctx, st, models, dropped, sk)
 	if err != nil {
 		return rep, err
 	}
@@ -122,7 +132,10 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 			continue
 		}
 		// Hints may have missed a local change: never overwrite one.
-		if _, changed, err := t.check(st, c.Path); err != nil {
+		if _, changed, err := t.check(st, c.Path); sk.entry(err) {
+			st.skip(c.Path, err) // retried by the next sync
+			continue
+		} else if err != nil {
 			return rep, err
 		} else if changed {
 			conflicts = append(conflicts, c.Path)
@@ -134,10 +147,8 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	if err != nil {
 		return rep, err
 	}
-	for _, c := range apply {
-		if err := t.apply(ctx, st, c, &rep); err != nil {
-			return rep, err
-		}
+	if err := t.applyAll(ctx, st, apply, &rep, sk); err != nil {
+		return rep, err
 	}
 	if fn != nil {
 		// fn stops when the caller cancels or the lock is lost (the cause
@@ -157,14 +168,14 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 		} else if ferr != nil {
 			err = ferr // pushed below, as asked; fn's error is still returned
 		}
-		dirty, derr := t.walk(st, models)
+		dirty, derr := t.walk(st, models, sk)
 		if derr != nil {
 			return rep, derr
 		}
-		rep.Dirty = len(dirty)
-		if up, derr = t.upload(ctx, dirty, &rep); derr != nil {
+		if dirty, up, derr = t.upload(ctx, dirty, &rep, sk); derr != nil {
 			return rep, derr
 		}
+		rep.Dirty = len(dirty)
 		var dc []LocalChange
 		push, dc, derr = t.decide(ctx, st, dirty, up, &rep)
 		if derr != nil {
@@ -174,17 +185,15 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 		if push, fetch, derr = t.resolve(push, dc, nil, nil, &rep); derr != nil {
 			return rep, derr
 		}
-		for _, c := range fetch {
-			if derr := t.apply(ctx, st, c, &rep); derr != nil {
-				return rep, derr
-			}
+		if derr := t.applyAll(ctx, st, fetch, &rep, sk); derr != nil {
+			return rep, derr
 		}
 	}
 	if testHookCommit != nil {
 		testHookCommit()
 	}
 	commitStart := time.Now()
-	applied, cerr := t.commit(ctx, ls, st, push, up)
+	applied, cerr := t.commit(ctx, ls, st, push, up, sk)
 	if cerr != nil {
 		return rep, cerr
 	}
@@ -210,31 +219,62 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	return rep, err
 }
 
-// upload stages the content of the dirty files (phase one of the push).
-func (t *Tree) upload(ctx context.Context, dirty []LocalChange, rep *Report) (map[string]uploaded, error) {
+// applyAll applies the pulled changes, deletes first (a file removed
+// remotely may be where a directory of a new file goes), skipping into sk
+// the paths the tree cannot write.
+func (t *Tree) applyAll(ctx context.Context, st *state, apply []datastore.Info, rep *Report, sk *skips) error {
+	slices.SortStableFunc(apply, func(a, b datastore.Info) int {
+		switch {
+		case a.Deleted == b.Deleted:
+			return 0
+		case a.Deleted:
+			return -1
+		}
+		return 1
+	})
+	for _, c := range apply {
+		if err := t.apply(ctx, st, c, rep); sk.entry(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upload stages the content of the dirty files (phase one of the push). It
+// returns the dirty changes still to push: a file that cannot be read
+// through the tree's root (a link swapped in since the walk) is skipped.
+func (t *Tree) upload(ctx context.Context, dirty []LocalChange, rep *Report, sk *skips) ([]LocalChange, map[string]uploaded, error) {
 	up := map[string]uploaded{}
+	kept := dirty[:0:0]
 	for _, c := range dirty {
 		if c.Kind == Deleted {
+			kept = append(kept, c)
 			continue
 		}
-		f, err := os.Open(t.localPath(c.Path))
+		f, err := t.fs.open(c.Path)
+		if sk.entry(err) {
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("lake: %w", err)
+			return nil, nil, err
 		}
 		fi, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("lake: %w", err)
+			return nil, nil, fmt.Errorf("lake: %w", err)
 		}
 		s, err := t.store.Upload(ctx, c.Path, f, nil)
 		f.Close()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		up[c.Path] = uploaded{staged: s, fi: fi}
+		kept = append(kept, c)
 		rep.Uploaded++
 	}
-	return up, nil
+	return kept, up, nil
 }
 
 // decide checks the dirty paths against the remote with one batch stat:
@@ -269,7 +309,8 @@ func (t *Tree) decide(ctx context.Context, st *state, dirty []LocalChange, up ma
 			// The same content on both sides: adopt it.
 			if u, ok := up[c.Path]; ok {
 				st.Files[c.Path] = record(u.fi, r, t.now())
-			} else if fs, err := recordWritten(t.localPath(c.Path), r, t.now()); err == nil {
+			} else if fi, err := t.fs.lstat(c.Path); err == nil {
+				fs := record(fi, r, t.now())
 				fs.MTime = 0 // not read under this stat: hash it next time
 				st.Files[c.Path] = fs
 			}
@@ -289,7 +330,7 @@ func (t *Tree) localSHA(c LocalChange, up map[string]uploaded) string {
 	if c.SHA256 != "" {
 		return c.SHA256
 	}
-	sum, _ := hashFile(t.localPath(c.Path))
+	sum, _ := t.fs.hash(c.Path)
 	return sum
 }
 
@@ -331,36 +372,55 @@ func (t *Tree) resolve(push, dirtyConflicts []LocalChange, pullConflicts []strin
 }
 
 // commit writes the pushed entries in one commit fenced by the lock's
-// token, and records them as synced.
-func (t *Tree) commit(ctx context.Context, ls *lock.Lease, st *state, push []LocalChange, up map[string]uploaded) ([]datastore.Info, error) {
-	if len(push) == 0 {
-		return nil, nil
-	}
-	entries := make([]datastore.Entry, 0, len(push))
-	for _, c := range push {
-		if c.Kind == Deleted {
-			entries = append(entries, datastore.Entry{Delete: c.Path})
-			continue
+// token, and records them as synced. A commit the store refuses because a
+// pushed file would make a path both a file and a directory (a
+// *datastore.ClashError) is made again without that file, which is
+// skipped; nothing else is retried.
+func (t *Tree) commit(ctx context.Context, ls *lock.Lease, st *state, push []LocalChange, up map[string]uploaded, sk *skips) ([]datastore.Info, error) {
+	for range len(push) + 1 { // each round drops a path, or ends
+		if len(push) == 0 {
+			return nil, nil
 		}
-		s := up[c.Path].staged
-		entries = append(entries, datastore.Entry{Put: &s})
-	}
-	applied, err := t.store.Commit(ctx, dslock.Fence(ls), entries)
-	if datastore.IsFenceConflict(err) {
-		return nil, fmt.Errorf("lake: the lock %s was lost before the commit, which the store refused (%w); nothing was committed, the changes stay dirty", t.LockName(), err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	now := t.now()
-	for _, info := range applied {
-		if info.Deleted {
-			delete(st.Files, info.Path)
-			continue
+		entries := make([]datastore.Entry, 0, len(push))
+		for _, c := range push {
+			if c.Kind == Deleted {
+				entries = append(entries, datastore.Entry{Delete: c.Path})
+				continue
+			}
+			s := up[c.Path].staged
+			entries = append(entries, datastore.Entry{Put: &s})
 		}
-		st.Files[info.Path] = record(up[info.Path].fi, info, now)
+		applied, err := t.store.Commit(ctx, dslock.Fence(ls), entries)
+		if clash, ok := datastore.AsClash(err); ok && len(applied) == 0 {
+			kept := push[:0:0]
+			for _, c := range push {
+				if c.Path != clash.Path {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) < len(push) {
+				sk.add(clash.Path, clash.Why()+" (nothing of it was committed; the rest of the sync was)")
+				push = kept
+				continue
+			}
+		}
+		if datastore.IsFenceConflict(err) {
+			return nil, fmt.Errorf("%w: the lock %s was lost before the commit, which the store refused; nothing was committed, the changes stay dirty", err, t.LockName())
+		}
+		if err != nil {
+			return nil, err
+		}
+		now := t.now()
+		for _, info := range applied {
+			if info.Deleted {
+				delete(st.Files, info.Path)
+				continue
+			}
+			st.Files[info.Path] = record(up[info.Path].fi, info, now)
+		}
+		return applied, nil
 	}
-	return applied, nil
+	return nil, fmt.Errorf("lake: commit: every pushed path clashed")
 }
 
 // advance moves the positions the pull vouches for, and a partition's

@@ -132,11 +132,49 @@ type Report struct {
 	Pull, Commit, Lifecycle time.Duration
 	// Resolved names the conflicts decided by Options.Prefer.
 	Resolved []string
+	// Skipped are the paths left unsynced, by path, each with why and the
+	// way out; everything else synced. Sync and Run then return a
+	// *SkippedError (matching ErrPartial) if nothing else went wrong.
+	Skipped []Skipped
+	// Warnings are what the sync ignored without skipping a path (dirty
+	// hints that are not tree paths, a damaged hints file walked instead).
+	Warnings []string
 }
+
+// ErrPartial is matched by a sync or run that did everything but skip some
+// paths (a *SkippedError).
+var ErrPartial = errors.New("lake: partial sync")
+
+// SkippedError is a sync that synced everything except the paths it
+// names: its commit, pull and state are kept. It matches ErrPartial.
+type SkippedError struct {
+	Skipped []Skipped
+}
+
+func (e *SkippedError) Error() string {
+	return fmt.Sprintf("lake: %d path(s) skipped, everything else synced: %s (see the lines above for each and the way out)", len(e.Skipped), e.first())
+}
+
+func (e *SkippedError) first() string {
+	var names []string
+	for i, s := range e.Skipped {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(e.Skipped)-5))
+			break
+		}
+		names = append(names, s.Path)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Unwrap makes a SkippedError match ErrPartial.
+func (e *SkippedError) Unwrap() error { return ErrPartial }
 
 // Tree is a local directory synced with a datastore.
 type Tree struct {
 	dir string
+	// fs is the tree's only access to its files (fsroot.go).
+	fs *treeFS
 	// store is the tree's namespace; root the datastore's default one.
 	store  *datastore.Store
 	root   *datastore.Store
@@ -193,8 +231,16 @@ func Open(dir string, store *datastore.Store, opts *Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tree{dir: abs, store: ns, root: store.Root(), opts: o, locker: l, now: time.Now}, nil
+	tfs, err := openTreeFS(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{dir: abs, fs: tfs, store: ns, root: store.Root(), opts: o, locker: l, now: time.Now}, nil
 }
+
+// Close releases the tree's handle on its directory (also released when the
+// Tree is garbage collected). The Tree MUST NOT be used after.
+func (t *Tree) Close() error { return t.fs.close() }
 
 // LockName is the name of the tree's lock: NAMESPACE/sync.
 func (t *Tree) LockName() string { return t.opts.Namespace + "/sync" }
@@ -218,12 +264,9 @@ func (t *Tree) MarkDirty(paths ...string) error {
 		b.WriteString(p)
 		b.WriteByte('\n')
 	}
-	if err := os.MkdirAll(filepath.Join(t.dir, StateDir), 0o755); err != nil {
-		return fmt.Errorf("lake: %w", err)
-	}
-	f, err := os.OpenFile(t.hintsPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := t.fs.openState(hintsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND)
 	if err != nil {
-		return fmt.Errorf("lake: %w", err)
+		return fmt.Errorf("lake: write dirty hints: %w", err)
 	}
 	_, err = f.WriteString(b.String())
 	if cerr := f.Close(); err == nil {
@@ -238,13 +281,13 @@ func (t *Tree) MarkDirty(paths ...string) error {
 // clearHints removes the hints file if it still holds only what the sync
 // read (size unchanged); hints added meanwhile stay for the next sync.
 func (t *Tree) clearHints(size int64) {
-	if fi, err := os.Stat(t.hintsPath()); err == nil && fi.Size() == size {
-		os.Remove(t.hintsPath())
+	if fi, err := t.fs.statState(hintsFile); err == nil && fi.Size() == size {
+		t.fs.removeState(hintsFile)
 	}
 }
 
 func (t *Tree) hintsSize() int64 {
-	fi, err := os.Stat(t.hintsPath())
+	fi, err := t.fs.statState(hintsFile)
 	if err != nil {
 		return -1
 	}

@@ -1,19 +1,15 @@
 package treesync
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/metastore"
 )
 
 // racyWindow: a file whose mtime is this close to the moment its state was
@@ -41,24 +37,14 @@ type LocalChange struct {
 }
 
 // dirty finds the dirty paths in scope: the hints if there are any, else a
-// walk. It never reads the remote.
-func (t *Tree) dirty(st *state, models []string, useHints bool) ([]LocalChange, error) {
-	if useHints {
-		if _, ok, err := t.readHints(); err != nil {
-			return nil, err
-		} else if ok {
-			return t.hinted(st, models)
-		}
-	}
-	return t.walk(st, models)
-}
-
-// hinted returns the hinted paths in scope that are dirty; none without
-// hints.
-func (t *Tree) hinted(st *state, models []string) ([]LocalChange, error) {
-	hints, ok, err := t.readHints()
-	if err != nil || !ok {
+// walk (useHints false: the hints only). It never reads the remote.
+func (t *Tree) dirty(st *state, models []string, walk bool, sk *skips, warn *[]string) ([]LocalChange, error) {
+	hints, ok, err := t.readHints(warn)
+	if err != nil {
 		return nil, err
+	}
+	if !ok && walk {
+		return t.walk(st, models, sk)
 	}
 	var out []LocalChange
 	for _, p := range hints {
@@ -66,6 +52,9 @@ func (t *Tree) hinted(st *state, models []string) ([]LocalChange, error) {
 			continue
 		}
 		c, changed, err := t.check(st, p)
+		if sk.entry(err) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -76,26 +65,32 @@ func (t *Tree) hinted(st *state, models []string) ([]LocalChange, error) {
 	return out, nil
 }
 
-// check compares one path with its last-synced state.
+// check compares one path with its last-synced state. A path that cannot
+// be synced (a link at it or above it, a directory where a file was
+// synced, a name the store refuses) is an *entryError.
 func (t *Tree) check(st *state, p string) (LocalChange, bool, error) {
-	if err := datastore.ValidatePath(p); err != nil {
+	if err := checkLocalPath(p); err != nil {
 		return LocalChange{}, false, err
 	}
 	prev, synced := st.Files[p]
-	fi, err := os.Lstat(t.localPath(p))
+	fi, err := t.fs.lstat(p)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return LocalChange{Path: p, Kind: Deleted}, synced, nil
 	case err != nil:
-		return LocalChange{}, false, fmt.Errorf("lake: %w", err)
+		return LocalChange{}, false, err
+	case fi.IsDir() && synced:
+		return LocalChange{}, false, &entryError{path: p, why: "was synced as a file but is a directory in the tree now: a path is a file or a directory, never both (put the file back, or remove it with `lake data rm` and sync, then create the directory)"}
+	case fi.IsDir():
+		return LocalChange{Path: p, Kind: Deleted}, false, nil
 	case !fi.Mode().IsRegular():
-		return LocalChange{}, false, fmt.Errorf("%w: %s is not a regular file; a tree syncs regular files only", metastore.ErrInvalidArgument, p)
+		return LocalChange{}, false, &entryError{path: p, why: "is not a regular file; a tree syncs regular files only"}
 	case !synced:
 		return LocalChange{Path: p, Kind: Added}, true, nil
 	case fi.Size() == prev.Size && fi.ModTime().UnixNano() == prev.MTime && prev.MTime != 0:
 		return LocalChange{}, false, nil
 	}
-	sum, err := hashFile(t.localPath(p))
+	sum, err := t.fs.hash(p)
 	if err != nil {
 		return LocalChange{}, false, err
 	}
@@ -112,38 +107,32 @@ func (t *Tree) check(st *state, p string) (LocalChange, bool, error) {
 }
 
 // walk checks every file under the scope's directories and every synced
-// path of the scope that is gone.
-func (t *Tree) walk(st *state, models []string) ([]LocalChange, error) {
-	roots := []string{t.dir}
+// path of the scope that is gone. It follows no link: a link is skipped,
+// named.
+func (t *Tree) walk(st *state, models []string, sk *skips) ([]LocalChange, error) {
+	roots := []string{"."}
 	if len(models) > 0 {
 		roots = roots[:0]
 		for _, m := range models {
-			roots = append(roots, t.localPath(datastore.PartitionPrefix(m)))
+			roots = append(roots, strings.TrimSuffix(datastore.PartitionPrefix(m), "/"))
 		}
 	}
 	seen := map[string]bool{}
 	var out []LocalChange
 	for _, root := range roots {
-		err := filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) && name == root {
-					return filepath.SkipDir
-				}
-				return err
-			}
-			rel, _ := filepath.Rel(t.dir, name)
-			if d.IsDir() {
-				if rel == StateDir {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			p := filepath.ToSlash(rel)
+		err := t.fs.walk(root, func(p string, d fs.DirEntry) error {
 			if !inScope(models, p) {
 				return nil
 			}
 			seen[p] = true
+			if d.Type()&fs.ModeSymlink != 0 {
+				sk.entry(symlinkError(p, p))
+				return nil
+			}
 			c, changed, err := t.check(st, p)
+			if sk.entry(err) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -152,41 +141,29 @@ func (t *Tree) walk(st *state, models []string) ([]LocalChange, error) {
 			}
 			return nil
 		})
+		if sk.entry(err) {
+			continue // a link on the way to a scoped directory
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lake: walk %s: %w", t.dir, err)
 		}
 	}
 	for p := range st.Files {
 		if !seen[p] && inScope(models, p) {
-			if _, err := os.Lstat(t.localPath(p)); errors.Is(err, os.ErrNotExist) {
-				out = append(out, LocalChange{Path: p, Kind: Deleted})
+			c, changed, err := t.check(st, p)
+			if sk.entry(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if changed && c.Kind == Deleted {
+				out = append(out, c)
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
-}
-
-func hashFile(name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return "", fmt.Errorf("lake: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("lake: read %s: %w", name, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// recordWritten returns the state of a file pull just wrote.
-func recordWritten(name string, info datastore.Info, now time.Time) (fileState, error) {
-	fi, err := os.Stat(name)
-	if err != nil {
-		return fileState{}, fmt.Errorf("lake: %w", err)
-	}
-	return record(fi, info, now), nil
 }
 
 // record returns the state of a file from fi, taken before its content was

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dsurl"
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/spf13/cobra"
 )
 
@@ -51,7 +52,7 @@ See docs/datastore.md and docs/lifecycle.md.`,
 // --namespace.
 func (g *globalOptions) withNamespace(cmd *cobra.Command, fn func(ns *datastore.Store) error) error {
 	if err := datastore.ValidateNamespace(g.namespace); err != nil {
-		return usagef("--namespace: %v", err)
+		return usageError{lakeerr.Wrap(err, "--namespace")}
 	}
 	return g.withData(cmd, false, func(s *datastore.Store) error {
 		ns, err := s.Namespace(g.namespace)
@@ -124,7 +125,7 @@ change as one JSON line (its position, version, size, SHA-256).`,
 			if metaFile != "" {
 				b, err := os.ReadFile(metaFile)
 				if err != nil {
-					return usagef("--meta: %v", err)
+					return usageError{lakeerr.Wrap(err, "--meta")}
 				}
 				meta = b
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/datastore/lifecycle"
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/spf13/cobra"
@@ -351,7 +352,7 @@ printed on stderr.`,
 				nsName := ""
 				if !all {
 					if err := datastore.ValidateNamespace(g.namespace); err != nil {
-						return usagef("--namespace: %v", err)
+						return usageError{lakeerr.Wrap(err, "--namespace")}
 					}
 					nsName = g.namespace
 				}

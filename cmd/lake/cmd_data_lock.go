@@ -8,6 +8,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dslock"
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/lock"
 	"github.com/spf13/cobra"
 )
@@ -80,7 +81,7 @@ release on them. See docs/sync.md and docs/locks.md.`,
 			}
 			tok, err := lock.ParseToken(o.token)
 			if err != nil {
-				return usagef("--token: %v", err)
+				return usageError{lakeerr.Wrap(err, "--token")}
 			}
 			return g.withDataLocker(cmd, func(l *lock.Locker) error {
 				if err := l.ForceRelease(cmd.Context(), args[0], tok); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/treesync"
 	"github.com/spf13/cobra"
@@ -62,6 +63,17 @@ func printReport(w io.Writer, r treesync.Report) {
 	}
 }
 
+// printSkipped writes the paths a sync left unsynced and its warnings, one
+// line each, to w (stderr): "skipped PATH: WHY".
+func printSkipped(w io.Writer, skipped []treesync.Skipped, warnings []string) {
+	for _, s := range skipped {
+		fmt.Fprintf(w, "lake: skipped %s: %s\n", s.Path, s.Why)
+	}
+	for _, m := range warnings {
+		fmt.Fprintf(w, "lake: warning: %s\n", m)
+	}
+}
+
 func newDataSyncCommand(g *globalOptions) *cobra.Command {
 	var o dataSyncOptions
 	cmd := &cobra.Command{
@@ -78,6 +90,10 @@ index entries are written.
 
 A path changed both locally and remotely since the last sync is a conflict:
 the sync is refused (exit 4) naming the paths, unless --prefer local|remote.
+A path the tree cannot sync (a symbolic link, a remote entry under .lake or
+with an invalid name from a foreign writer, a path that is a file on one side
+and a directory on the other) is skipped and named on stderr with the way
+out; everything else syncs, and the exit status is 9.
 --model TYPE/ID limits the sync to models (a scoped pull moves only their
 positions). See docs/sync.md.`,
 		Args: exactArgs(0),
@@ -88,11 +104,12 @@ positions). See docs/sync.md.`,
 					return err
 				}
 				rep, err := t.Sync(cmd.Context(), treesync.Scope{Models: o.models})
-				if err != nil {
+				printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
+				if err != nil && !errors.Is(err, treesync.ErrPartial) {
 					return err
 				}
 				printReport(cmd.OutOrStdout(), rep)
-				return nil
+				return err // nil, or the skipped paths (exit 9)
 			})
 		},
 	}
@@ -129,10 +146,14 @@ SIGKILL after --grace, and nothing is committed. The report goes to stderr.`,
 					status = runInTree(ctx, t.Dir(), ls, args, o.grace)
 					return status
 				}, treesync.RunOptions{PushOnFailure: o.pushOnFailure})
-				if err != nil && !errors.Is(err, status) {
+				printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
+				if err != nil && !errors.Is(err, status) && !errors.Is(err, treesync.ErrPartial) {
 					return err
 				}
 				printReport(cmd.ErrOrStderr(), rep)
+				if status == nil {
+					return err // nil, or the skipped paths (exit 9)
+				}
 				return status
 			})
 		},
@@ -157,7 +178,7 @@ func runInTree(ctx context.Context, dir string, ls *lock.Lease, argv []string, g
 		return fmt.Errorf("lake: start %s: %w", argv[0], err)
 	}
 	if cerr := context.Cause(ctx); cerr != nil {
-		return fmt.Errorf("lake: %w; %s was stopped", cerr, argv[0])
+		return stoppedError(cerr, argv[0])
 	}
 	return statusOf(c, err)
 }
@@ -169,7 +190,8 @@ func newDataStatusCommand(g *globalOptions) *cobra.Command {
 		Short: "Show what is dirty locally and what changed remotely, without a lock",
 		Long: `Show the dirty paths of --dir (added, modified, deleted since the last sync) and
 the remote changes not yet pulled, reading only the feed's changes; a path in
-both is marked CONFLICT. Takes no lock and changes nothing.`,
+both is marked CONFLICT; the paths a sync would skip are listed as
+"skipped PATH WHY". Takes no lock and changes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, false, func(s *datastore.Store) error {
@@ -182,6 +204,10 @@ both is marked CONFLICT. Takes no lock and changes nothing.`,
 					return err
 				}
 				w := cmd.OutOrStdout()
+				printSkipped(cmd.ErrOrStderr(), nil, st.Warnings)
+				for _, sk := range st.Skipped {
+					fmt.Fprintf(w, "skipped\t%s\t%s\n", sk.Path, sk.Why)
+				}
 				for _, c := range st.Local {
 					fmt.Fprintf(w, "local\t%s\t%s\n", c.Kind, c.Path)
 				}
@@ -206,4 +232,10 @@ both is marked CONFLICT. Takes no lock and changes nothing.`,
 	}
 	o.addFlags(cmd, false)
 	return cmd
+}
+
+// stoppedError is the error of a command stopped because its context ended
+// with cause (the lock lost, an interrupt).
+func stoppedError(cause error, name string) error {
+	return lakeerr.Wrap(cause, "%s was stopped", name)
 }

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/lock"
 	"github.com/spf13/cobra"
 )
@@ -288,7 +289,7 @@ done and lake exits 4 (conflict). A holder releases its own lock by ending:
 			}
 			tok, err := lock.ParseToken(o.token)
 			if err != nil {
-				return usagef("--token: %v", err)
+				return usageError{lakeerr.Wrap(err, "--token")}
 			}
 			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
 				l, err := lock.New(st, nil)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/server"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/spf13/cobra"
@@ -139,7 +140,7 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 		// Loaded now so that a bad file fails the start, not the first client.
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
-			return usagef("TLS certificate: %v", err)
+			return usageError{lakeerr.Wrap(err, "TLS certificate")}
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	} else if loop, _ := server.IsLoopback(o.listen); !loop {
@@ -226,7 +227,7 @@ func readTokenFile(file string, logger *slog.Logger) (string, error) {
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", usagef("--token-file: %v", err)
+		return "", usageError{lakeerr.Wrap(err, "--token-file")}
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/treesync"
 )
 
 // Exit codes, documented in the README; scripts depend on them.
@@ -26,6 +27,7 @@ const (
 	exitRefused  = 6
 	exitDiverged = 7
 	exitLockWait = 8 // a wait for a lock ran out
+	exitPartial  = 9 // a sync synced everything but the paths it named
 )
 
 func main() {
@@ -60,6 +62,8 @@ func exitCode(err error) int {
 		return int(st)
 	case errors.Is(err, lock.ErrTimeout):
 		return exitLockWait
+	case errors.Is(err, treesync.ErrPartial):
+		return exitPartial
 	case errors.As(err, &ue),
 		errors.Is(err, metastore.ErrInvalidKey),
 		errors.Is(err, metastore.ErrInvalidValue),

@@ -110,6 +110,9 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			}
 			out = append(out, rec.info(path))
 		}
+		if err := checkClash(files, entries); err != nil { // clash.go
+			return err
+		}
 		return d.advance(tx, touched, order)
 	})
 	if err != nil {

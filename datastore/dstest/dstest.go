@@ -56,6 +56,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"CommitProvedAgainstUpload", testCommitProved},
 		{"ChunksImmutable", testChunksImmutable},
 		{"DamagedReads", testDamagedReads},
+		{"FileOrDirectory", testFileOrDirectory}, // clash.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -174,6 +174,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			keys = append(keys, d.counterKey(shard(p)))
 		}
 	}
+	keys = append(keys, d.clashKeys(entries)...) // clash.go
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
 		return nil, nil, nil, err
@@ -187,6 +188,17 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	var items []types.TransactWriteItem
 	var roles []role
 	add := func(r role, w types.TransactWriteItem) { items, roles = append(items, w), append(roles, r) }
+	touched := map[string]bool{}
+	for _, p := range parts {
+		touched[p] = true
+	}
+	checks, err := d.clashChecks(ctx, entries, touched, lookup) // clash.go
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, c := range checks {
+		add(roleRace, c)
+	}
 	if fence != nil {
 		c, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
 		if err != nil {

@@ -99,9 +99,10 @@ const Name = "dynamodb"
 const Shards = 16
 
 // maxCommit keeps a worst-case commit (each entry in its own partition and
-// replacing a version: 3 items an entry, plus a head each, plus 16 shard
-// counters and the fence) within TransactWriteItems's 100 items.
-const maxCommit = 20
+// replacing a version: 3 items an entry, plus a head each, plus one clash
+// ConditionCheck each (clash.go), plus 16 shard counters and the fence)
+// within TransactWriteItems's 100 items.
+const maxCommit = 16
 
 // Attribute and index names. NB: part of the table format.
 const (

@@ -133,6 +133,9 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		if err != nil {
 			return nil, err
 		}
+		if err := d.checkClash(ctx, t, part, entries); err != nil { // clash.go
+			return nil, err
+		}
 		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}}
 		if t.last != nil {
 			maps.Copy(obj.Fences, t.last.Fences)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWorkingTreeRowsFromOutside replays issue 27's rows with the binary:
+// a file below a file is refused (exit 4, both named) on bolt and through
+// a node; .lake is refused (exit 2); a link in the tree to the outside lets
+// nothing of a pulled entry out, and the run exits 9 naming it.
+func TestWorkingTreeRowsFromOutside(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
+		dir := t.TempDir()
+		ok(t, run(t, dir, "", "init"))
+		ok(t, run(t, dir, "", "data", "init"))
+		testWorkingTreeRows(t, dir, "bolt://"+filepath.Join(dir, "lake.db"))
+	})
+	t.Run("node", func(t *testing.T) {
+		dir := t.TempDir()
+		n := startNode(t, dir, http.DefaultClient, "http")
+		testWorkingTreeRows(t, dir, "http://"+n.addr)
+	})
+}
+
+func testWorkingTreeRows(t *testing.T, dir, store string) {
+	f := filepath.Join(dir, "f")
+	if err := os.WriteFile(f, []byte("content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lake := func(args ...string) result { return run(t, dir, "", append([]string{"--store", store}, args...)...) }
+	ok(t, lake("data", "put", "data/x", f))
+	r := lake("data", "put", "data/x/y", f)
+	if r.code != exitConflict || !strings.Contains(r.stderr, "data/x/y") || !strings.Contains(r.stderr, `data/x`) {
+		t.Fatalf("put below a file: exit %d, %q; want 4 naming both", r.code, r.stderr)
+	}
+	ok(t, lake("data", "put", "data/m/n", f))
+	if r := lake("data", "put", "data/m", f); r.code != exitConflict || !strings.Contains(r.stderr, "data/m/n") {
+		t.Fatalf("put over files: exit %d, %q", r.code, r.stderr)
+	}
+	for _, p := range []string{".lake/dirty", "data/a/.lake/lock", "data/.Lake/x"} {
+		if r := lake("data", "put", p, f); r.code != exitUsage || !strings.Contains(r.stderr, "reserved") {
+			t.Fatalf("put %s: exit %d, %q; want 2, reserved", p, r.code, r.stderr)
+		}
+	}
+	// Row 3: a link to the outside, a remote entry below its path.
+	tree, out := filepath.Join(dir, "A"), filepath.Join(dir, "outside")
+	os.MkdirAll(filepath.Join(tree, "data"), 0o755)
+	os.MkdirAll(out, 0o755)
+	if err := os.Symlink("../../outside", filepath.Join(tree, "data", "sym")); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, lake("data", "put", "data/sym/pwned", f))
+	r = lake("data", "run", "-C", tree, "--", "true")
+	if r.code != exitPartial || !strings.Contains(r.stderr, "lake: skipped data/sym/pwned: data/sym is a symbolic link") {
+		t.Fatalf("run beside a link: exit %d, %q; want 9 naming data/sym/pwned", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "pwned")); err == nil {
+		t.Fatal("outside/pwned was created")
+	}
+	r = lake("data", "status", "-C", tree)
+	if r.code != 0 || !strings.Contains(r.stdout, "skipped\tdata/sym/pwned\t") {
+		t.Fatalf("status beside a link: exit %d, %q", r.code, r.stdout)
+	}
+	wantLakeOnce(t, "run", r.stderr)
+}

@@ -1,0 +1,225 @@
+package dynamofs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+)
+
+// A path is a file or a directory, never both (datastore.Clash). A commit
+// checks it for each put p, in the same transaction as everything else:
+//
+//   - The directories above p in p's own partition are read with the
+//     commit's other items (one BatchGetItem) and the files below p in it
+//     with one Query (only when p is not already a live file); both are
+//     vouched for by the partition head's CAS, which every commit that
+//     changes the partition makes: a commit that landed in between fails it
+//     and this one re-reads.
+//   - A model's own directory data/T/I (its file item is in the partition
+//     "data") is read too, and ConditionChecked (absent or a tombstone) in
+//     the transaction. Only commits of that one model check that item, and
+//     they already contend on the model's head, so no unrelated writer is
+//     serialized by it.
+//   - A put of the file data/T/I itself Queries the partition T/I for a
+//     live file and ConditionChecks T/I's head unchanged since.
+//   - data and data/T (files at the top of the model tree, above many
+//     partitions) are read, and a put of one of them Queries the registered
+//     partitions below it, but neither is ConditionChecked (that item would
+//     be in every commit of every model): a put of the file data/T racing
+//     the very first files of a model T/I can let both through. That pair is
+//     the one clash DynamoDB does not refuse atomically.
+//
+// Cost per put: the directories above it in the BatchGetItem the commit
+// makes anyway, one Query for a new file, and at most one ConditionCheck.
+
+// ChecksClashes reports that Commit refuses file/directory clashes (the
+// conformance suite's FileOrDirectory).
+func (d *Driver) ChecksClashes() bool { return true }
+
+// modelDir reports whether a is a model's own directory data/T/I.
+func modelDir(a string) bool {
+	return strings.HasPrefix(a, datastore.ModelPrefix) && strings.Count(a, "/") == 2
+}
+
+// clashKeys returns the items a commit of entries reads for its clash
+// checks: the file items of the directories above its puts (those not in
+// the commit themselves) and the heads of the models whose directory it
+// puts as a file.
+func (d *Driver) clashKeys(entries []datastore.Entry) []item {
+	in, parts := map[string]bool{}, map[string]bool{}
+	for _, e := range entries {
+		in[e.Path()] = true
+		parts[datastore.Partition(e.Path())] = true
+	}
+	seen := map[string]bool{}
+	var keys []item
+	for _, e := range entries {
+		if e.Put == nil {
+			continue
+		}
+		for _, a := range datastore.Ancestors(e.Put.Path) {
+			if !in[a] && !seen[a] {
+				seen[a] = true
+				keys = append(keys, key(d.filePK(datastore.Partition(a)), a))
+			}
+		}
+		if p := e.Put.Path; modelDir(p) {
+			if model := strings.TrimPrefix(p, datastore.ModelPrefix); !parts[model] && !seen["\x00"+model] {
+				seen["\x00"+model] = true // its head is read with the commit's own otherwise
+				keys = append(keys, d.headKey(model))
+			}
+		}
+	}
+	return keys
+}
+
+// clashChecks returns the Clash of a put of entries with the state read
+// (lookup), or the ConditionChecks that keep that state true until the
+// transaction (touched: the partitions whose heads the commit CASes).
+func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, touched map[string]bool, lookup func(item) item) ([]types.TransactWriteItem, error) {
+	in := map[string]bool{}
+	for _, e := range entries {
+		in[e.Path()] = true
+	}
+	live := func(it item) bool { return it != nil && !getBool(it, "del") }
+	checked := map[string]bool{}
+	var checks []types.TransactWriteItem
+	for _, e := range entries {
+		if e.Put == nil {
+			continue
+		}
+		p, part := e.Put.Path, datastore.Partition(e.Put.Path)
+		for _, a := range datastore.Ancestors(p) {
+			if in[a] {
+				continue
+			}
+			k := key(d.filePK(datastore.Partition(a)), a)
+			if live(lookup(k)) {
+				return nil, datastore.Clash(p, a)
+			}
+			if datastore.Partition(a) != part && modelDir(a) && !checked[a] {
+				checked[a] = true
+				c, err := build(expression.NewBuilder().WithCondition(
+					expression.AttributeNotExists(expression.Name(attrPK)).Or(expression.Name("del").Equal(expression.Value(true)))))
+				if err != nil {
+					return nil, err
+				}
+				checks = append(checks, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: k,
+					ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+			}
+		}
+		if live(lookup(key(d.filePK(part), p))) {
+			continue // a file already: nothing is below it
+		}
+		if below, err := d.liveBelow(ctx, d.filePK(part), p+"/", in); err != nil {
+			return nil, err
+		} else if below != "" {
+			return nil, datastore.Clash(p, below)
+		}
+		switch {
+		case modelDir(p):
+			model := strings.TrimPrefix(p, datastore.ModelPrefix)
+			if below, err := d.liveBelow(ctx, d.filePK(model), "", in); err != nil {
+				return nil, err
+			} else if below != "" {
+				return nil, datastore.Clash(p, below)
+			}
+			if !touched[model] {
+				w, err := d.casCheck(d.headKey(model), "seq", getN(lookup(d.headKey(model)), "seq"))
+				if err != nil {
+					return nil, err
+				}
+				checks = append(checks, w)
+			}
+		case p == "data" || (strings.HasPrefix(p, datastore.ModelPrefix) && strings.Count(p, "/") == 1):
+			if below, err := d.liveInModels(ctx, strings.TrimPrefix(strings.TrimPrefix(p, "data"), "/"), in); err != nil {
+				return nil, err
+			} else if below != "" {
+				return nil, datastore.Clash(p, below)
+			}
+		}
+	}
+	return checks, nil
+}
+
+// casCheck is a ConditionCheck that attribute name of k still holds old
+// (or, for zero, is absent).
+func (d *Driver) casCheck(k item, name string, old uint64) (types.TransactWriteItem, error) {
+	cond := expression.AttributeNotExists(expression.Name(name))
+	if old != 0 {
+		cond = expression.Name(name).Equal(expression.Value(old))
+	}
+	c, err := build(expression.NewBuilder().WithCondition(cond))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: k,
+		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}, nil
+}
+
+// maxBelowPages bounds the pages liveBelow reads (tombstones only: a page
+// with a live file ends it); Reclaim purges tombstones past the horizon.
+const maxBelowPages = 1000
+
+// liveBelow returns a live file of the item collection pk whose path
+// starts with prefix ("" for any) and is not in gone (the commit's own
+// deletes), or "" if there is none.
+func (d *Driver) liveBelow(ctx context.Context, pk, prefix string, gone map[string]bool) (string, error) {
+	kc := expression.Key(attrPK).Equal(expression.Value(pk))
+	if prefix != "" {
+		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
+	}
+	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false)))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filt).
+		WithProjection(expression.NamesList(expression.Name(attrSK))).Build()
+	if err != nil {
+		return "", fmt.Errorf("lake: build expression: %w", err)
+	}
+	var start item
+	for range maxBelowPages {
+		out, err := d.query(ctx, &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ExclusiveStartKey: start, Limit: aws32(100)})
+		if err != nil {
+			return "", err
+		}
+		for _, it := range out.Items {
+			if p := getS(it, attrSK); !gone[p] {
+				return p, nil
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return "", nil
+		}
+		start = out.LastEvaluatedKey
+	}
+	return "", fmt.Errorf("lake: more than %d pages of tombstones below %q", maxBelowPages, prefix)
+}
+
+// liveInModels returns a live file of a registered model partition whose
+// type is typ ("" for every model), or "".
+func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]bool) (string, error) {
+	parts, err := d.Partitions(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range parts {
+		if !strings.Contains(m, "/") || (typ != "" && !strings.HasPrefix(m, typ+"/")) {
+			continue
+		}
+		if below, err := d.liveBelow(ctx, d.filePK(m), "", gone); err != nil || below != "" {
+			return below, err
+		}
+	}
+	return "", nil
+}
+
+// CrossPartitionClashes reports that a model's directory data/T/I racing
+// the model's files is refused atomically (its ConditionChecks); data and
+// data/T are not (see above).
+func (d *Driver) CrossPartitionClashes() bool { return true }
