@@ -95,6 +95,14 @@ func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *l
 	}
 	defer ls.Release(context.WithoutCancel(ctx))
 	rep.LockWait, rep.Token, rep.LockContended = time.Since(start), ls.Token(), ls.Contended()
+	if ls.TookOver() {
+		// A holder this one broke may still land a commit it checked
+		// before the takeover: fence first, so that it lands before
+		// what this sync reads or not at all (S3; a no-op elsewhere).
+		if _, err := t.store.FenceTakeover(ctx, dslock.Fence(ls)); err != nil {
+			return rep, err
+		}
+	}
 
 	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
 	if err != nil {

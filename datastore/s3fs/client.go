@@ -300,6 +300,11 @@ func (c *client) pages(ctx context.Context, in *s3.ListObjectsV2Input, each func
 		if !more || (next != nil && !next()) {
 			return more, nil
 		}
+		if tok := aws.ToString(page.NextContinuationToken); tok == "" || tok == aws.ToString(in.ContinuationToken) {
+			// A listing that says "more" without a new place to go on
+			// from would be read forever.
+			return false, fmt.Errorf("%w: s3 ListObjectsV2 %q: a truncated page without a new continuation token", metastore.ErrUnavailable, aws.ToString(in.Prefix))
+		}
 		in.ContinuationToken = page.NextContinuationToken
 		in.StartAfter = nil
 	}

@@ -82,12 +82,25 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	return res, nil
 }
 
-// AppendFence appends a fence entry for fence to the log of each partition:
-// a new holder of a lock calls it before it reads what it will write, so
-// that from then on no commit under an older token of the same lock lands
-// in those logs (the S3 counterpart of a fenced write; see the package
-// documentation). Each fence entry takes one position.
+// AppendFence appends a fence entry for fence to the log of each partition
+// (registering a partition that has no head yet): a new holder of a lock
+// calls it before it reads what it will write, so that from then on no
+// commit under an older token of the same lock lands in those logs (the S3
+// counterpart of a fenced write; see the package documentation). Each
+// fence entry takes one position.
 func (d *Driver) AppendFence(ctx context.Context, fence datastore.Fence, partitions []string) error {
+	return d.appendFence(ctx, fence, partitions, true)
+}
+
+// FencePartitions implements datastore.Fencer: AppendFence to each of
+// partitions that has a head.
+func (d *Driver) FencePartitions(ctx context.Context, fence datastore.Fence, partitions []string) error {
+	return d.appendFence(ctx, fence, partitions, false)
+}
+
+var _ datastore.Fencer = (*Driver)(nil)
+
+func (d *Driver) appendFence(ctx context.Context, fence datastore.Fence, partitions []string, register bool) error {
 	ft, err := d.checkFence(ctx, &fence)
 	if err != nil {
 		return err
@@ -95,6 +108,13 @@ func (d *Driver) AppendFence(ctx context.Context, fence datastore.Fence, partiti
 	for _, part := range partitions {
 		if err := datastore.ValidatePartition(part); err != nil {
 			return err
+		}
+		if !register {
+			if _, _, ok, err := d.readHead(ctx, part); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
 		}
 		if _, err := d.commitPartition(ctx, part, &fence, ft, nil, time.Now()); err != nil {
 			return err
@@ -124,14 +144,29 @@ func (d *Driver) checkFence(ctx context.Context, fence *datastore.Fence) (*fence
 	return &fenceToken{Key: fence.Key, Token: rec.Token}, nil
 }
 
+// maxCommitAttempts bounds how many times a commit reads a partition's tail
+// and races for its next position: other writers winning that many times in
+// a row under one lock means something is wrong, and the committer must
+// not hold the lock while it spins.
+const maxCommitAttempts = 32
+
 // commitPartition creates the next log object of part holding entries (no
-// entries: a fence entry), retrying while other writers win the position.
+// entries: a fence entry), retrying while other writers win the position,
+// at most maxCommitAttempts times. A position lost to an object that the
+// re-read tail does not show (a foreign or damaged object) is reported as
+// damage at once.
 func (d *Driver) commitPartition(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
-	for attempt := 0; ; attempt++ {
+	var lost uint64 // the position last lost to another create
+	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		started := time.Now()
 		t, err := d.register(ctx, part)
 		if err != nil {
 			return nil, err
+		}
+		if lost != 0 && t.next() <= lost {
+			// The create lost to an object the tail does not read:
+			// racing for the position again would never end.
+			return nil, datastore.Damaged(d.c.bucket+"/"+d.logKey(part, lost), "an object holds partition %q's next position but is not read as its log object", part)
 		}
 		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}}
 		if t.last != nil {
@@ -139,7 +174,7 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		if ft != nil && ft.Token != 0 {
 			if obj.Fences[ft.Key] > ft.Token {
-				return nil, metastore.Conflict(fence.Key, datastore.FenceReason) // a newer holder fenced this log
+				return nil, d.newerFence(ctx, part, t.last, fence, ft)
 			}
 			obj.Fences[ft.Key] = ft.Token
 		}
@@ -174,10 +209,16 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
-		if fence != nil {
+		if fence != nil && len(entries) > 0 {
 			// Re-check the lock record right before the create, so that
 			// the window in which a takeover can pass unseen is one
-			// request wide; the log's Fences close it for lock tokens.
+			// request wide; the new holder's fence entries close it
+			// (FencePartitions): a takeover inside the window is
+			// followed by a fence entry at this very position (our
+			// create fails, and the re-read tail names the newer token)
+			// or at a later one (our commit landed first, and the new
+			// holder reads it). A fence entry needs no re-check: a
+			// stale one changes nothing a reader sees.
 			if _, err := d.checkFence(ctx, fence); err != nil {
 				return nil, err
 			}
@@ -191,6 +232,7 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		etag, err := d.c.create(ctx, d.logKey(part, obj.First), body)
 		if errors.Is(err, metastore.ErrConflict) {
+			lost = obj.First
 			if berr := backoff(ctx, attempt); berr != nil {
 				return nil, berr
 			}
@@ -211,6 +253,22 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		return obj.infos(part), nil
 	}
+	return nil, fmt.Errorf("%w: s3 commit to partition %q gave up after %d attempts: other writers took its next position every time (last %s); nothing of this commit was written", metastore.ErrUnavailable, part, maxCommitAttempts, d.logKey(part, lost))
+}
+
+// newerFence explains a log whose last object names a token of the fence's
+// lock above the committer's: a fence conflict if the lock record moved on
+// (a newer holder fenced the log), else damage. The record holding the
+// committer's exact bytes means no newer token was ever issued (tokens
+// only grow), so the log's token was written by no holder of the lock:
+// a forged or damaged fence, reported with the object that carries it
+// (lake data check --repair lowers it to the lock's token), never taken
+// for a lost lock.
+func (d *Driver) newerFence(ctx context.Context, part string, last *logObject, fence *datastore.Fence, ft *fenceToken) error {
+	if _, err := d.checkFence(ctx, fence); err != nil {
+		return err
+	}
+	return datastore.Damaged(d.c.bucket+"/"+d.logKey(part, last.First), "it names token %d of lock record %q, above the %d that record holds: no holder of the lock wrote it", last.Fences[ft.Key], ft.Key, ft.Token)
 }
 
 func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {

@@ -192,14 +192,26 @@ func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
 	}
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		p, err := url.PathUnescape(trimPrefix(k.key, d.prefix+"h/"))
-		if err != nil {
-			return nil, fmt.Errorf("lake: s3 head key %q is not an escaped partition", k.key)
+		p, ok := d.headPartition(k.key)
+		if !ok {
+			continue // not a head: lake data check reports it
 		}
 		out = append(out, p)
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// headPartition returns the partition a head key names; ok is false for a
+// key that names none (a foreign object under h/, which readers skip and
+// lake data check reports: one stray key must not stop every sync).
+func (d *Driver) headPartition(key string) (string, bool) {
+	esc := trimPrefix(key, d.prefix+"h/")
+	p, err := url.PathUnescape(esc)
+	if err != nil || datastore.ValidatePartition(p) != nil || url.PathEscape(p) != esc {
+		return "", false
+	}
+	return p, true
 }
 
 // ChangedPartitions implements datastore.Driver: a LIST of the heads, whose
@@ -222,9 +234,9 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	next := make(map[string]string, len(keys))
 	var heads []datastore.Head
 	for _, k := range keys {
-		part, err := url.PathUnescape(trimPrefix(k.key, d.prefix+"h/"))
-		if err != nil {
-			return nil, nil, fmt.Errorf("lake: s3 head key %q is not an escaped partition", k.key)
+		part, ok := d.headPartition(k.key)
+		if !ok {
+			continue // not a head: lake data check reports it
 		}
 		tag := k.etag
 		if len(tag) > 10 {

@@ -209,6 +209,9 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	if err != nil {
 		return err
 	}
+	// Only position keys: the log's last object (kept below) is the last
+	// of them, whatever foreign key sorts after it.
+	keys = d.positions(part, keys)
 	mark := examinedMark{}
 	if v, ok := d.c.examined.Load(d.logPrefix(part)); ok {
 		m := v.(examinedMark)
@@ -264,14 +267,11 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	}
 	for i, k := range keys {
 		old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
-		if !old && mark.Pos > 0 {
-			if pos, err := d.posOf(part, k.key); err != nil {
-				return err
-			} else if pos <= mark.Pos {
-				continue // handled, and not deletable yet
-			}
+		pos, _ := d.posOf(part, k.key)
+		if !old && mark.Pos > 0 && pos <= mark.Pos {
+			continue // handled, and not deletable yet
 		}
-		obj, err := d.readLog(ctx, k.key)
+		obj, err := d.readLog(ctx, part, k.key, pos)
 		if errors.Is(err, metastore.ErrNotFound) {
 			continue
 		}
@@ -325,6 +325,9 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 
 func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) error {
 	for attempt := 0; ; attempt++ {
+		if attempt == maxCommitAttempts {
+			return fmt.Errorf("%w: s3 head %q: its floor changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
+		}
 		h, etag, ok, err := d.readHead(ctx, part)
 		if err != nil || !ok || h.Floor >= floor {
 			return err
