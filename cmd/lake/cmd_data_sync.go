@@ -88,7 +88,11 @@ positions). See docs/sync.md.`,
 					return err
 				}
 				rep, err := t.Sync(cmd.Context(), treesync.Scope{Models: o.models})
+				if err != nil && !errors.As(err, new(*treesync.AfterCommitError)) {
+					return err
+				}
 				if err != nil {
+					printReport(cmd.OutOrStdout(), rep) // the commit stood: say what it did
 					return err
 				}
 				printReport(cmd.OutOrStdout(), rep)

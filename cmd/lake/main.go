@@ -12,6 +12,7 @@ import (
 
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/treesync"
 )
 
 // Exit codes, documented in the README; scripts depend on them.
@@ -26,6 +27,9 @@ const (
 	exitRefused  = 6
 	exitDiverged = 7
 	exitLockWait = 8 // a wait for a lock ran out
+	// exitAfterCommit: a sync's commit stood, a step after it failed
+	// (catalog fold, lifecycle, saving the state, releasing the lock).
+	exitAfterCommit = 9
 )
 
 func main() {
@@ -58,6 +62,10 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &st):
 		return int(st)
+	case errors.As(err, new(*treesync.AfterCommitError)):
+		// Before the cause's own code: the commit stood, so the sync
+		// must not look refused (exit 4) to a script that would redo it.
+		return exitAfterCommit
 	case errors.Is(err, lock.ErrTimeout):
 		return exitLockWait
 	case errors.As(err, &ue),

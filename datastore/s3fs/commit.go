@@ -209,6 +209,12 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
+		var mark string // the pending marker's ETag (see pending.go)
+		if len(entries) > 0 {
+			if mark, err = d.markPending(ctx, part, obj.First); err != nil {
+				return nil, err
+			}
+		}
 		if fence != nil && len(entries) > 0 {
 			// Re-check the lock record right before the create, so that
 			// the window in which a takeover can pass unseen is one
@@ -245,11 +251,15 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		t.last = obj
 		// The create is the commit: it is durable and visible (a stat or
 		// pull reads the log after the watermark). A failed roll-forward
-		// is left to the next writer of the partition or to Reclaim
+		// is left to the readers that settle the pending marker (List,
+		// ChangedPartitions), the next writer of the partition or Reclaim
 		// rather than reported as a failed commit, which a caller would
 		// retry into a second version.
-		if err := d.rollForward(ctx, part, t, now); errors.Is(err, errHeadGone) {
+		switch err := d.rollForward(ctx, part, t, now); {
+		case errors.Is(err, errHeadGone):
 			d.reregister(ctx, part, obj, etag, now)
+		case err == nil:
+			d.clearPending(ctx, part, obj.First, mark)
 		}
 		return obj.infos(part), nil
 	}

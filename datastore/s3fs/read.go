@@ -76,13 +76,17 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 
 // List implements datastore.Driver over the path index: one LIST of up to
 // limit keys, then a GET of each entry. It reflects every acknowledged
-// commit, a commit being rolled into the index before it returns (unless
-// that roll-forward failed: then the partition's next commit, or Reclaim,
-// completes it).
+// commit: a commit is rolled into the index before it returns, and one
+// whose roll-forward did not happen (its committer died) is rolled forward
+// by the first page's settling of pending markers (pending.go).
 func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
 	start := ""
 	if pos != nil {
 		start = d.fileKey(string(pos))
+	} else if err := d.settlePending(ctx); err != nil {
+		// A commit whose committer died before rolling it into the
+		// index is rolled forward first, so the listing holds it.
+		return nil, nil, err
 	}
 	keys, more, err := d.c.list(ctx, d.prefix+"f/"+escape(prefix), start, limit)
 	if err != nil {
@@ -226,6 +230,11 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		if err := json.Unmarshal(cursor, &prev); err != nil {
 			return nil, nil, fmt.Errorf("%w: not an s3 feed cursor", metastore.ErrInvalidCursor)
 		}
+	}
+	// A commit not yet rolled into its head would leave the head's ETag
+	// unchanged: settle the pending ones first.
+	if err := d.settlePending(ctx); err != nil {
+		return nil, nil, err
 	}
 	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
 	if err != nil {

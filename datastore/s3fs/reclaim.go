@@ -21,6 +21,9 @@ import (
 // at most one object per live path plus the commits of the grace period.
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
+	if err := d.settlePending(ctx); err != nil {
+		return st, err
+	}
 	if err := d.reclaimUploads(ctx, now, o.UploadGrace, &st); err != nil {
 		return st, err
 	}
