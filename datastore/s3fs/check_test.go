@@ -42,12 +42,12 @@ func TestCheckRepair(t *testing.T) {
 		}
 	}
 	damaged := map[string]bool{
-		"lake/ds/h/m%2F2":                       true, // deleted
-		"lake/ds/f/data/m/1/b~":                 true, // deleted
-		"lake/ds/f/data/m/1/a~":                 true, // garbage
-		"lake/ds/h/bad%ZZescape":                true,
-		"lake/ds/l/m%2F1/junk":                  true,
-		"lake/ds/f/junk":                        true,
+		"lake/ds/h/m%2F2":                      true, // deleted
+		"lake/ds/f/data/m/1/b~":                true, // deleted
+		"lake/ds/f/data/m/1/a~":                true, // garbage
+		"lake/ds/h/bad%ZZescape":               true,
+		"lake/ds/l/m%2F1/junk":                 true,
+		"lake/ds/f/junk":                       true,
 		"lake/ds/l/m%2F1/00000000000000000003": true, // forged fence entry
 	}
 	del("lake/ds/h/m%2F2")
