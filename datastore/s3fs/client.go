@@ -77,9 +77,10 @@ type client struct {
 	n      counters
 	clock  serverClock
 	// examined remembers, by log prefix, how far Reclaim has handled the
-	// tombstones of a log (see compact): shared by every namespace's
-	// driver on this client, kept for the life of the process.
-	examined sync.Map // string → examinedMark
+	// tombstones of a log (see compact) as last read from or written to
+	// its mark object (mark.go): shared by every namespace's driver on
+	// this client.
+	examined sync.Map // string → storedMark
 }
 
 func newWID() string {

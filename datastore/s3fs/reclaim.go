@@ -177,18 +177,20 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 // the tombstones it read there that were not yet past the horizon (or that
 // changed under the purge), to purge when due without reading their
 // objects again.
+//
+// NB: a stored format (k/PARTITION, mark.go); the JSON names must not change.
 type examinedMark struct {
-	Pos     uint64
-	Key     string
-	Mod     time.Time
-	Pending []pendingTombstone
+	Pos     uint64             `json:"pos"`
+	Key     string             `json:"key"`
+	Mod     time.Time          `json:"mod"`
+	Pending []pendingTombstone `json:"pending,omitempty"`
 }
 
 // pendingTombstone is a path's deletion at log position Pos, made at Time.
 type pendingTombstone struct {
-	Path string
-	Pos  uint64
-	Time time.Time
+	Path string    `json:"path"`
+	Pos  uint64    `json:"pos"`
+	Time time.Time `json:"time"`
 }
 
 // compact rolls part forward, purges its tombstones past the horizon
@@ -216,12 +218,13 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	// of them, whatever foreign key sorts after it.
 	keys = d.positions(part, keys)
 	mark := examinedMark{}
-	if v, ok := d.c.examined.Load(d.logPrefix(part)); ok {
-		m := v.(examinedMark)
-		// Trust the mark only if its object is still the one it read.
-		if i := slices.IndexFunc(keys, func(k listed) bool { return k.key == m.Key }); i >= 0 && keys[i].mod.Equal(m.Mod) {
-			mark = m
-		}
+	stored, markETag, err := d.loadMark(ctx, part)
+	if err != nil {
+		return err
+	}
+	// Trust the mark only if its object is still the one it read.
+	if i := slices.IndexFunc(keys, func(k listed) bool { return k.key == stored.Key }); stored.Key != "" && i >= 0 && keys[i].mod.Equal(stored.Mod) {
+		mark = stored
 	}
 	next := examinedMark{Pos: mark.Pos, Key: mark.Key, Mod: mark.Mod}
 	type idx struct {
@@ -322,7 +325,7 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			}
 		}
 	}
-	d.c.examined.Store(d.logPrefix(part), next)
+	d.saveMark(ctx, part, stored, markETag, next)
 	return d.raiseFloor(ctx, part, floor)
 }
 
