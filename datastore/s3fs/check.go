@@ -211,7 +211,48 @@ func (c *checker) run(ctx context.Context) error {
 	if err := c.checkIndex(ctx, parts); err != nil {
 		return err
 	}
+	if err := c.checkQueues(ctx); err != nil {
+		return err
+	}
 	return c.checkPending(ctx)
+}
+
+// checkQueues reports keys under u/ and q/ that are not TIME/VERSION, and
+// upload intents that are not JSON naming a path: Reclaim skips them.
+func (c *checker) checkQueues(ctx context.Context) error {
+	for _, kind := range []string{"u/", "q/"} {
+		keys, err := c.d.c.listAll(ctx, c.d.prefix+kind, "")
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			what := ""
+			if _, _, ok := timedVersion(trimPrefix(k.key, c.d.prefix+kind)); !ok {
+				what = "a key under " + kind + " that is not TIME/VERSION"
+			} else if kind == "u/" {
+				c.rep.Objects++
+				o, err := c.d.c.get(ctx, k.key)
+				if errors.Is(err, metastore.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				var u upload
+				if json.Unmarshal(o.body, &u) != nil || datastore.ValidatePath(u.Path) != nil {
+					what = "not an upload intent"
+				}
+			}
+			if what == "" {
+				continue
+			}
+			fix, f := c.quarantine(k.key, k.etag)
+			if err := c.problem(ctx, k.key, what, fix, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkLog checks one partition's head against its log: registered,

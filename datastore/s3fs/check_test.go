@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -49,6 +50,14 @@ func TestCheckRepair(t *testing.T) {
 		"lake/ds/l/m%2F1/junk":                 true,
 		"lake/ds/f/junk":                       true,
 		"lake/ds/l/m%2F1/00000000000000000003": true, // forged fence entry
+		"lake/ds/u/0junk":                      true,
+		"lake/ds/q/0junk":                      true,
+	}
+	rawPut(t, c, bucket, "lake/ds/u/0junk", "x")
+	rawPut(t, c, bucket, "lake/ds/q/0junk", "x")
+	// Stray keys under u/ and q/ stop no reclaim.
+	if _, err := s.Reclaim(ctx, datastore.ReclaimOptions{Grace: time.Hour}); err != nil {
+		t.Fatalf("reclaim beside stray u/ and q/ keys: %v", err)
 	}
 	del("lake/ds/h/m%2F2")
 	del("lake/ds/f/data/m/1/b~")
@@ -130,7 +139,7 @@ func TestCheckRepair(t *testing.T) {
 	for _, o := range out.Contents {
 		moved = append(moved, aws.ToString(o.Key))
 	}
-	if len(moved) != 3 { // the three stray keys; the garbage index entry was rebuilt
-		t.Errorf("moved aside: %v, want the three stray keys", moved)
+	if len(moved) != 5 { // the five stray keys; the garbage index entry was rebuilt
+		t.Errorf("moved aside: %v, want the five stray keys", moved)
 	}
 }

@@ -89,7 +89,7 @@ func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.D
 	for _, k := range keys {
 		started, version, ok := timedVersion(trimPrefix(k.key, d.prefix+"u/"))
 		if !ok {
-			return fmt.Errorf("lake: s3 upload intent key %q is not u/TIME/VERSION", k.key)
+			continue // not an intent: lake data check reports it, reclaim goes on
 		}
 		if now.Sub(started) <= grace {
 			continue
@@ -102,8 +102,8 @@ func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.D
 			return err
 		}
 		var u upload
-		if err := json.Unmarshal(o.body, &u); err != nil {
-			return fmt.Errorf("lake: s3 upload intent %q is corrupt: %v", k.key, err)
+		if err := json.Unmarshal(o.body, &u); err != nil || datastore.ValidatePath(u.Path) != nil {
+			continue // not an intent: lake data check reports it, reclaim goes on
 		}
 		committed := false
 		if m, err := d.Stat(ctx, []string{u.Path}); err != nil {
@@ -146,7 +146,7 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 	for _, k := range keys {
 		at, version, ok := timedVersion(trimPrefix(k.key, d.prefix+"q/"))
 		if !ok {
-			return fmt.Errorf("lake: s3 due-queue key %q is not q/TIME/VERSION", k.key)
+			continue // not a due-queue entry: lake data check reports it
 		}
 		if now.Sub(at) <= grace {
 			continue
