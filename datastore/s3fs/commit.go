@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // Commit implements datastore.Driver. The entries of each partition become
@@ -100,27 +101,35 @@ func (d *Driver) FencePartitions(ctx context.Context, fence datastore.Fence, par
 
 var _ datastore.Fencer = (*Driver)(nil)
 
+// fenceParallel bounds the partitions fenced at once: a takeover fences
+// every partition of its namespace, a few requests each, and S3 answers
+// requests in parallel far better than one after another.
+const fenceParallel = 8
+
 func (d *Driver) appendFence(ctx context.Context, fence datastore.Fence, partitions []string, register bool) error {
-	ft, err := d.checkFence(ctx, &fence)
-	if err != nil {
-		return err
-	}
 	for _, part := range partitions {
 		if err := datastore.ValidatePartition(part); err != nil {
 			return err
 		}
-		if !register {
-			if _, _, ok, err := d.readHead(ctx, part); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-		}
-		if _, err := d.commitPartition(ctx, part, &fence, ft, nil, time.Now()); err != nil {
-			return err
-		}
 	}
-	return nil
+	ft, err := d.checkFence(ctx, &fence)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fenceParallel)
+	for _, part := range partitions {
+		g.Go(func() error {
+			if !register {
+				if _, _, ok, err := d.readHead(gctx, part); err != nil || !ok {
+					return err
+				}
+			}
+			_, err := d.commitPartition(gctx, part, &fence, ft, nil, time.Now())
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // checkFence reads the fence's lock record: it must hold exactly the

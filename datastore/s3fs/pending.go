@@ -35,13 +35,33 @@ func (d *Driver) pendingKey(part string, pos uint64) string {
 
 // markPending creates the marker of a commit to part at pos; it returns
 // the marker's ETag, or "" if it already existed (a racing committer's, or
-// an earlier attempt's: readers settle it).
+// an earlier attempt's: readers settle it). An existing marker older than
+// half the commit window is rewritten, so that readers, which delete a
+// marker above the log's end once it is older than the window, never
+// delete the one this commit relies on.
 func (d *Driver) markPending(ctx context.Context, part string, pos uint64) (string, error) {
-	etag, err := d.c.create(ctx, d.pendingKey(part, pos), nil)
-	if errors.Is(err, metastore.ErrConflict) {
+	key := d.pendingKey(part, pos)
+	etag, err := d.c.create(ctx, key, nil)
+	if !errors.Is(err, metastore.ErrConflict) {
+		return etag, err
+	}
+	o, err := d.c.head(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		// Settled meanwhile: create it once more.
+		if etag, err := d.c.create(ctx, key, nil); !errors.Is(err, metastore.ErrConflict) {
+			return etag, err
+		}
 		return "", nil
 	}
-	return etag, err
+	if err != nil {
+		return "", err
+	}
+	if d.c.clock.now().Sub(o.mod) > d.window/2 {
+		if _, err := d.c.replace(ctx, key, o.etag, nil); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // clearPending deletes a marker this commit created, once its
