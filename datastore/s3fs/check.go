@@ -408,14 +408,22 @@ func (c *checker) checkPending(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	settle := true
 	for _, k := range keys {
-		if c.d.c.clock.now().Sub(k.mod) <= c.d.window {
+		if _, _, ok := c.d.pendingOf(k.key); !ok {
+			fix, f := c.quarantine(k.key, k.etag)
+			if err := c.problem(ctx, k.key, "a key under p/ that is not PARTITION/POSITION", fix, f); err != nil {
+				return err
+			}
+			continue
+		}
+		if !settle || c.d.c.clock.now().Sub(k.mod) <= c.d.window {
 			continue
 		}
 		if err := c.problem(ctx, k.key, "a pending commit mark older than the commit window", "settle it (roll its partition forward, delete the mark)", c.d.settlePending); err != nil {
 			return err
 		}
-		break // one settle covers every mark
+		settle = false // one settle covers every mark
 	}
 	return nil
 }

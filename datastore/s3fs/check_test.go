@@ -52,9 +52,11 @@ func TestCheckRepair(t *testing.T) {
 		"lake/ds/l/m%2F1/00000000000000000003": true, // forged fence entry
 		"lake/ds/u/0junk":                      true,
 		"lake/ds/q/0junk":                      true,
+		"lake/ds/p/junk":                       true,
 	}
 	rawPut(t, c, bucket, "lake/ds/u/0junk", "x")
 	rawPut(t, c, bucket, "lake/ds/q/0junk", "x")
+	rawPut(t, c, bucket, "lake/ds/p/junk", "x")
 	// Stray keys under u/ and q/ stop no reclaim.
 	if _, err := s.Reclaim(ctx, datastore.ReclaimOptions{Grace: time.Hour}); err != nil {
 		t.Fatalf("reclaim beside stray u/ and q/ keys: %v", err)
@@ -139,7 +141,7 @@ func TestCheckRepair(t *testing.T) {
 	for _, o := range out.Contents {
 		moved = append(moved, aws.ToString(o.Key))
 	}
-	if len(moved) != 5 { // the five stray keys; the garbage index entry was rebuilt
-		t.Errorf("moved aside: %v, want the five stray keys", moved)
+	if len(moved) != 6 { // the six stray keys; the garbage index entry was rebuilt
+		t.Errorf("moved aside: %v, want the six stray keys", moved)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -31,6 +32,21 @@ import (
 // pendingKey is the marker of a commit to part at pos.
 func (d *Driver) pendingKey(part string, pos uint64) string {
 	return fmt.Sprintf("%sp/%s/%020d", d.prefix, url.PathEscape(part), pos)
+}
+
+// pendingOf parses a pending mark's key; ok is false for a key that is
+// not one.
+func (d *Driver) pendingOf(key string) (part string, pos uint64, ok bool) {
+	esc, num, ok := strings.Cut(trimPrefix(key, d.prefix+"p/"), "/")
+	if !ok || len(num) != 20 {
+		return "", 0, false
+	}
+	part, err := url.PathUnescape(esc)
+	if err != nil || datastore.ValidatePartition(part) != nil || url.PathEscape(part) != esc {
+		return "", 0, false
+	}
+	pos, err = strconv.ParseUint(num, 10, 64)
+	return part, pos, err == nil && pos > 0
 }
 
 // markPending creates the marker of a commit to part at pos; it returns
@@ -83,13 +99,9 @@ func (d *Driver) settlePending(ctx context.Context) error {
 	byPart := map[string][]listed{}
 	var order []string
 	for _, k := range keys {
-		esc, num, ok := strings.Cut(trimPrefix(k.key, d.prefix+"p/"), "/")
+		part, _, ok := d.pendingOf(k.key)
 		if !ok {
 			continue // not a marker: lake data check reports it
-		}
-		part, err := url.PathUnescape(esc)
-		if _, perr := strconv.ParseUint(num, 10, 64); err != nil || perr != nil || len(num) != 20 {
-			continue
 		}
 		if _, seen := byPart[part]; !seen {
 			order = append(order, part)
@@ -99,18 +111,26 @@ func (d *Driver) settlePending(ctx context.Context) error {
 	now := time.Now()
 	for _, part := range order {
 		t, err := d.readTail(ctx, part, false)
+		if errors.Is(err, datastore.ErrDamaged) {
+			// One damaged partition must not stop every listing and
+			// pull of the namespace: its own readers meet the error,
+			// which names the object and lake data check.
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		end := t.h.Applied
 		if t.exists && len(t.objects) > 0 {
-			if err := d.rollForward(ctx, part, t, now); err != nil && !errors.Is(err, errHeadGone) {
+			if err := d.rollForward(ctx, part, t, now); errors.Is(err, datastore.ErrDamaged) {
+				continue
+			} else if err != nil && !errors.Is(err, errHeadGone) {
 				return err
 			}
 			end = t.last.last()
 		}
 		for _, k := range byPart[part] {
-			pos, _ := strconv.ParseUint(k.key[len(k.key)-20:], 10, 64)
+			_, pos, _ := d.pendingOf(k.key)
 			old := d.c.clock.now().Sub(k.mod) > d.window
 			if (t.exists && pos <= end) || old {
 				if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
