@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dslock"
@@ -57,7 +58,11 @@ func TestSyncFencesAfterTakeoverOnS3(t *testing.T) {
 	}
 	s := datastore.New(d)
 	t.Cleanup(func() { s.Close() })
-	a := newTree(t, s, nil)
+	// The trees hold the lock for long leases, so that a slow run (-race)
+	// never lets one run out before its release; the stopped holder below
+	// has a short one, taken over quickly.
+	slow := &treesync.Options{Lock: &lock.Options{Lease: 20 * time.Second, ClockSkew: 50 * time.Millisecond, Wait: 30 * time.Second}}
+	a := newTree(t, s, slow)
 	write(t, a, "data/m/1/f", "one")
 	write(t, a, "data/n/1/g", "one")
 	if _, err := a.Sync(ctx, treesync.Scope{}); err != nil {
@@ -73,7 +78,7 @@ func TestSyncFencesAfterTakeoverOnS3(t *testing.T) {
 	m0, n0 := seq("m/1"), seq("n/1")
 
 	// A released lock: no fence entry.
-	b := newTree(t, s, nil)
+	b := newTree(t, s, &treesync.Options{Lock: slow.Lock})
 	if _, err := b.Sync(ctx, treesync.Scope{}); err != nil {
 		t.Fatal(err)
 	}
