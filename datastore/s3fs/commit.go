@@ -29,6 +29,10 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			return nil, err
 		}
 	}
+	// Checked here too, though the check that counts is the one right
+	// before each log object's create (commitPartition): a stale commit
+	// registers no partition, and a commit that changes nothing still
+	// answers for its fence.
 	ft, err := d.checkFence(ctx, fence)
 	if err != nil {
 		return nil, err
@@ -146,11 +150,20 @@ func (d *Driver) checkFence(ctx context.Context, fence *datastore.Fence) (*fence
 	if err != nil {
 		return nil, err
 	}
+	return parseFence(fence), nil
+}
+
+// parseFence returns fence as logged: the token parsed from a lock
+// record's JSON; zero for other bytes, which order nothing.
+func parseFence(fence *datastore.Fence) *fenceToken {
+	if fence == nil {
+		return nil
+	}
 	var rec struct {
 		Token uint64 `json:"token"`
 	}
 	_ = json.Unmarshal(fence.Token, &rec) // opaque bytes carry no token
-	return &fenceToken{Key: fence.Key, Token: rec.Token}, nil
+	return &fenceToken{Key: fence.Key, Token: rec.Token}
 }
 
 // maxCommitAttempts bounds how many times a commit reads a partition's tail
@@ -218,16 +231,11 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
-		var mark string // the pending marker's ETag (see pending.go)
-		if len(entries) > 0 {
-			if mark, err = d.markPending(ctx, part, obj.First); err != nil {
-				return nil, err
-			}
-		}
 		if fence != nil && len(entries) > 0 {
-			// Re-check the lock record right before the create, so that
-			// the window in which a takeover can pass unseen is one
-			// request wide; the new holder's fence entries close it
+			// Re-check the lock record right before the create (and its
+			// pending mark), so that the window in which a takeover can
+			// pass unseen is two requests wide; the new holder's fence
+			// entries close it
 			// (FencePartitions): a takeover inside the window is
 			// followed by a fence entry at this very position (our
 			// create fails, and the re-read tail names the newer token)
@@ -240,6 +248,12 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		if time.Since(started) > d.window {
 			continue // too slow: the tail may be gone; read it again
+		}
+		var mark string // the pending marker's ETag (see pending.go)
+		if len(entries) > 0 {
+			if mark, err = d.markPending(ctx, part, obj.First); err != nil {
+				return nil, err
+			}
 		}
 		body, err := json.Marshal(obj)
 		if err != nil {
