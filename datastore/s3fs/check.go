@@ -70,6 +70,7 @@ type partLog struct {
 	head    head
 	hetag   string
 	hasHead bool
+	damaged bool // the head is not JSON
 	objs    []*logObject
 	keys    []listed // of objs
 	latest  map[string]datastore.Info
@@ -145,12 +146,8 @@ func (c *checker) run(ctx context.Context) error {
 		c.rep.Objects++
 		h, etag, ok, err := d.readHead(ctx, part)
 		if errors.Is(err, datastore.ErrDamaged) {
-			pl.hasHead, pl.hetag = true, k.etag
-			if err := c.problem(ctx, k.key, "not a partition head", "rebuild it from the log", func(ctx context.Context) error {
-				return c.rebuildHead(ctx, part, pl, k.etag)
-			}); err != nil {
-				return err
-			}
+			// Rebuilt from the log once the log is read, below.
+			pl.hasHead, pl.hetag, pl.damaged = true, k.etag, true
 			continue
 		}
 		if err != nil {
@@ -204,7 +201,18 @@ func (c *checker) run(ctx context.Context) error {
 	slices.Sort(names)
 	c.rep.Partitions = len(names)
 	for _, part := range names {
-		if err := c.checkLog(ctx, part, parts[part]); err != nil {
+		pl := parts[part]
+		if pl.damaged {
+			if err := c.problem(ctx, d.headKey(part), "not a partition head", "rebuild it from the log", func(ctx context.Context) error {
+				return c.rebuildHead(ctx, part, pl, pl.hetag)
+			}); err != nil {
+				return err
+			}
+			if !c.o.Repair {
+				continue // its watermark is unknown: nothing more to compare
+			}
+		}
+		if err := c.checkLog(ctx, part, pl); err != nil {
 			return err
 		}
 	}

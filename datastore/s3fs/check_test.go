@@ -28,7 +28,7 @@ func TestCheckRepair(t *testing.T) {
 	if err := s.Records().CASRecord(ctx, fence.Key, metastore.ExpectAbsent(), fence.Token); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"data/m/1/a", "data/m/1/b", "data/m/2/c"} {
+	for _, p := range []string{"data/m/1/a", "data/m/1/b", "data/m/2/c", "data/m/3/d"} {
 		st, err := s.Upload(ctx, p, strings.NewReader(p), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +53,7 @@ func TestCheckRepair(t *testing.T) {
 		"lake/ds/u/0junk":                      true,
 		"lake/ds/q/0junk":                      true,
 		"lake/ds/p/junk":                       true,
+		"lake/ds/h/m%2F3":                      true, // garbage
 	}
 	rawPut(t, c, bucket, "lake/ds/u/0junk", "x")
 	rawPut(t, c, bucket, "lake/ds/q/0junk", "x")
@@ -60,6 +61,11 @@ func TestCheckRepair(t *testing.T) {
 	// Stray keys under u/ and q/ stop no reclaim.
 	if _, err := s.Reclaim(ctx, datastore.ReclaimOptions{Grace: time.Hour}); err != nil {
 		t.Fatalf("reclaim beside stray u/ and q/ keys: %v", err)
+	}
+	rawPut(t, c, bucket, "lake/ds/h/m%2F3", "{garbage")
+	// A damaged partition is named by reclaim, which still does the rest.
+	if _, err := s.Reclaim(ctx, datastore.ReclaimOptions{Grace: time.Hour}); !errors.Is(err, datastore.ErrDamaged) || !strings.Contains(err.Error(), "h/m%2F3") {
+		t.Fatalf("reclaim beside a damaged head: %v, want it named", err)
 	}
 	del("lake/ds/h/m%2F2")
 	del("lake/ds/f/data/m/1/b~")
@@ -121,14 +127,14 @@ func TestCheckRepair(t *testing.T) {
 	if len(rep.Problems) != 0 {
 		t.Errorf("a check after the repair found %v", rep.Problems)
 	}
-	for _, p := range []string{"data/m/1/a", "data/m/1/b", "data/m/2/c"} {
+	for _, p := range []string{"data/m/1/a", "data/m/1/b", "data/m/2/c", "data/m/3/d"} {
 		if _, body, err := s.Get(ctx, p); err != nil || string(body) != p {
 			t.Errorf("get %s after the repair: %q, %v", p, body, err)
 		}
 	}
 	files, err := s.ListAll(ctx, "data/")
-	if err != nil || len(files) != 3 {
-		t.Errorf("ls after the repair: %d files, %v; want 3", len(files), err)
+	if err != nil || len(files) != 4 {
+		t.Errorf("ls after the repair: %d files, %v; want 4", len(files), err)
 	}
 	if _, err := s.Commit(ctx, fence, []datastore.Entry{{Put: &st}}); err != nil {
 		t.Errorf("commit after the repair: %v", err)

@@ -1,6 +1,7 @@
 package s3fs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,12 +35,20 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 	if err != nil {
 		return st, err
 	}
+	var damaged error
 	for _, part := range parts {
-		if err := d.compact(ctx, part, now, o, &st); err != nil {
+		err := d.compact(ctx, part, now, o, &st)
+		if errors.Is(err, datastore.ErrDamaged) {
+			// One damaged partition does not stop the reclaim of the
+			// others; it is reported at the end.
+			damaged = cmp.Or(damaged, err)
+			continue
+		}
+		if err != nil {
 			return st, err
 		}
 	}
-	return st, nil
+	return st, damaged
 }
 
 // deleteChunks deletes the chunks of version and returns how many.
