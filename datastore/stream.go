@@ -12,15 +12,12 @@ import (
 	"github.com/lakemeta/lake/metastore"
 )
 
-// ErrDamaged matches the error of a read whose stored file does not match
-// its metadata: a chunk missing from a version that is still the latest, a
+// DamagedError is the error of a read whose stored file does not match its
+// metadata: a chunk missing from a version that is still the latest, a
 // chunk of the wrong size, more or fewer bytes than its Size, another
 // SHA-256, or metadata no upload can have (a Size that its Chunks cannot
-// hold). It concerns that path alone (issue 26): other paths read on.
-var ErrDamaged = errors.New("lake: damaged file")
-
-// DamagedError is the error of a damaged file: which path and version, and
-// what did not match. It matches ErrDamaged.
+// hold): which path and version, and what did not match. It concerns that
+// path alone (issue 26): other paths read on. It matches ErrDamaged.
 type DamagedError struct {
 	Path, Version string
 	// Why says what did not match.

@@ -40,6 +40,7 @@ type Lease struct {
 	releaseErr  error
 
 	contended int
+	tookOver  bool
 }
 
 func (ls *Lease) withContended(n int) *Lease {
@@ -52,6 +53,15 @@ func (ls *Lease) withContended(n int) *Lease {
 // waited for no one (its wait was its own requests).
 func (ls *Lease) Contended() int { return ls.contended }
 
+// TookOver reports whether the acquisition broke another holder: it
+// replaced a record still held (a takeover of an expired lease), the free
+// record of a forced release, or a missing record. The holder it replaced
+// may still be running and may still send a write it checked before the
+// takeover; a store whose writes cannot check the fence atomically (S3)
+// needs the new holder to fence what it will read first
+// (datastore.Store.FenceTakeover).
+func (ls *Lease) TookOver() bool { return ls.tookOver }
+
 // hold starts the lease of a successful acquisition.
 func (l *Locker) hold(n lockName, at *attempt) *Lease {
 	l.remember(n, at.value)
@@ -60,6 +70,7 @@ func (l *Locker) hold(n lockName, at *attempt) *Lease {
 		l: l, n: n, rec: at.rec, fence: Record{n.lockKey(), at.value},
 		ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}),
 		deadline: at.sent.Add(l.opts.Lease), exp: at.exp, expKnown: at.exp != nil, stamped: at.sent,
+		tookOver: at.broke,
 	}
 	ls.timer = time.AfterFunc(time.Until(ls.deadline), ls.checkDeadline)
 	go ls.heartbeat()

@@ -150,6 +150,9 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 				}
 			}
 		}
+		if at != nil {
+			at.broke = cur == nil || last.Held || last.Forced
+		}
 		switch {
 		case err == nil && at != nil:
 			return l.hold(n, at).withContended(contended), nil
@@ -193,6 +196,10 @@ type attempt struct {
 	rec   lockRecord
 	sent  time.Time
 	exp   []byte // the expiry record, when the acquisition knows it
+	// broke: the acquisition replaced a holder that had not released
+	// (a takeover), a forced release's free record, or a missing record;
+	// a holder it replaced may still be running (see Lease.TookOver).
+	broke bool
 }
 
 func (l *Locker) attempt(n lockName, tok Token, exp []byte) *attempt {

@@ -113,6 +113,9 @@ func (t *Tree) pullPartition(ctx context.Context, st *state, pl *pullPlan, part 
 		for _, c := range ch {
 			pl.add(part, c)
 		}
+		if len(ch) == pageLimit && upTo <= after {
+			return fmt.Errorf("lake: the feed of partition %q did not move past position %d; run lake data check", part, after)
+		}
 		after = upTo
 		if len(ch) < pageLimit {
 			break

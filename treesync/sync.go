@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -24,6 +25,10 @@ type uploaded struct {
 // testHookCommit, when set, runs under the lock just before the commit (the
 // tests kill a worker there).
 var testHookCommit func()
+
+// testHookAfterCommit, when set, runs under the lock just after a commit
+// stood (the tests break the lock there).
+var testHookAfterCommit func()
 
 // Sync runs the seed's loop without the work: dirty files are uploaded,
 // then under the lock NAMESPACE/sync the dirty paths are checked against
@@ -105,6 +110,14 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	defer ls.Release(context.WithoutCancel(ctx))
 	rep.LockWait, rep.Token, rep.LockContended = time.Since(start), ls.Token(), ls.Contended()
+	if ls.TookOver() {
+		// A holder this one broke may still land a commit it checked
+		// before the takeover: fence first, so that it lands before
+		// what this sync reads or not at all (S3; a no-op elsewhere).
+		if _, err := t.store.FenceTakeover(ctx, dslock.Fence(ls)); err != nil {
+			return rep, err
+		}
+	}
 
 	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
 	if err != nil {
@@ -200,21 +213,30 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	rep.Commit = time.Since(commitStart)
 	rep.Committed = len(applied)
 	t.advance(st, pl, applied)
+	if testHookAfterCommit != nil {
+		testHookAfterCommit()
+	}
+	// From here on the commit stands: a failure is reported as one after
+	// it (AfterCommitError), never as a refused sync.
 	if merr := t.maintain(ctx, ls, st, &rep); merr != nil {
-		// The commit stands; the next sync folds and expires again.
+		// The next sync folds and expires again.
 		if serr := t.saveState(st); serr != nil {
-			return rep, serr
+			return rep, afterCommit(rep.Committed, "save state", serr)
 		}
-		return rep, merr
+		step := "lifecycle"
+		if strings.HasPrefix(merr.Error(), "catalog fold") {
+			step = "catalog fold"
+		}
+		return rep, afterCommit(rep.Committed, step, merr)
 	}
 	if serr := t.saveState(st); serr != nil {
-		return rep, serr
+		return rep, afterCommit(rep.Committed, "save state", serr)
 	}
 	if hints >= 0 { // a walk or the hints covered them
 		t.clearHints(hints)
 	}
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
-		return rep, rerr
+		return rep, afterCommit(rep.Committed, "release", rerr)
 	}
 	return rep, err
 }

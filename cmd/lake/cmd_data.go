@@ -44,7 +44,8 @@ See docs/datastore.md and docs/lifecycle.md.`,
 	cmd.AddCommand(newDataInitCommand(g), newDataPutCommand(g), newDataGetCommand(g), newDataStatCommand(g),
 		newDataLsCommand(g), newDataRmCommand(g), newDataChangesCommand(g), newDataPartitionsCommand(g), newDataReclaimCommand(g),
 		newDataSyncCommand(g), newDataRunCommand(g), newDataStatusCommand(g), newDataLockCommand(g),
-		newDataNamespacesCommand(g), newDataLifecycleCommand(g), newDataModelCommand(g), newDataPruneCommand(g), newDataCatalogCommand(g))
+		newDataNamespacesCommand(g), newDataLifecycleCommand(g), newDataModelCommand(g), newDataPruneCommand(g), newDataCatalogCommand(g),
+		newDataCheckCommand(g))
 	return cmd
 }
 
@@ -315,16 +316,27 @@ of its latest change (head) and its tombstone floor, tab-separated.`,
 
 func newDataReclaimCommand(g *globalOptions) *cobra.Command {
 	var o datastore.ReclaimOptions
+	var catalog bool
 	cmd := &cobra.Command{
 		Use:   "reclaim",
 		Short: "Delete expired uploads, replaced versions' chunks and old tombstones",
 		Long: `Delete the chunks of uploads that never committed (older than --upload-grace) and
 of versions replaced longer ago than --grace, and purge tombstones older than
 --horizon from the feed (raising their partitions' floors: a puller behind a
-floor must resync). Prints what it removed.`,
+floor must resync). --catalog reclaims the catalog scope instead. Prints what
+it removed.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withNamespace(cmd, func(s *datastore.Store) error {
+				if catalog {
+					// The catalog scope is a namespace of its own,
+					// reclaimed like one.
+					cat, err := s.CatalogStore()
+					if err != nil {
+						return err
+					}
+					s = cat
+				}
 				st, err := s.Reclaim(cmd.Context(), o)
 				if err != nil {
 					return err
@@ -337,5 +349,6 @@ floor must resync). Prints what it removed.`,
 	cmd.Flags().DurationVar(&o.Grace, "grace", datastore.DefaultGrace, "how long a replaced version's chunks stay")
 	cmd.Flags().DurationVar(&o.UploadGrace, "upload-grace", datastore.DefaultGrace, "how long an upload may stay uncommitted")
 	cmd.Flags().DurationVar(&o.Horizon, "horizon", datastore.DefaultHorizon, "how long a tombstone stays in the feed")
+	cmd.Flags().BoolVar(&catalog, "catalog", false, "reclaim the catalog scope (every namespace's catalog rows) instead of --namespace")
 	return cmd
 }

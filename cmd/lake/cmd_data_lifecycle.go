@@ -153,6 +153,12 @@ func (o *lockOptions) underLock(ctx context.Context, ns *datastore.Store, fn fun
 		return err
 	}
 	defer ls.Release(context.WithoutCancel(ctx))
+	if ls.TookOver() {
+		// A broken holder may still land a commit: fence first (S3).
+		if _, err := ns.FenceTakeover(ctx, dslock.Fence(ls)); err != nil {
+			return err
+		}
+	}
 	if err := fn(dslock.Fence(ls)); err != nil {
 		return err
 	}

@@ -105,7 +105,11 @@ positions). See docs/sync.md.`,
 				}
 				rep, err := t.Sync(cmd.Context(), treesync.Scope{Models: o.models})
 				printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
-				if err != nil && !errors.Is(err, treesync.ErrPartial) {
+				if err != nil && !errors.Is(err, treesync.ErrPartial) && !errors.As(err, new(*treesync.AfterCommitError)) {
+					return err
+				}
+				if errors.As(err, new(*treesync.AfterCommitError)) {
+					printReport(cmd.OutOrStdout(), rep) // the commit stood: say what it did
 					return err
 				}
 				printReport(cmd.OutOrStdout(), rep)

@@ -28,6 +28,9 @@ const (
 	exitDiverged = 7
 	exitLockWait = 8 // a wait for a lock ran out
 	exitPartial  = 9 // a sync synced everything but the paths it named
+	// exitAfterCommit: a sync's commit stood, a step after it failed
+	// (catalog fold, lifecycle, saving the state, releasing the lock).
+	exitAfterCommit = 10
 )
 
 func main() {
@@ -60,6 +63,10 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &st):
 		return int(st)
+	case errors.As(err, new(*treesync.AfterCommitError)):
+		// Before the cause's own code: the commit stood, so the sync
+		// must not look refused (exit 4) to a script that would redo it.
+		return exitAfterCommit
 	case errors.Is(err, lock.ErrTimeout):
 		return exitLockWait
 	case errors.Is(err, treesync.ErrPartial):

@@ -44,7 +44,7 @@ func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
 		return false, nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return false, fmt.Errorf("lake: corrupt datastore record %q: %w", key, err)
+		return false, datastore.Damaged(fmt.Sprintf("bolt datastore record %q", key), "not JSON: %v", err)
 	}
 	return true, nil
 }

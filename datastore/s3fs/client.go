@@ -77,9 +77,10 @@ type client struct {
 	n      counters
 	clock  serverClock
 	// examined remembers, by log prefix, how far Reclaim has handled the
-	// tombstones of a log (see compact): shared by every namespace's
-	// driver on this client, kept for the life of the process.
-	examined sync.Map // string → examinedMark
+	// tombstones of a log (see compact) as last read from or written to
+	// its mark object (mark.go): shared by every namespace's driver on
+	// this client.
+	examined sync.Map // string → storedMark
 }
 
 func newWID() string {
@@ -299,6 +300,11 @@ func (c *client) pages(ctx context.Context, in *s3.ListObjectsV2Input, each func
 		more := aws.ToBool(page.IsTruncated)
 		if !more || (next != nil && !next()) {
 			return more, nil
+		}
+		if tok := aws.ToString(page.NextContinuationToken); tok == "" || tok == aws.ToString(in.ContinuationToken) {
+			// A listing that says "more" without a new place to go on
+			// from would be read forever.
+			return false, fmt.Errorf("%w: s3 ListObjectsV2 %q: a truncated page without a new continuation token", metastore.ErrUnavailable, aws.ToString(in.Prefix))
 		}
 		in.ContinuationToken = page.NextContinuationToken
 		in.StartAfter = nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // Commit implements datastore.Driver. The entries of each partition become
@@ -28,6 +29,10 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			return nil, err
 		}
 	}
+	// Checked here too, though the check that counts is the one right
+	// before each log object's create (commitPartition): a stale commit
+	// registers no partition, and a commit that changes nothing still
+	// answers for its fence.
 	ft, err := d.checkFence(ctx, fence)
 	if err != nil {
 		return nil, err
@@ -82,25 +87,53 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	return res, nil
 }
 
-// AppendFence appends a fence entry for fence to the log of each partition:
-// a new holder of a lock calls it before it reads what it will write, so
-// that from then on no commit under an older token of the same lock lands
-// in those logs (the S3 counterpart of a fenced write; see the package
-// documentation). Each fence entry takes one position.
+// AppendFence appends a fence entry for fence to the log of each partition
+// (registering a partition that has no head yet): a new holder of a lock
+// calls it before it reads what it will write, so that from then on no
+// commit under an older token of the same lock lands in those logs (the S3
+// counterpart of a fenced write; see the package documentation). Each
+// fence entry takes one position.
 func (d *Driver) AppendFence(ctx context.Context, fence datastore.Fence, partitions []string) error {
-	ft, err := d.checkFence(ctx, &fence)
-	if err != nil {
-		return err
-	}
+	return d.appendFence(ctx, fence, partitions, true)
+}
+
+// FencePartitions implements datastore.Fencer: AppendFence to each of
+// partitions that has a head.
+func (d *Driver) FencePartitions(ctx context.Context, fence datastore.Fence, partitions []string) error {
+	return d.appendFence(ctx, fence, partitions, false)
+}
+
+var _ datastore.Fencer = (*Driver)(nil)
+
+// fenceParallel bounds the partitions fenced at once: a takeover fences
+// every partition of its namespace, a few requests each, and S3 answers
+// requests in parallel far better than one after another.
+const fenceParallel = 8
+
+func (d *Driver) appendFence(ctx context.Context, fence datastore.Fence, partitions []string, register bool) error {
 	for _, part := range partitions {
 		if err := datastore.ValidatePartition(part); err != nil {
 			return err
 		}
-		if _, err := d.commitPartition(ctx, part, &fence, ft, nil, time.Now()); err != nil {
-			return err
-		}
 	}
-	return nil
+	ft, err := d.checkFence(ctx, &fence)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fenceParallel)
+	for _, part := range partitions {
+		g.Go(func() error {
+			if !register {
+				if _, _, ok, err := d.readHead(gctx, part); err != nil || !ok {
+					return err
+				}
+			}
+			_, err := d.commitPartition(gctx, part, &fence, ft, nil, time.Now())
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // checkFence reads the fence's lock record: it must hold exactly the
@@ -117,21 +150,45 @@ func (d *Driver) checkFence(ctx context.Context, fence *datastore.Fence) (*fence
 	if err != nil {
 		return nil, err
 	}
+	return parseFence(fence), nil
+}
+
+// parseFence returns fence as logged: the token parsed from a lock
+// record's JSON; zero for other bytes, which order nothing.
+func parseFence(fence *datastore.Fence) *fenceToken {
+	if fence == nil {
+		return nil
+	}
 	var rec struct {
 		Token uint64 `json:"token"`
 	}
 	_ = json.Unmarshal(fence.Token, &rec) // opaque bytes carry no token
-	return &fenceToken{Key: fence.Key, Token: rec.Token}, nil
+	return &fenceToken{Key: fence.Key, Token: rec.Token}
 }
 
+// maxCommitAttempts bounds how many times a commit reads a partition's tail
+// and races for its next position: other writers winning that many times in
+// a row under one lock means something is wrong, and the committer must
+// not hold the lock while it spins.
+const maxCommitAttempts = 32
+
 // commitPartition creates the next log object of part holding entries (no
-// entries: a fence entry), retrying while other writers win the position.
+// entries: a fence entry), retrying while other writers win the position,
+// at most maxCommitAttempts times. A position lost to an object that the
+// re-read tail does not show (a foreign or damaged object) is reported as
+// damage at once.
 func (d *Driver) commitPartition(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
-	for attempt := 0; ; attempt++ {
+	var lost uint64 // the position last lost to another create
+	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		started := time.Now()
 		t, err := d.register(ctx, part)
 		if err != nil {
 			return nil, err
+		}
+		if lost != 0 && t.next() <= lost {
+			// The create lost to an object the tail does not read:
+			// racing for the position again would never end.
+			return nil, datastore.Damaged(d.c.bucket+"/"+d.logKey(part, lost), "an object holds partition %q's next position but is not read as its log object", part)
 		}
 		if err := d.checkClash(ctx, t, part, entries); err != nil { // clash.go
 			return nil, err
@@ -142,7 +199,7 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		if ft != nil && ft.Token != 0 {
 			if obj.Fences[ft.Key] > ft.Token {
-				return nil, metastore.Conflict(fence.Key, datastore.FenceReason) // a newer holder fenced this log
+				return nil, d.newerFence(ctx, part, t.last, fence, ft)
 			}
 			obj.Fences[ft.Key] = ft.Token
 		}
@@ -177,10 +234,17 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
-		if fence != nil {
-			// Re-check the lock record right before the create, so that
-			// the window in which a takeover can pass unseen is one
-			// request wide; the log's Fences close it for lock tokens.
+		if fence != nil && len(entries) > 0 {
+			// Re-check the lock record right before the create (and its
+			// pending mark), so that the window in which a takeover can
+			// pass unseen is two requests wide; the new holder's fence
+			// entries close it
+			// (FencePartitions): a takeover inside the window is
+			// followed by a fence entry at this very position (our
+			// create fails, and the re-read tail names the newer token)
+			// or at a later one (our commit landed first, and the new
+			// holder reads it). A fence entry needs no re-check: a
+			// stale one changes nothing a reader sees.
 			if _, err := d.checkFence(ctx, fence); err != nil {
 				return nil, err
 			}
@@ -188,12 +252,19 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		if time.Since(started) > d.window {
 			continue // too slow: the tail may be gone; read it again
 		}
+		var mark string // the pending marker's ETag (see pending.go)
+		if len(entries) > 0 {
+			if mark, err = d.markPending(ctx, part, obj.First); err != nil {
+				return nil, err
+			}
+		}
 		body, err := json.Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("lake: encode log object: %v", err)
 		}
 		etag, err := d.c.create(ctx, d.logKey(part, obj.First), body)
 		if errors.Is(err, metastore.ErrConflict) {
+			lost = obj.First
 			if berr := backoff(ctx, attempt); berr != nil {
 				return nil, berr
 			}
@@ -206,14 +277,34 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		t.last = obj
 		// The create is the commit: it is durable and visible (a stat or
 		// pull reads the log after the watermark). A failed roll-forward
-		// is left to the next writer of the partition or to Reclaim
+		// is left to the readers that settle the pending marker (List,
+		// ChangedPartitions), the next writer of the partition or Reclaim
 		// rather than reported as a failed commit, which a caller would
 		// retry into a second version.
-		if err := d.rollForward(ctx, part, t, now); errors.Is(err, errHeadGone) {
+		switch err := d.rollForward(ctx, part, t, now); {
+		case errors.Is(err, errHeadGone):
 			d.reregister(ctx, part, obj, etag, now)
+		case err == nil:
+			d.clearPending(ctx, part, obj.First, mark)
 		}
 		return obj.infos(part), nil
 	}
+	return nil, fmt.Errorf("%w: s3 commit to partition %q gave up after %d attempts: other writers took its next position every time (last %s); nothing of this commit was written", metastore.ErrUnavailable, part, maxCommitAttempts, d.logKey(part, lost))
+}
+
+// newerFence explains a log whose last object names a token of the fence's
+// lock above the committer's: a fence conflict if the lock record moved on
+// (a newer holder fenced the log), else damage. The record holding the
+// committer's exact bytes means no newer token was ever issued (tokens
+// only grow), so the log's token was written by no holder of the lock:
+// a forged or damaged fence, reported with the object that carries it
+// (lake data check --repair lowers it to the lock's token), never taken
+// for a lost lock.
+func (d *Driver) newerFence(ctx context.Context, part string, last *logObject, fence *datastore.Fence, ft *fenceToken) error {
+	if _, err := d.checkFence(ctx, fence); err != nil {
+		return err
+	}
+	return datastore.Damaged(d.c.bucket+"/"+d.logKey(part, last.First), "it names token %d of lock record %q, above the %d that record holds: no holder of the lock wrote it", last.Fences[ft.Key], ft.Key, ft.Token)
 }
 
 func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {

@@ -13,6 +13,9 @@
 //	l/PARTITION/POS      the partition's log: one object per commit, named by its first position
 //	h/PARTITION          the partition's head: registry entry and applied watermark
 //	f/PATH~              the path's index entry: its latest change, rolled forward from the log
+//	k/PARTITION          compaction's mark: how far Reclaim has read the log (mark.go)
+//	p/PARTITION/POS      a pending mark: a commit at POS not yet rolled forward
+//	x/TIME/KEY           an object lake data check --repair moved aside
 //	r/KEY~               a record of Records (lock records under r/lock/)
 //	n/NAME/...           namespace NAME (and the internal scope _catalog):
 //	                     its own c/ u/ v/ q/ l/ h/ f/ tree, no r/ (records are the root's)
@@ -23,11 +26,29 @@
 // DropPartition removes a partition's index entries, log objects and head,
 // in that order, by conditional deletes; see drop.go and docs/s3.md.
 //
+// # Commits
+//
 // A commit is the conditional create of the partition's next log position;
 // writers that read the same tail race for one name and exactly one wins, so
-// positions come from the store and the log has neither gaps nor forks. Each
-// log object carries its fence's token and the highest token of each lock
-// seen so far in the log: a writer never writes after an object fenced by a
-// newer holder, and a new holder appends a fence entry (AppendFence) to the
-// logs it will write before reading them. See docs/s3.md.
+// positions come from the store and the log has neither gaps nor forks. The
+// create is preceded by a pending mark (p/) and followed by the roll-forward
+// into the index and the head; List, ChangedPartitions and Reclaim settle
+// pending marks first, so a commit whose committer died after its create is
+// seen by every reader (pending.go). Every retry is bounded; an object that
+// is not lake's (a foreign writer's, a damaged one) is reported as
+// datastore.ErrDamaged naming it, never raced for (check.go repairs it).
+//
+// # Fencing
+//
+// Each log object carries its fence's token and the highest token of each
+// lock seen so far in the log, and a commit re-reads its lock record right
+// before its create; a writer never writes after an object fenced by a
+// newer holder. A new holder that broke another (lock.Lease.TookOver)
+// appends a fence entry at the next position of every partition of its
+// namespace before it reads (FencePartitions, via Store.FenceTakeover): a
+// stale holder's late create then either lands before that entry, and the
+// new holder reads it, or collides with it, re-reads the tail and is
+// refused. A log token above what its lock record holds was written by no
+// holder: damage, not a lost lock. The interleavings are listed in
+// docs/s3.md ("What is fenced on S3").
 package s3fs

@@ -44,7 +44,9 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 	}
 	// The log goes: so does what compaction remembers of it (the mark
 	// would not be trusted for a new log anyway, see compact).
-	d.c.examined.Delete(d.logPrefix(part))
+	if err := d.dropMark(ctx, part); err != nil {
+		return st, err
+	}
 	for pass := 0; pass < maxDropPasses; pass++ {
 		t, err := d.readTail(ctx, part, true)
 		if err != nil {

@@ -54,7 +54,10 @@ func (d *Driver) readIndex(ctx context.Context, path string) (*indexEntry, strin
 	}
 	var e indexEntry
 	if err := json.Unmarshal(o.body, &e); err != nil {
-		return nil, "", fmt.Errorf("lake: s3 index entry of %q is corrupt: %v", path, err)
+		return nil, "", datastore.Damaged(d.c.bucket+"/"+d.fileKey(path), "not an index entry: %v", err)
+	}
+	if e.Path != path || e.Pos == 0 || (!e.Deleted && e.Version == "") {
+		return nil, "", datastore.Damaged(d.c.bucket+"/"+d.fileKey(path), "not the index entry of %q (path %q, position %d)", path, e.Path, e.Pos)
 	}
 	return &e, o.etag, nil
 }
@@ -88,6 +91,9 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 	target := t.last.last()
 	h, etag := t.h, t.hetag
 	for attempt := 0; h.Applied < target; attempt++ {
+		if attempt == maxCommitAttempts {
+			return fmt.Errorf("%w: s3 head %q: its watermark changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
+		}
 		h.Applied = target
 		body, _ := json.Marshal(h)
 		_, err := d.c.replace(ctx, d.headKey(part), etag, body)
@@ -119,6 +125,9 @@ func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, no
 		return fmt.Errorf("lake: encode index entry: %v", err)
 	}
 	for attempt := 0; ; attempt++ {
+		if attempt == maxCommitAttempts {
+			return fmt.Errorf("%w: s3 index entry %q changed under each of %d writes", metastore.ErrUnavailable, d.fileKey(e.Path), attempt)
+		}
 		cur, etag, err := d.readIndex(ctx, e.Path)
 		if err != nil {
 			return err

@@ -123,29 +123,75 @@ func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool,
 	}
 	var h head
 	if err := json.Unmarshal(o.body, &h); err != nil {
-		return head{}, "", false, fmt.Errorf("lake: s3 head of partition %q is corrupt: %v", part, err)
+		return head{}, "", false, datastore.Damaged(d.c.bucket+"/"+d.headKey(part), "not a partition head: %v", err)
 	}
 	return h, o.etag, true, nil
 }
 
-func (d *Driver) readLog(ctx context.Context, key string) (*logObject, error) {
+// readLog reads the log object at key, the object of part named by
+// position pos, and checks that it is one lake wrote there: JSON, naming
+// its own position, at most MaxCommit entries, each a path of part. Any
+// other object (a foreign writer's, a damaged create) is reported as
+// damaged, never read as a position: a writer that took its "first" for
+// the truth would race for a position it can never win.
+func (d *Driver) readLog(ctx context.Context, part, key string, pos uint64) (*logObject, error) {
 	o, err := d.c.get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	var l logObject
 	if err := json.Unmarshal(o.body, &l); err != nil {
-		return nil, fmt.Errorf("lake: s3 log object %q is corrupt: %v", key, err)
+		return nil, datastore.Damaged(d.c.bucket+"/"+key, "not a log object: %v", err)
+	}
+	if err := checkLog(part, pos, &l); err != nil {
+		return nil, datastore.Damaged(d.c.bucket+"/"+key, "%s", err)
 	}
 	return &l, nil
 }
 
-func (d *Driver) posOf(part, key string) (uint64, error) {
-	n, err := strconv.ParseUint(trimPrefix(key, d.logPrefix(part)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("lake: s3 log key %q is not a position", key)
+// checkLog says what is wrong with l as the log object of part at pos.
+func checkLog(part string, pos uint64, l *logObject) error {
+	if l.First != pos {
+		return fmt.Errorf("names position %d, not its own %d", l.First, pos)
 	}
-	return n, nil
+	if len(l.Entries) > MaxCommit {
+		return fmt.Errorf("holds %d entries, more than %d", len(l.Entries), MaxCommit)
+	}
+	for i, e := range l.Entries {
+		if e.Path == "" || datastore.Partition(e.Path) != part {
+			return fmt.Errorf("entry %d names path %q, not one of partition %q", i, e.Path, part)
+		}
+		if !e.Deleted && e.Version == "" {
+			return fmt.Errorf("entry %d (%q) names no version", i, e.Path)
+		}
+	}
+	if l.Fence != nil && l.Fence.Token != 0 && l.Fences[l.Fence.Key] < l.Fence.Token {
+		return fmt.Errorf("its fences do not include its own token %d", l.Fence.Token)
+	}
+	return nil
+}
+
+// posOf returns the position a log key names; ok is false for a key that
+// names none (a foreign object under the log's prefix, which readers skip
+// and lake data check reports).
+func (d *Driver) posOf(part, key string) (uint64, bool) {
+	s := trimPrefix(key, d.logPrefix(part))
+	if len(s) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// positions drops the keys that name no position.
+func (d *Driver) positions(part string, keys []listed) []listed {
+	out := keys[:0:0]
+	for _, k := range keys {
+		if _, ok := d.posOf(part, k.key); ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // from returns the log objects that may hold a position after after, in
@@ -170,10 +216,9 @@ func (d *Driver) from(ctx context.Context, part string, after, applied uint64, l
 		if keys, err = d.c.listAll(ctx, d.logPrefix(part), d.logKey(part, after)); err != nil {
 			return nil, 0, err
 		}
+		keys = d.positions(part, keys)
 		if len(keys) > 0 {
-			if pos, err := d.posOf(part, keys[0].key); err != nil {
-				return nil, 0, err
-			} else if pos != after+1 {
+			if pos, _ := d.posOf(part, keys[0].key); pos != after+1 {
 				keys = nil
 			}
 		} else if after != applied {
@@ -193,14 +238,12 @@ func (d *Driver) from(ctx context.Context, part string, after, applied uint64, l
 		if keys, err = d.c.listAll(ctx, d.logPrefix(part), start); err != nil {
 			return nil, 0, err
 		}
+		keys = d.positions(part, keys)
 	}
 	// Only the last object named at or below after can hold after+1.
 	first, below := 0, false
 	for i, k := range keys {
-		pos, err := d.posOf(part, k.key)
-		if err != nil {
-			return nil, 0, err
-		}
+		pos, _ := d.posOf(part, k.key)
 		if pos <= after {
 			first, below = i, true
 		} else if below && i == first+1 && pos == after+1 {
@@ -214,7 +257,8 @@ func (d *Driver) from(ctx context.Context, part string, after, applied uint64, l
 	}
 	read := 0
 	for _, k := range keys[first:] {
-		o, err := d.readLog(ctx, k.key)
+		pos, _ := d.posOf(part, k.key)
+		o, err := d.readLog(ctx, part, k.key, pos)
 		if errors.Is(err, metastore.ErrNotFound) {
 			continue // a dead object Reclaim deleted after the listing
 		}

@@ -225,8 +225,11 @@ func TestNamespacesShareNoObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alpha.Commit(ctx, &older, []datastore.Entry{{Put: &st}}); !datastore.IsFenceConflict(err) {
-		t.Fatalf("commit under token 8 after a fence entry of token 9: %v, want a fence conflict", err)
+	// A record that went back to a lower token is one the lock never
+	// writes: since issue 28 the log's higher token is reported as
+	// damage (lake data check), not as a lost lock; refused either way.
+	if _, err := alpha.Commit(ctx, &older, []datastore.Entry{{Put: &st}}); !datastore.IsFenceConflict(err) && !errors.Is(err, datastore.ErrDamaged) {
+		t.Fatalf("commit under token 8 after a fence entry of token 9: %v, want it refused", err)
 	}
 }
 

@@ -82,13 +82,17 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 
 // List implements datastore.Driver over the path index: one LIST of up to
 // limit keys, then a GET of each entry. It reflects every acknowledged
-// commit, a commit being rolled into the index before it returns (unless
-// that roll-forward failed: then the partition's next commit, or Reclaim,
-// completes it).
+// commit: a commit is rolled into the index before it returns, and one
+// whose roll-forward did not happen (its committer died) is rolled forward
+// by the first page's settling of pending markers (pending.go).
 func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
 	start := ""
 	if pos != nil {
 		start = d.fileKey(string(pos))
+	} else if err := d.settlePending(ctx); err != nil {
+		// A commit whose committer died before rolling it into the
+		// index is rolled forward first, so the listing holds it.
+		return nil, nil, err
 	}
 	keys, more, err := d.c.list(ctx, d.prefix+"f/"+escape(prefix), start, limit)
 	if err != nil {
@@ -198,14 +202,26 @@ func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
 	}
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		p, err := url.PathUnescape(trimPrefix(k.key, d.prefix+"h/"))
-		if err != nil {
-			return nil, fmt.Errorf("lake: s3 head key %q is not an escaped partition", k.key)
+		p, ok := d.headPartition(k.key)
+		if !ok {
+			continue // not a head: lake data check reports it
 		}
 		out = append(out, p)
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// headPartition returns the partition a head key names; ok is false for a
+// key that names none (a foreign object under h/, which readers skip and
+// lake data check reports: one stray key must not stop every sync).
+func (d *Driver) headPartition(key string) (string, bool) {
+	esc := trimPrefix(key, d.prefix+"h/")
+	p, err := url.PathUnescape(esc)
+	if err != nil || datastore.ValidatePartition(p) != nil || url.PathEscape(p) != esc {
+		return "", false
+	}
+	return p, true
 }
 
 // ChangedPartitions implements datastore.Driver: a LIST of the heads, whose
@@ -221,6 +237,11 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			return nil, nil, fmt.Errorf("%w: not an s3 feed cursor", metastore.ErrInvalidCursor)
 		}
 	}
+	// A commit not yet rolled into its head would leave the head's ETag
+	// unchanged: settle the pending ones first.
+	if err := d.settlePending(ctx); err != nil {
+		return nil, nil, err
+	}
 	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
 	if err != nil {
 		return nil, nil, err
@@ -228,9 +249,9 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	next := make(map[string]string, len(keys))
 	var heads []datastore.Head
 	for _, k := range keys {
-		part, err := url.PathUnescape(trimPrefix(k.key, d.prefix+"h/"))
-		if err != nil {
-			return nil, nil, fmt.Errorf("lake: s3 head key %q is not an escaped partition", k.key)
+		part, ok := d.headPartition(k.key)
+		if !ok {
+			continue // not a head: lake data check reports it
 		}
 		tag := k.etag
 		if len(tag) > 10 {

@@ -1,6 +1,7 @@
 package s3fs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,9 @@ import (
 // at most one object per live path plus the commits of the grace period.
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
+	if err := d.settlePending(ctx); err != nil {
+		return st, err
+	}
 	if err := d.reclaimUploads(ctx, now, o.UploadGrace, &st); err != nil {
 		return st, err
 	}
@@ -31,12 +35,20 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 	if err != nil {
 		return st, err
 	}
+	var damaged error
 	for _, part := range parts {
-		if err := d.compact(ctx, part, now, o, &st); err != nil {
+		err := d.compact(ctx, part, now, o, &st)
+		if errors.Is(err, datastore.ErrDamaged) {
+			// One damaged partition does not stop the reclaim of the
+			// others; it is reported at the end.
+			damaged = cmp.Or(damaged, err)
+			continue
+		}
+		if err != nil {
 			return st, err
 		}
 	}
-	return st, nil
+	return st, damaged
 }
 
 // deleteChunks deletes the chunks of version and returns how many.
@@ -86,7 +98,7 @@ func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.D
 	for _, k := range keys {
 		started, version, ok := timedVersion(trimPrefix(k.key, d.prefix+"u/"))
 		if !ok {
-			return fmt.Errorf("lake: s3 upload intent key %q is not u/TIME/VERSION", k.key)
+			continue // not an intent: lake data check reports it, reclaim goes on
 		}
 		if now.Sub(started) <= grace {
 			continue
@@ -99,8 +111,8 @@ func (d *Driver) reclaimUploads(ctx context.Context, now time.Time, grace time.D
 			return err
 		}
 		var u upload
-		if err := json.Unmarshal(o.body, &u); err != nil {
-			return fmt.Errorf("lake: s3 upload intent %q is corrupt: %v", k.key, err)
+		if err := json.Unmarshal(o.body, &u); err != nil || datastore.ValidatePath(u.Path) != nil {
+			continue // not an intent: lake data check reports it, reclaim goes on
 		}
 		committed := false
 		if m, err := d.Stat(ctx, []string{u.Path}); err != nil {
@@ -143,7 +155,7 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 	for _, k := range keys {
 		at, version, ok := timedVersion(trimPrefix(k.key, d.prefix+"q/"))
 		if !ok {
-			return fmt.Errorf("lake: s3 due-queue key %q is not q/TIME/VERSION", k.key)
+			continue // not a due-queue entry: lake data check reports it
 		}
 		if now.Sub(at) <= grace {
 			continue
@@ -174,18 +186,20 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 // the tombstones it read there that were not yet past the horizon (or that
 // changed under the purge), to purge when due without reading their
 // objects again.
+//
+// NB: a stored format (k/PARTITION, mark.go); the JSON names must not change.
 type examinedMark struct {
-	Pos     uint64
-	Key     string
-	Mod     time.Time
-	Pending []pendingTombstone
+	Pos     uint64             `json:"pos"`
+	Key     string             `json:"key"`
+	Mod     time.Time          `json:"mod"`
+	Pending []pendingTombstone `json:"pending,omitempty"`
 }
 
 // pendingTombstone is a path's deletion at log position Pos, made at Time.
 type pendingTombstone struct {
-	Path string
-	Pos  uint64
-	Time time.Time
+	Path string    `json:"path"`
+	Pos  uint64    `json:"pos"`
+	Time time.Time `json:"time"`
 }
 
 // compact rolls part forward, purges its tombstones past the horizon
@@ -209,13 +223,17 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	if err != nil {
 		return err
 	}
+	// Only position keys: the log's last object (kept below) is the last
+	// of them, whatever foreign key sorts after it.
+	keys = d.positions(part, keys)
 	mark := examinedMark{}
-	if v, ok := d.c.examined.Load(d.logPrefix(part)); ok {
-		m := v.(examinedMark)
-		// Trust the mark only if its object is still the one it read.
-		if i := slices.IndexFunc(keys, func(k listed) bool { return k.key == m.Key }); i >= 0 && keys[i].mod.Equal(m.Mod) {
-			mark = m
-		}
+	stored, markETag, err := d.loadMark(ctx, part)
+	if err != nil {
+		return err
+	}
+	// Trust the mark only if its object is still the one it read.
+	if i := slices.IndexFunc(keys, func(k listed) bool { return k.key == stored.Key }); stored.Key != "" && i >= 0 && keys[i].mod.Equal(stored.Mod) {
+		mark = stored
 	}
 	next := examinedMark{Pos: mark.Pos, Key: mark.Key, Mod: mark.Mod}
 	type idx struct {
@@ -264,14 +282,11 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	}
 	for i, k := range keys {
 		old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
-		if !old && mark.Pos > 0 {
-			if pos, err := d.posOf(part, k.key); err != nil {
-				return err
-			} else if pos <= mark.Pos {
-				continue // handled, and not deletable yet
-			}
+		pos, _ := d.posOf(part, k.key)
+		if !old && mark.Pos > 0 && pos <= mark.Pos {
+			continue // handled, and not deletable yet
 		}
-		obj, err := d.readLog(ctx, k.key)
+		obj, err := d.readLog(ctx, part, k.key, pos)
 		if errors.Is(err, metastore.ErrNotFound) {
 			continue
 		}
@@ -319,12 +334,15 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			}
 		}
 	}
-	d.c.examined.Store(d.logPrefix(part), next)
+	d.saveMark(ctx, part, stored, markETag, next)
 	return d.raiseFloor(ctx, part, floor)
 }
 
 func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) error {
 	for attempt := 0; ; attempt++ {
+		if attempt == maxCommitAttempts {
+			return fmt.Errorf("%w: s3 head %q: its floor changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
+		}
 		h, etag, ok, err := d.readHead(ctx, part)
 		if err != nil || !ok || h.Floor >= floor {
 			return err

@@ -1,0 +1,286 @@
+package s3fs_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// pauseAPI blocks the request numbered at (counted from 1 once armed)
+// before sending it, until released: a holder paused at one request of its
+// commit, as a SIGSTOP between two requests would leave it.
+type pauseAPI struct {
+	s3fs.API
+	mu      sync.Mutex
+	armed   bool
+	n, at   int
+	paused  chan struct{} // closed when the request at is reached
+	release chan struct{} // closed to let it go
+	sent    []string      // the armed requests, in order ("PUT key")
+}
+
+func newPauseAPI(api s3fs.API) *pauseAPI {
+	return &pauseAPI{API: api, paused: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (p *pauseAPI) arm(at int) {
+	p.mu.Lock()
+	p.armed, p.n, p.at = true, 0, at
+	p.mu.Unlock()
+}
+
+func (p *pauseAPI) step(op string, key *string) {
+	p.mu.Lock()
+	if !p.armed {
+		p.mu.Unlock()
+		return
+	}
+	p.n++
+	hit := p.n == p.at
+	p.sent = append(p.sent, op+" "+deref(key))
+	p.mu.Unlock()
+	if hit {
+		close(p.paused)
+		<-p.release
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (p *pauseAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	p.step("PUT", in.Key)
+	return p.API.PutObject(ctx, in, o...)
+}
+func (p *pauseAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	p.step("GET", in.Key)
+	return p.API.GetObject(ctx, in, o...)
+}
+func (p *pauseAPI) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	p.step("HEAD", in.Key)
+	return p.API.HeadObject(ctx, in, o...)
+}
+func (p *pauseAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	p.step("LIST", in.Prefix)
+	return p.API.ListObjectsV2(ctx, in, o...)
+}
+func (p *pauseAPI) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	p.step("DELETE", in.Key)
+	return p.API.DeleteObject(ctx, in, o...)
+}
+
+// lockRecord is a lock record as the lock package writes it (only its
+// token matters to a commit's fence): a takeover replaces it with the next
+// token.
+func lockRecord(token uint64) []byte {
+	return fmt.Appendf(nil, `{"token":%d,"held":true,"holder":"h%d"}`, token, token)
+}
+
+const fenceKey = "lock/rec/default/sync"
+
+// pausedTakeover runs one interleaving: holder A (token T) commits
+// data/m/1/a and is paused before its request k; B takes the lock over
+// (T+1), fences the namespace (FenceTakeover, what lake data sync does
+// after a takeover), reads data/m/1/a, and commits a write based on it
+// (to data/m/1/a when same, else to data/n/1/b); then A resumes. It
+// returns whether A reached request k, and A's commit error.
+//
+// violation says what went wrong, if anything. Without fence (the negative
+// control) B skips FenceTakeover. With early, A resumes (and finishes)
+// after B's read and before B's commit, else after B's commit.
+func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fence, early bool) (reached bool, sent []string, violation string, aErr error) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	prefix := fmt.Sprintf("fence/%v/%v/%v/%d", fence, same, early, k)
+	p := newPauseAPI(api)
+	dA, err := s3fs.Open(ctx, p, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dB, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sA, sB := datastore.New(dA), datastore.New(dB)
+	const tokA = 1<<32 | 1
+	fenceA := &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA)}
+	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA + 1)}
+	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fenceA.Token); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"data/m/1/a", "data/n/1/b"} {
+		st, err := sB.Upload(ctx, path, strings.NewReader("0"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sB.Commit(ctx, fenceA, []datastore.Entry{{Put: &st}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stA, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.arm(k)
+	done := make(chan error, 1)
+	go func() {
+		_, err := sA.Commit(ctx, fenceA, []datastore.Entry{{Put: &stA}})
+		done <- err
+	}()
+	select {
+	case <-p.paused:
+		reached = true
+	case aErr = <-done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return false, p.sent, "", aErr
+	}
+	// B takes over while A is paused.
+	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectValue(fenceA.Token), fenceB.Token); err != nil {
+		t.Fatal(err)
+	}
+	if fence {
+		if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
+			t.Fatalf("k=%d: FenceTakeover: %v", k, err)
+		}
+	}
+	seen, err := sB.Stat(ctx, "data/m/1/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "data/n/1/b"
+	if same {
+		target = "data/m/1/a"
+	}
+	stB, err := sB.Upload(ctx, target, strings.NewReader("B saw "+seen.Version), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early {
+		close(p.release)
+		aErr = <-done
+	}
+	if _, err := sB.Commit(ctx, fenceB, []datastore.Entry{{Put: &stB}}); err != nil {
+		t.Fatalf("k=%d: B's commit: %v", k, err)
+	}
+	if !early {
+		close(p.release)
+		aErr = <-done
+	}
+
+	// What every reader sees afterwards.
+	visible := map[string]bool{}
+	if info, err := sB.Stat(ctx, "data/m/1/a"); err != nil {
+		t.Fatal(err)
+	} else {
+		visible["stat"] = info.Version == stA.Version
+	}
+	ch, _, err := sB.Changes(ctx, "m/1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ch {
+		if c.Version == stA.Version {
+			visible["changes"] = true
+		}
+	}
+	files, err := sB.ListAll(ctx, "data/m/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Version == stA.Version {
+			visible["list"] = true
+		}
+	}
+	sawA := seen.Version == stA.Version
+	switch {
+	case aErr != nil && !datastore.IsFenceConflict(aErr):
+		violation = fmt.Sprintf("A's commit failed with %v, want a fence conflict or success", aErr)
+	case aErr != nil && (visible["stat"] || visible["changes"] || visible["list"]):
+		violation = fmt.Sprintf("A's refused commit is visible: %v", visible)
+	case aErr == nil && !sawA:
+		// A's commit stood, so it must be ordered before B's fence:
+		// B, reading after its fence, must have seen it.
+		violation = fmt.Sprintf("A's stale commit landed after B's fence (B read %s, not A's %s); visible: %v", seen.Version, stA.Version, visible)
+	case aErr == nil && !same && !visible["stat"]:
+		violation = "A's acknowledged commit is not what a stat returns"
+	}
+	return reached, nil, violation, aErr
+}
+
+// TestPausedHolderAtEveryRequest (issue 28, row 1): holder A is paused
+// before each request of its fenced commit in turn, while B takes the lock
+// over, fences (FenceTakeover), reads and commits; then A resumes. In every
+// interleaving A's commit is either refused as a fence conflict and
+// invisible to every reader (stat, feed, listing), or it landed before B's
+// fence and B read it: never a stale commit after a newer one, never a lost
+// update. B writes the same path, or another partition; A resumes before
+// B's commit (after B's read) or after it.
+func TestPausedHolderAtEveryRequest(t *testing.T) {
+	api, bucket := s3local.Client(t), s3local.Bucket(t)
+	for _, c := range []struct{ same, early bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+		same := c.same
+		refused, stood, checked := 0, 0, 0
+		var unpaused []string
+		for k := 1; ; k++ {
+			reached, sent, v, aErr := pausedTakeover(t, api, bucket, k, c.same, true, c.early)
+			if !reached {
+				unpaused = sent
+				break
+			}
+			if v != "" {
+				t.Errorf("paused before request %d, B writing the same path %v, A resumed before B's commit %v: %s", k, c.same, c.early, v)
+			}
+			checked++
+			if aErr != nil {
+				refused++
+			} else {
+				stood++
+			}
+			if k > 100 {
+				t.Fatal("the commit sent more than 100 requests")
+			}
+		}
+		t.Logf("same path %v, A resumed before B's commit %v: %d interleavings checked (A's commit is %d requests: %s); refused %d, stood before the fence %d",
+			same, c.early, checked, len(unpaused), strings.Join(unpaused, ", "), refused, stood)
+		if refused == 0 || stood == 0 {
+			t.Errorf("want both outcomes among the interleavings: refused %d, stood %d", refused, stood)
+		}
+	}
+}
+
+// TestPausedHolderWithoutFenceIsCaught is the negative control: the same
+// interleavings with B skipping FenceTakeover (as lake data sync did before
+// issue 28) land A's stale commit after B's read, which the checker above
+// reports.
+func TestPausedHolderWithoutFenceIsCaught(t *testing.T) {
+	api, bucket := s3local.Client(t), s3local.Bucket(t)
+	caught := 0
+	for k := 1; k < 100; k++ {
+		reached, _, v, _ := pausedTakeover(t, api, bucket, k, true, false, true)
+		if !reached {
+			break
+		}
+		if v != "" {
+			caught++
+		}
+	}
+	if caught == 0 {
+		t.Fatal("without the fence no interleaving was caught: the checker cannot fail")
+	}
+	t.Logf("without the fence: %d interleavings caught", caught)
+}

@@ -1,0 +1,143 @@
+package s3fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Pending markers: how an acknowledged commit always rolls forward.
+//
+// A commit is its log object's create; rolling it into the path index and
+// the head follows, and a committer killed in between leaves a commit that
+// is in the log but not in the index (which List reads) nor in the head's
+// ETag (which ChangedPartitions compares). Stat and Changes read the log
+// after the head's watermark and see it; List and ChangedPartitions would
+// not. So before its log create, a commit creates an empty marker
+// p/PARTITION/POSITION, and deletes it once its roll-forward is done. List
+// (its first page) and ChangedPartitions first list p/ (one LIST, normally
+// empty) and settle each marker: the partition is rolled forward, which
+// moves its head's ETag, and markers at or below the watermark are
+// deleted. A marker above the log's end is a commit in flight, or one that
+// died before its create: it is kept for the commit window, then deleted
+// (a commit that took longer starts over, see Options.CommitWindow).
+
+// pendingKey is the marker of a commit to part at pos.
+func (d *Driver) pendingKey(part string, pos uint64) string {
+	return fmt.Sprintf("%sp/%s/%020d", d.prefix, url.PathEscape(part), pos)
+}
+
+// pendingOf parses a pending mark's key; ok is false for a key that is
+// not one.
+func (d *Driver) pendingOf(key string) (part string, pos uint64, ok bool) {
+	esc, num, ok := strings.Cut(trimPrefix(key, d.prefix+"p/"), "/")
+	if !ok || len(num) != 20 {
+		return "", 0, false
+	}
+	part, err := url.PathUnescape(esc)
+	if err != nil || datastore.ValidatePartition(part) != nil || url.PathEscape(part) != esc {
+		return "", 0, false
+	}
+	pos, err = strconv.ParseUint(num, 10, 64)
+	return part, pos, err == nil && pos > 0
+}
+
+// markPending creates the marker of a commit to part at pos; it returns
+// the marker's ETag, or "" if it already existed (a racing committer's, or
+// an earlier attempt's: readers settle it). An existing marker older than
+// half the commit window is rewritten, so that readers, which delete a
+// marker above the log's end once it is older than the window, never
+// delete the one this commit relies on.
+func (d *Driver) markPending(ctx context.Context, part string, pos uint64) (string, error) {
+	key := d.pendingKey(part, pos)
+	etag, err := d.c.create(ctx, key, nil)
+	if !errors.Is(err, metastore.ErrConflict) {
+		return etag, err
+	}
+	o, err := d.c.head(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		// Settled meanwhile: create it once more.
+		if etag, err := d.c.create(ctx, key, nil); !errors.Is(err, metastore.ErrConflict) {
+			return etag, err
+		}
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if d.c.clock.now().Sub(o.mod) > d.window/2 {
+		if _, err := d.c.replace(ctx, key, o.etag, nil); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// clearPending deletes a marker this commit created, once its
+// roll-forward is done; a failure leaves it to readers.
+func (d *Driver) clearPending(ctx context.Context, part string, pos uint64, etag string) {
+	if etag != "" {
+		_ = d.c.deleteIf(ctx, d.pendingKey(part, pos), etag)
+	}
+}
+
+// settlePending rolls forward every partition that has a pending marker,
+// and deletes the markers that are settled (see above). It costs one LIST
+// when no commit is pending.
+func (d *Driver) settlePending(ctx context.Context) error {
+	keys, err := d.c.listAll(ctx, d.prefix+"p/", "")
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	byPart := map[string][]listed{}
+	var order []string
+	for _, k := range keys {
+		part, _, ok := d.pendingOf(k.key)
+		if !ok {
+			continue // not a marker: lake data check reports it
+		}
+		if _, seen := byPart[part]; !seen {
+			order = append(order, part)
+		}
+		byPart[part] = append(byPart[part], k)
+	}
+	now := time.Now()
+	for _, part := range order {
+		t, err := d.readTail(ctx, part, false)
+		if errors.Is(err, datastore.ErrDamaged) {
+			// One damaged partition must not stop every listing and
+			// pull of the namespace: its own readers meet the error,
+			// which names the object and lake data check.
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		end := t.h.Applied
+		if t.exists && len(t.objects) > 0 {
+			if err := d.rollForward(ctx, part, t, now); errors.Is(err, datastore.ErrDamaged) {
+				continue
+			} else if err != nil && !errors.Is(err, errHeadGone) {
+				return err
+			}
+			end = t.last.last()
+		}
+		for _, k := range byPart[part] {
+			_, pos, _ := d.pendingOf(k.key)
+			old := d.c.clock.now().Sub(k.mod) > d.window
+			if (t.exists && pos <= end) || old {
+				if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
