@@ -168,17 +168,13 @@ func (f *treeFS) hash(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// write replaces the tree file p with data atomically (a temp file in the
-// state directory, fsync, rename), creating its directories, and returns
-// the written file's information. A link or a file where a directory of p
-// should be, or a directory at p, is an *entryError and nothing is written.
-func (f *treeFS) write(p string, data []byte) (fs.FileInfo, error) {
-	return f.writeFrom(p, func(w io.Writer) error { _, err := w.Write(data); return err })
-}
-
-// writeFrom is write with the content streamed by fill into the temp
-// file, so that a file of any size takes constant memory (issue 26). An
-// error of fill is returned as it is, and p is left untouched.
+// writeFrom replaces the tree file p atomically with what fill streams
+// into a temp file in the state directory (fsync, rename), in constant
+// memory whatever the size (issue 26), creating its directories, and
+// returns the written file's information. A link or a file where a
+// directory of p should be, or a directory at p, is an *entryError and
+// nothing is written; an error of fill is returned as it is, and p is left
+// untouched.
 func (f *treeFS) writeFrom(p string, fill func(io.Writer) error) (fs.FileInfo, error) {
 	if err := f.canWrite(p); err != nil {
 		return nil, err
