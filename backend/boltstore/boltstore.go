@@ -28,7 +28,6 @@ import (
 
 	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Name is the backend name carried by this backend's cursors.
@@ -202,6 +201,3 @@ func check(b *boltfile.Bucket, key string, expect metastore.Expect) error {
 // the same process, under the same guard and poison: a node serves both
 // from one file. The caller MUST NOT close it; Close does.
 func (d *Driver) File() *boltfile.File { return d.f }
-
-// DB returns the open bbolt database (see File); the caller MUST NOT close it.
-func (d *Driver) DB() *bolt.DB { return d.f.DB() }

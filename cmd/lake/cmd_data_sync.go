@@ -172,7 +172,7 @@ the remote changes not yet pulled, reading only the feed's changes; a path in
 both is marked CONFLICT. Takes no lock and changes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withDataReader(cmd, func(s *datastore.Store) error {
 				t, err := o.open(s, g.namespace)
 				if err != nil {
 					return err

@@ -26,7 +26,7 @@ func node(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := boltfs.New(ms.DB())
+	d, err := boltfs.New(ms.File())
 	if err != nil {
 		t.Fatal(err)
 	}

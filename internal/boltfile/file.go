@@ -161,6 +161,3 @@ func (f *File) Close() error {
 	}
 	return f.db.Close()
 }
-
-// DB returns the bbolt database, for the users not yet moved onto File.
-func (f *File) DB() *bolt.DB { return f.db }
