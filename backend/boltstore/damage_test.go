@@ -60,15 +60,6 @@ func highWaterBytes(t *testing.T, path string) int64 {
 	return bolttest.HighWater(t, path)
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // overwritePage writes data over page id of a 4 KiB-page file.
 func overwritePage(t testing.TB, path string, id int, data []byte) {
 	t.Helper()
