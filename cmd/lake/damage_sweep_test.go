@@ -117,8 +117,10 @@ var sweepCommands = []sweepCommand{
 
 // sweepTally counts what the sweep found.
 type sweepTally struct {
-	copies, runs, crashes, hangs, changedReads, nodes, nodeFailures int
-	examples                                                        []string
+	copies, runs, crashes, hangs, changedReads, nodes, nodeFailures, bigRSS int
+	// maxRSS is the largest peak resident set of a command run, in KiB.
+	maxRSS   int64
+	examples []string
 }
 
 func (s *sweepTally) fail(kind *int, format string, args ...any) {
@@ -143,8 +145,18 @@ func crashed(stderr string, err error) bool {
 	return false
 }
 
+// sweepMaxRSS is the bound on a command's memory, in KiB.
+const sweepMaxRSS = 256 << 10
+
 // runBounded runs lake with args in dir, killed after sweepTimeout.
 func runBounded(dir, stdin string, args ...string) (stderr string, err error, hung bool) {
+	stderr, err, hung, _ = runMeasured(dir, stdin, args...)
+	return stderr, err, hung
+}
+
+// runMeasured is runBounded that also returns the peak resident set of the
+// process, in KiB.
+func runMeasured(dir, stdin string, args ...string) (stderr string, err error, hung bool, rss int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, lakeBin, args...)
@@ -154,7 +166,12 @@ func runBounded(dir, stdin string, args ...string) (stderr string, err error, hu
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errb
 	err = cmd.Run()
-	return errb.String(), err, ctx.Err() != nil
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss
+		}
+	}
+	return errb.String(), err, ctx.Err() != nil, rss
 }
 
 func TestDamageSweep(t *testing.T) {
@@ -197,8 +214,12 @@ func TestDamageSweep(t *testing.T) {
 		tally.copies++
 		for _, c := range sweepCommands {
 			before := sum(t, path)
-			stderr, err, hung := runBounded(dir, c.stdin, append([]string{"--store", "bolt://c.db"}, c.args...)...)
+			stderr, err, hung, rss := runMeasured(dir, c.stdin, append([]string{"--store", "bolt://c.db"}, c.args...)...)
 			tally.runs++
+			tally.maxRSS = max(tally.maxRSS, rss)
+			if rss > sweepMaxRSS {
+				tally.fail(&tally.bigRSS, "copy %d (%s): lake %s peaked at %d MiB", i, what, strings.Join(c.args, " "), rss>>10)
+			}
 			switch {
 			case hung:
 				tally.fail(&tally.hangs, "copy %d (%s): lake %s hung", i, what, strings.Join(c.args, " "))
@@ -220,9 +241,10 @@ func TestDamageSweep(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d damaged copies, %d command runs, %d nodes in %v: %d crashes, %d hangs over %v, %d reads that changed the file, %d node failures",
-		tally.copies, tally.runs, tally.nodes, time.Since(start).Round(time.Second), tally.crashes, tally.hangs, sweepTimeout, tally.changedReads, tally.nodeFailures)
-	if tally.crashes+tally.hangs+tally.changedReads+tally.nodeFailures > 0 {
+	t.Logf("%d damaged copies, %d command runs, %d nodes in %v: %d crashes, %d hangs over %v, %d reads that changed the file, %d node failures, %d runs over %d MiB (peak %d MiB)",
+		tally.copies, tally.runs, tally.nodes, time.Since(start).Round(time.Second), tally.crashes, tally.hangs, sweepTimeout, tally.changedReads, tally.nodeFailures,
+		tally.bigRSS, sweepMaxRSS>>10, tally.maxRSS>>10)
+	if tally.crashes+tally.hangs+tally.changedReads+tally.nodeFailures+tally.bigRSS > 0 {
 		t.Fatalf("the sweep found:\n%s", strings.Join(tally.examples, "\n"))
 	}
 }
