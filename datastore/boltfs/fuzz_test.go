@@ -120,7 +120,7 @@ func FuzzDamagedDatastore(f *testing.F) {
 	f.Add(uint32(0), []byte{0})
 	f.Add(uint32(3*4096), make([]byte, 4096))
 	f.Add(uint32(4*4096+16+4), []byte{0xff, 0xff, 0xff, 0x7f}) // an element's size
-	f.Add(uint32(5*4096+8), []byte{1, 0})                       // a page's flags
+	f.Add(uint32(5*4096+8), []byte{1, 0})                      // a page's flags
 	f.Add(uint32(4096+40), []byte{9, 9, 9})
 	f.Fuzz(func(t *testing.T, offset uint32, data []byte) {
 		img := append([]byte(nil), fixture(t)...)
