@@ -50,6 +50,8 @@ type treeReader struct {
 	// pages bounds the whole walk: no tree of a sound file visits more
 	// pages than the file holds.
 	pages uint64
+	// scratch holds the first page of the page being read.
+	scratch []byte
 }
 
 const (
@@ -101,12 +103,18 @@ func (t *treeReader) page(id uint64, bucket string) (flags uint16, elems []byte,
 	if t.pages++; t.pages > t.hwm {
 		return 0, nil, false, fmt.Errorf("%w of bucket %s: the walk reached more pages than the file holds", errCycle, bucket)
 	}
-	var h [pageHeaderSize]byte
-	if _, err := t.r.ReadAt(h[:], int64(id)*t.pageSize); err != nil {
+	// One read of the first page holds the header and, nearly always, the
+	// element array: one system call per page.
+	if t.scratch == nil {
+		t.scratch = make([]byte, t.pageSize)
+	}
+	n, _ := t.r.ReadAt(t.scratch, int64(id)*t.pageSize)
+	if n < pageHeaderSize {
 		return 0, nil, false, nil
 	}
+	h := t.scratch[:n]
 	ne := binary.NativeEndian
-	if ne.Uint64(h[:]) != id {
+	if ne.Uint64(h) != id {
 		return 0, nil, false, nil
 	}
 	flags, count, overflow := ne.Uint16(h[8:]), uint64(ne.Uint16(h[10:])), uint64(ne.Uint32(h[12:]))
@@ -122,9 +130,13 @@ func (t *treeReader) page(id uint64, bucket string) (flags uint16, elems []byte,
 	if end > span {
 		return 0, nil, false, fmt.Errorf("%w: page %d of bucket %s: %d elements do not fit in %d bytes", errElement, id, bucket, count, span)
 	}
-	elems = make([]byte, end)
-	if _, err := t.r.ReadAt(elems, int64(id)*t.pageSize); err != nil {
-		return 0, nil, false, nil
+	if end <= uint64(len(h)) {
+		elems = h[:end]
+	} else {
+		elems = make([]byte, end)
+		if _, err := t.r.ReadAt(elems, int64(id)*t.pageSize); err != nil {
+			return 0, nil, false, nil
+		}
 	}
 	for i := range count {
 		e := pageHeaderSize + i*elementSize
@@ -170,7 +182,8 @@ func (t *treeReader) descend(root uint64, bucket string, wantLeaves bool) ([]uin
 			return nil
 		}
 		t.color[id] = onPath
-		stack = append(stack, frame{id: id, elems: elems})
+		// elems may be the reader's scratch buffer: a branch keeps a copy.
+		stack = append(stack, frame{id: id, elems: slices.Clone(elems)})
 		return nil
 	}
 	if err := push(root); err != nil {
