@@ -149,14 +149,22 @@ func crashed(stderr string, err error) bool {
 const sweepMaxRSS = 256 << 10
 
 // runBounded runs lake with args in dir, killed after sweepTimeout.
-func runBounded(dir, stdin string, args ...string) (stderr string, err error, hung bool) {
-	stderr, err, hung, _ = runMeasured(dir, stdin, args...)
-	return stderr, err, hung
+func runBounded(dir, stdin string, args ...string) (stderr string, hung bool, err error) {
+	r := runMeasured(dir, stdin, args...)
+	return r.stderr, r.hung, r.err
+}
+
+// measuredRun is what runMeasured saw.
+type measuredRun struct {
+	stderr string
+	hung   bool
+	rss    int64 // peak resident set, KiB
+	err    error
 }
 
 // runMeasured is runBounded that also returns the peak resident set of the
 // process, in KiB.
-func runMeasured(dir, stdin string, args ...string) (stderr string, err error, hung bool, rss int64) {
+func runMeasured(dir, stdin string, args ...string) measuredRun {
 	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, lakeBin, args...)
@@ -165,13 +173,14 @@ func runMeasured(dir, stdin string, args ...string) (stderr string, err error, h
 	cmd.Stdin = strings.NewReader(stdin)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errb
-	err = cmd.Run()
+	r := measuredRun{err: cmd.Run()}
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss
+			r.rss = ru.Maxrss
 		}
 	}
-	return errb.String(), err, ctx.Err() != nil, rss
+	r.stderr, r.hung = errb.String(), ctx.Err() != nil
+	return r
 }
 
 func TestDamageSweep(t *testing.T) {
@@ -214,7 +223,8 @@ func TestDamageSweep(t *testing.T) {
 		tally.copies++
 		for _, c := range sweepCommands {
 			before := sum(t, path)
-			stderr, err, hung, rss := runMeasured(dir, c.stdin, append([]string{"--store", "bolt://c.db"}, c.args...)...)
+			r := runMeasured(dir, c.stdin, append([]string{"--store", "bolt://c.db"}, c.args...)...)
+			stderr, err, hung, rss := r.stderr, r.err, r.hung, r.rss
 			tally.runs++
 			tally.maxRSS = max(tally.maxRSS, rss)
 			if rss > sweepMaxRSS {
@@ -323,7 +333,7 @@ func sweepNode(t *testing.T, dir string) string {
 		{"data", "--namespace", "ns2", "changes", "m/2"}, {"data", "put", "data/m/1/new", "-"},
 		{"data", "--namespace", "ns2", "put", "data/m/2/new", "-"}, {"put", "tbl/new", "v"}, {"lock", "ls", "team"},
 	} {
-		out, err, hung := runBounded(dir, "new", append([]string{"--store", base}, args...)...)
+		out, hung, err := runBounded(dir, "new", append([]string{"--store", base}, args...)...)
 		switch {
 		case hung:
 			return fmt.Sprintf("lake %s through the node hung", strings.Join(args, " "))
