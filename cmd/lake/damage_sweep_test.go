@@ -35,6 +35,8 @@ import (
 // figures (the check is N ≥ 300):
 //
 //	LAKE_DAMAGE_SWEEP=320 go test -count=1 -run TestDamageSweep -v -timeout 60m ./cmd/lake/
+//
+// LAKE_DAMAGE_SEED=N draws other damage (the default is 25).
 
 const (
 	sweepCopies    = 8
@@ -118,6 +120,9 @@ var sweepCommands = []sweepCommand{
 // sweepTally counts what the sweep found.
 type sweepTally struct {
 	copies, runs, crashes, hangs, changedReads, nodes, nodeFailures, bigRSS int
+	// succeeded, damaged and otherErr classify the command runs: exit 0, an
+	// error naming the damage, another error (not found, not a store, …).
+	succeeded, damaged, otherErr int
 	// maxRSS is the largest peak resident set of a command run, in KiB.
 	maxRSS   int64
 	examples []string
@@ -192,6 +197,15 @@ func TestDamageSweep(t *testing.T) {
 		}
 		copies, nodeEvery = n, 4
 	}
+	// LAKE_DAMAGE_SEED varies the generated damage between sweeps.
+	seed := uint64(25)
+	if v := os.Getenv("LAKE_DAMAGE_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LAKE_DAMAGE_SEED=%q: want a number", v)
+		}
+		seed = n
+	}
 	dir := t.TempDir()
 	base := sweepFixture(t, dir)
 	dm := bolttest.NewDamager(t, base)
@@ -214,7 +228,7 @@ func TestDamageSweep(t *testing.T) {
 	var tally sweepTally
 	start := time.Now()
 	for i := range copies {
-		rng := rand.New(rand.NewPCG(uint64(i), 25))
+		rng := rand.New(rand.NewPCG(uint64(i), seed))
 		path := filepath.Join(dir, "c.db")
 		if err := os.WriteFile(path, sound, 0o600); err != nil {
 			t.Fatal(err)
@@ -226,6 +240,14 @@ func TestDamageSweep(t *testing.T) {
 			r := runMeasured(dir, c.stdin, append([]string{"--store", "bolt://c.db"}, c.args...)...)
 			stderr, err, hung, rss := r.stderr, r.err, r.hung, r.rss
 			tally.runs++
+			switch {
+			case err == nil:
+				tally.succeeded++
+			case strings.Contains(stderr, "bolt file is damaged"):
+				tally.damaged++
+			default:
+				tally.otherErr++
+			}
 			tally.maxRSS = max(tally.maxRSS, rss)
 			if rss > sweepMaxRSS {
 				tally.fail(&tally.bigRSS, "copy %d (%s): lake %s peaked at %d MiB", i, what, strings.Join(c.args, " "), rss>>10)
@@ -244,7 +266,7 @@ func TestDamageSweep(t *testing.T) {
 			if err := os.WriteFile(path, sound, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			dm.Apply(t, rand.New(rand.NewPCG(uint64(i), 25)), path, i)
+			dm.Apply(t, rand.New(rand.NewPCG(uint64(i), seed)), path, i)
 			tally.nodes++
 			if msg := sweepNode(t, dir); msg != "" {
 				tally.fail(&tally.nodeFailures, "copy %d (%s): node: %s", i, what, msg)
@@ -254,6 +276,7 @@ func TestDamageSweep(t *testing.T) {
 	t.Logf("%d damaged copies, %d command runs, %d nodes in %v: %d crashes, %d hangs over %v, %d reads that changed the file, %d node failures, %d runs over %d MiB (peak %d MiB)",
 		tally.copies, tally.runs, tally.nodes, time.Since(start).Round(time.Second), tally.crashes, tally.hangs, sweepTimeout, tally.changedReads, tally.nodeFailures,
 		tally.bigRSS, sweepMaxRSS>>10, tally.maxRSS>>10)
+	t.Logf("runs: %d succeeded, %d refused naming the damage, %d other errors", tally.succeeded, tally.damaged, tally.otherErr)
 	if tally.crashes+tally.hangs+tally.changedReads+tally.nodeFailures+tally.bigRSS > 0 {
 		t.Fatalf("the sweep found:\n%s", strings.Join(tally.examples, "\n"))
 	}
