@@ -7,6 +7,19 @@
 // atomic and positions are assigned in commit order: a change is visible
 // exactly when every change before it is.
 //
+// # The file
+//
+// The driver does not open bbolt itself: internal/boltfile, the one owner
+// of lake's bolt file, opens it (read-only under a shared lock for the
+// commands that only read), checks it before bbolt maps it, runs every call
+// under its fault guard and poisons it at the first damage, for this driver
+// and the metastore's alike (a node shares one File between them, so damage
+// met by either stops both). Reads never write: a bucket or namespace that
+// does not exist reads as empty, and Init or the first write creates it. A
+// record lake cannot have written (JSON that does not parse, a feed entry
+// that disagrees with its file) is damage: it poisons the file as a fault
+// does.
+//
 // # Buckets
 //
 // NB: bucket names and encodings are part of the file format; they must not
