@@ -25,7 +25,7 @@ func newDataNode(t *testing.T) (*node, *datastore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := boltfs.New(bd.DB())
+	d, err := boltfs.New(bd.File())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestDataNamespaceRefusalNotCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := boltfs.New(bd.DB())
+	d, err := boltfs.New(bd.File())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,21 +14,20 @@
 // # Damage
 //
 // A damaged file is an error, never a crash or a write. Open checks the
-// meta pages and the file's length before bbolt maps it (meta.go); every
+// meta pages and the file's length before bbolt maps it; every
 // bbolt call runs with faults turned into panics and recovered, and the
-// first one poisons the driver (guard.go); Check runs bbolt's consistency
-// check behind a bounded walk of the pages (check.go, walk.go).
+// first one poisons the driver; Check runs bbolt's consistency check behind
+// a bounded walk of the pages. All of that lives in internal/boltfile, the
+// one owner of the file, which the datastore's driver shares.
 package boltstore
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync/atomic"
-	"time"
 
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Name is the backend name carried by this backend's cursors.
@@ -42,11 +41,8 @@ var (
 
 // Driver is the bbolt implementation of metastore.Driver.
 type Driver struct {
-	db   *bolt.DB
-	path string
-	// poison holds the error of the first fault on a damaged page; once
-	// set, no call reaches bbolt again (guard.go).
-	poison atomic.Pointer[error]
+	// f opens, checks, guards and poisons the file (internal/boltfile).
+	f *boltfile.File
 }
 
 var _ metastore.Driver = (*Driver)(nil)
@@ -55,7 +51,7 @@ var _ metastore.Driver = (*Driver)(nil)
 func (d *Driver) Name() string { return Name }
 
 // Path returns the file path.
-func (d *Driver) Path() string { return d.path }
+func (d *Driver) Path() string { return d.f.Path() }
 
 // Get returns the value of key.
 func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
@@ -63,7 +59,7 @@ func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := d.view("get", func(tx *bolt.Tx) error {
+	err := d.f.View("get", func(tx *boltfile.Tx) error {
 		got := tx.Bucket(dataBucket).Get([]byte(key))
 		if got == nil {
 			return metastore.NotFound(key)
@@ -77,14 +73,14 @@ func (d *Driver) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Put writes value under key.
 func (d *Driver) Put(ctx context.Context, key string, value []byte) error {
-	return d.update(ctx, func(b *bolt.Bucket) error {
+	return d.update(ctx, func(b *boltfile.Bucket) error {
 		return b.Put([]byte(key), value)
 	})
 }
 
 // CAS writes value under key if its current state satisfies expect.
 func (d *Driver) CAS(ctx context.Context, key string, expect metastore.Expect, value []byte) error {
-	return d.update(ctx, func(b *bolt.Bucket) error {
+	return d.update(ctx, func(b *boltfile.Bucket) error {
 		if err := check(b, key, expect); err != nil {
 			return err
 		}
@@ -94,7 +90,7 @@ func (d *Driver) CAS(ctx context.Context, key string, expect metastore.Expect, v
 
 // GuardedMutate applies target if guard and target.Expect both hold.
 func (d *Driver) GuardedMutate(ctx context.Context, guard metastore.Guard, target metastore.Mutation) error {
-	return d.update(ctx, func(b *bolt.Bucket) error {
+	return d.update(ctx, func(b *boltfile.Bucket) error {
 		if err := check(b, guard.Key, metastore.ExpectValue(guard.Value)); err != nil {
 			return metastore.Conflict(guard.Key, "guard does not hold its expected value")
 		}
@@ -110,7 +106,7 @@ func (d *Driver) GuardedMutate(ctx context.Context, guard metastore.Guard, targe
 
 // Delete removes key if it holds exactly expected.
 func (d *Driver) Delete(ctx context.Context, key string, expected []byte) error {
-	return d.update(ctx, func(b *bolt.Bucket) error {
+	return d.update(ctx, func(b *boltfile.Bucket) error {
 		if err := check(b, key, metastore.ExpectValue(expected)); err != nil {
 			return err
 		}
@@ -130,7 +126,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	}
 	var items []metastore.Item
 	var next []byte
-	err := d.view("list", func(tx *bolt.Tx) error {
+	err := d.f.View("list", func(tx *boltfile.Tx) error {
 		c := tx.Bucket(dataBucket).Cursor()
 		var k, v []byte
 		if pos == nil {
@@ -146,7 +142,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 			if err := metastore.ValidateKey(string(k)); err != nil {
 				// No lake write stores such a key: the page holding it is
 				// damaged, and whatever else it holds cannot be trusted.
-				return d.poisonWith("list", fmt.Sprintf("a key lake cannot have written (%.40q)", k))
+				return d.f.Poison("list", fmt.Sprintf("a key lake cannot have written (%.40q)", k))
 			}
 			if len(items) == limit || metastore.PageFull(len(items), used, len(k)+len(v)) {
 				// One more matching key exists: the listing goes on.
@@ -165,27 +161,27 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 }
 
 // Close closes the file. A poisoned driver gives up waiting for bbolt after
-// a second (see closeWithin).
-func (d *Driver) Close() error {
-	if d.Poisoned() != nil {
-		return closeWithin(d.db, time.Second)
-	}
-	return d.db.Close()
-}
+// a second.
+func (d *Driver) Close() error { return d.f.Close() }
 
-func (d *Driver) update(ctx context.Context, fn func(b *bolt.Bucket) error) error {
+// Poisoned reports the error that poisoned the file, or nil while it is
+// sound.
+func (d *Driver) Poisoned() error { return d.f.Poisoned() }
+
+// Health implements metastore.Health: the poisoning error, once a fault
+// was met (here or by the datastore's driver on the same file).
+func (d *Driver) Health() error { return d.f.Poisoned() }
+
+var _ metastore.Health = (*Driver)(nil)
+
+func (d *Driver) update(ctx context.Context, fn func(b *boltfile.Bucket) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d.db.IsReadOnly() {
-		return fmt.Errorf("%w: bolt file %s is open read-only", metastore.ErrRefused, d.path)
-	}
-	return d.guard("write", func() error {
-		return d.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(dataBucket)) })
-	})
+	return d.f.Update("write", func(tx *boltfile.Tx) error { return fn(tx.Bucket(dataBucket)) })
 }
 
-func check(b *bolt.Bucket, key string, expect metastore.Expect) error {
+func check(b *boltfile.Bucket, key string, expect metastore.Expect) error {
 	cur := b.Get([]byte(key))
 	if !expect.Matches(cur != nil, cur) {
 		switch {
@@ -200,8 +196,8 @@ func check(b *bolt.Bucket, key string, expect metastore.Expect) error {
 	return nil
 }
 
-// DB returns the open bbolt database, so that the datastore's driver
+// File returns the open file, so that the datastore's driver
 // (datastore/boltfs.New) can keep its own buckets in the same file within
-// the same process: a node serves both from one file. The caller MUST NOT
-// close it; Close does.
-func (d *Driver) DB() *bolt.DB { return d.db }
+// the same process, under the same guard and poison: a node serves both
+// from one file. The caller MUST NOT close it; Close does.
+func (d *Driver) File() *boltfile.File { return d.f }

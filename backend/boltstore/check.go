@@ -1,54 +1,18 @@
 package boltstore
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // MaxProblems bounds the problems a Report lists; Report.Found counts all.
-const MaxProblems = 20
+const MaxProblems = boltfile.MaxProblems
 
 // Report is what Check found in a file.
-type Report struct {
-	// Path is the file checked.
-	Path string
-	// Size is the file's length in bytes.
-	Size int64
-	// PageSize and Pages (the high-water mark) are what the meta page in
-	// use says; zero when no meta page could be read.
-	PageSize int
-	Pages    uint64
-	// Keys counts the keys in lake's data bucket (sound files only).
-	Keys int
-	// Problems lists the first MaxProblems problems, in the order found.
-	Problems []string
-	// Found counts every problem, listed or not.
-	Found int
-	// NotStore is set when the file is sound (or empty) but is not a lake
-	// store: no lake buckets, or no bytes at all.
-	NotStore bool
-	// Notes are findings that leave the file sound, such as one torn meta
-	// page, which bbolt recovers from by itself.
-	Notes []string
-}
-
-// Sound reports whether the check found nothing wrong.
-func (r *Report) Sound() bool { return r.Found == 0 }
-
-func (r *Report) add(problems ...string) {
-	for _, p := range problems {
-		if len(r.Problems) < MaxProblems {
-			r.Problems = append(r.Problems, p)
-		}
-		r.Found++
-	}
-}
+type Report = boltfile.Report
 
 // Check checks the bbolt file at path as bbolt's own `bbolt check` does
 // (tx.Check: every page reachable once, none both reachable and free, keys
@@ -57,116 +21,45 @@ func (r *Report) add(problems ...string) {
 // then a walk of the page tree with plain reads that bounds every page and
 // element bbolt's check will touch, so that a damaged file is reported
 // rather than faulting. A file that is sound for bbolt but is not a lake
-// store (no lake buckets) is reported too.
+// store (no lake buckets) is reported too, and so is a key in lake's data
+// bucket that no lake write stores.
 //
 // The error is for a file that could not be checked: missing, not a
 // regular file, or held by a process that writes it (ErrLocked).
 func Check(path string, lockTimeout time.Duration) (*Report, error) {
-	rep := &Report{Path: path}
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: %s", ErrMissing, path)
-	case err != nil:
-		return nil, fmt.Errorf("lake: check %s: %w", path, err)
-	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s is not a regular file", metastore.ErrInvalidArgument, path)
+	return boltfile.Check(path, lockTimeout, inspect)
+}
+
+// inspect checks what only lake's metastore knows: its buckets and its keys.
+func inspect(tx *boltfile.Tx, rep *Report) error {
+	data, control := tx.Bucket(dataBucket), tx.Bucket(controlBucket)
+	if data == nil || control == nil {
+		rep.Add("no lake buckets: a bbolt file, but not a lake store; `lake init` adds them")
+		rep.NotStore = rep.Found == 1
+		return nil
 	}
-	rep.Size = st.Size()
-	if rep.Size == 0 {
-		rep.add("the file is empty (0 bytes): not a lake store; `lake init` makes it one")
-		rep.NotStore = true
-		return rep, nil
+	if rep.Found != 0 {
+		return nil
 	}
-	shape, err := readShape(path)
-	if err != nil {
-		rep.add(err.Error())
-		return rep, nil
-	}
-	rep.PageSize, rep.Pages = shape.pageSize, shape.active.hwm
-	if shape.torn != "" {
-		rep.Notes = append(rep.Notes, shape.torn)
-	}
-	if lockTimeout <= 0 {
-		lockTimeout = time.Second
-	}
-	var db *bolt.DB
-	r, err := contain(func() (err error) {
-		db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
-		return err
-	})
-	switch {
-	case r != nil:
-		rep.add("bbolt could not open the file: " + describeFault(r))
-		return rep, nil
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s (stop the `lake serve` node or the command that holds it, then check again)", ErrLocked, path)
-	case err != nil:
-		rep.add("bbolt could not open the file: " + err.Error())
-		return rep, nil
-	}
-	// Under the shared lock no lake process writes the file: walk it now.
-	f, err := os.Open(path)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("lake: check %s: %w", path, err)
-	}
-	w := &walker{r: f, pageSize: shape.pageSize, hwm: shape.active.hwm, seen: map[uint64]bool{0: true, 1: true}}
-	w.freelist(shape.active.freelist)
-	w.tree(shape.active.root, rootBucket)
-	f.Close()
-	if len(w.problems) > 0 {
-		rep.add(w.problems...)
-		db.Close()
-		return rep, nil
-	}
-	d := &Driver{db: db, path: path}
-	err = d.view("check", func(tx *bolt.Tx) error {
-		if shape.torn != "" {
-			// bbolt's check asserts that both meta pages are meta pages;
-			// the walk above has checked the tree the valid one roots.
-			rep.Notes = append(rep.Notes, "bbolt's own check skipped (it rejects a torn meta page); the next write rewrites the page, check again after it")
-		} else {
-			for err := range tx.Check() {
-				// Drain the channel: bbolt's checking goroutine stops only
-				// when every error is taken.
-				rep.add(err.Error())
-			}
-		}
-		data, control := tx.Bucket(dataBucket), tx.Bucket(controlBucket)
-		if data == nil || control == nil {
-			rep.add("no lake buckets: a bbolt file, but not a lake store; `lake init` adds them")
-			rep.NotStore = rep.Found == 1
-			return nil
-		}
-		if rep.Found == 0 {
-			// bbolt's check cannot know lake's key rules: a key no lake
-			// write stores means a damaged page that bbolt still parses.
-			bad := 0
-			err := data.ForEach(func(k, _ []byte) error {
-				if metastore.ValidateKey(string(k)) != nil {
-					if bad++; bad == 1 {
-						rep.add(fmt.Sprintf("a key lake cannot have written (%.40q) in lake's data bucket", k))
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if bad > 1 {
-				rep.add(fmt.Sprintf("%d more such keys", bad-1))
-			}
-			if rep.Found == 0 {
-				rep.Keys = data.Stats().KeyN
+	// bbolt's check cannot know lake's key rules: a key no lake write
+	// stores means a damaged page that bbolt still parses.
+	bad := 0
+	err := data.ForEach(func(k, _ []byte) error {
+		if metastore.ValidateKey(string(k)) != nil {
+			if bad++; bad == 1 {
+				rep.Add(fmt.Sprintf("a key lake cannot have written (%.40q) in lake's data bucket", k))
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		rep.add(err.Error())
-		closeWithin(db, time.Second)
-		return rep, nil
+		return err
 	}
-	return rep, db.Close()
+	if bad > 1 {
+		rep.Add(fmt.Sprintf("%d more such keys", bad-1))
+	}
+	if rep.Found == 0 {
+		rep.Keys = data.Stats().KeyN
+	}
+	return nil
 }

@@ -15,8 +15,9 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/internal/boltfile"
+	"github.com/lakemeta/lake/internal/boltfile/bolttest"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Regression tests for https://github.com/lakemeta/lake/issues/11: a
@@ -35,12 +36,7 @@ func bigStore(t testing.TB) string {
 		t.Fatal(err)
 	}
 	d.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	bolttest.Update(t, path, func(tx *boltfile.Tx) error {
 		b := tx.Bucket([]byte("data"))
 		for i := range fixtureKeys {
 			if err := b.Put(fmt.Appendf(nil, "tbl/k%05d", i), []byte(strings.Repeat("v", 1024))); err != nil {
@@ -49,61 +45,19 @@ func bigStore(t testing.TB) string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return path
 }
 
 // pagesOf returns the ids of the pages of the given bbolt types ("leaf",
 // "branch") in the file at path.
 func pagesOf(t testing.TB, path string, types ...string) []int {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil) // tx.Page needs the freelist a writer loads
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var ids []int
-	err = db.View(func(tx *bolt.Tx) error {
-		for id := 2; id < int(tx.Size())/db.Info().PageSize; id++ {
-			info, err := tx.Page(id)
-			if err != nil {
-				return err
-			}
-			if info != nil && (len(types) == 0 || contains(types, info.Type)) {
-				ids = append(ids, id)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ids
+	return bolttest.Pages(t, path, types...)
 }
 
 // highWaterBytes returns the length in use of the store at path: bbolt
 // grows a file ahead of its high-water mark.
 func highWaterBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var size int64
-	db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
-	return size
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return bolttest.HighWater(t, path)
 }
 
 // overwritePage writes data over page id of a 4 KiB-page file.

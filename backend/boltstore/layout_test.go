@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/internal/boltfile"
+	"github.com/lakemeta/lake/internal/boltfile/bolttest"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Regression tests for https://github.com/lakemeta/lake/issues/11: reads
@@ -21,21 +22,13 @@ import (
 func foreignFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "foreign.db")
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	bolttest.Update(t, path, func(tx *boltfile.Tx) error {
 		b, err := tx.CreateBucket([]byte("other"))
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte("k"), []byte("v"))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
 	return path
 }
 

@@ -18,6 +18,7 @@ func TestBenchSyncRefusals(t *testing.T) {
 	wantExit(t, "quick patch on bolt", run(t, dir, "", "--store", store, "bench", "sync", "--pull", "full-filter"), 2, "dynamodb://")
 	wantExit(t, "bad scenario", run(t, dir, "", "--store", store, "bench", "sync", "--scenario", "seed005"), 2, "seed004")
 	wantExit(t, "scenario on a node", run(t, dir, "", "--store", "http://127.0.0.1:1", "bench", "sync", "--scenario", "seed004"), 2, "fresh datastore")
+	ok(t, run(t, dir, "", "--store", store, "data", "init"))
 	ok(t, run(t, dir, "x", "--store", store, "data", "put", "data/m/1/f", "-"))
 	wantExit(t, "datastore with files", run(t, dir, "", "--store", store, "bench", "sync", "--iterations", "1"), 2, "without files")
 }

@@ -22,7 +22,7 @@ func newDataCommand(g *globalOptions) *cobra.Command {
 		Short: "The file-tree datastore: whole files by path, and a change feed per model",
 		Long: `The datastore keeps a tree of whole files, each with metadata, addressed by path
 (data/TYPE/ID/NAME/VERSION/raw for a model's data), in the store of --store:
-buckets of its own in the bolt file (created on first use), the DynamoDB
+buckets of its own in the bolt file (made by ` + "`lake init`" + ` or ` + "`lake data init`" + `), the DynamoDB
 table TABLE_files for dynamodb://TABLE (created by ` + "`lake data init`" + `), or
 objects under PREFIX/ in the bucket of s3://BUCKET/PREFIX (docs/s3.md).
 
@@ -66,7 +66,31 @@ func (g *globalOptions) withNamespace(cmd *cobra.Command, fn func(ns *datastore.
 
 // withData opens the datastore of --store, runs fn with it, and closes it.
 func (g *globalOptions) withData(cmd *cobra.Command, create bool, fn func(*datastore.Store) error) error {
-	s, err := dsurl.Open(cmd.Context(), g.store, &dsurl.Options{Create: create})
+	return g.openData(cmd, &dsurl.Options{Create: create}, fn)
+}
+
+// withDataReader is withData for a command that only reads: a bolt file is
+// opened read-only (a shared lock) and keeps every byte.
+func (g *globalOptions) withDataReader(cmd *cobra.Command, fn func(*datastore.Store) error) error {
+	return g.openData(cmd, &dsurl.Options{ReadOnly: true}, fn)
+}
+
+// withNamespaceReader is withNamespace for a command that only reads.
+func (g *globalOptions) withNamespaceReader(cmd *cobra.Command, fn func(ns *datastore.Store) error) error {
+	if err := datastore.ValidateNamespace(g.namespace); err != nil {
+		return usagef("--namespace: %v", err)
+	}
+	return g.withDataReader(cmd, func(s *datastore.Store) error {
+		ns, err := s.Namespace(g.namespace)
+		if err != nil {
+			return err
+		}
+		return fn(ns)
+	})
+}
+
+func (g *globalOptions) openData(cmd *cobra.Command, opts *dsurl.Options, fn func(*datastore.Store) error) error {
+	s, err := dsurl.Open(cmd.Context(), g.store, opts)
 	if err != nil {
 		return err
 	}
@@ -163,7 +187,7 @@ code 3. A file that does not match its size and SHA-256 exits with code 1 and
 last chunk is never printed) and must be discarded.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withNamespace(cmd, func(s *datastore.Store) error {
+			return g.withNamespaceReader(cmd, func(s *datastore.Store) error {
 				_, err := s.GetTo(cmd.Context(), args[0], cmd.OutOrStdout())
 				return err
 			})
@@ -179,7 +203,7 @@ func newDataStatCommand(g *globalOptions) *cobra.Command {
 sha256, meta (base64), time. A missing or deleted path exits with code 3.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withNamespace(cmd, func(s *datastore.Store) error {
+			return g.withNamespaceReader(cmd, func(s *datastore.Store) error {
 				info, err := s.Stat(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -203,7 +227,7 @@ sorted. --json prints each file's state as one JSON line instead.`,
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			return g.withNamespace(cmd, func(s *datastore.Store) error {
+			return g.withNamespaceReader(cmd, func(s *datastore.Store) error {
 				files, err := s.ListAll(cmd.Context(), prefix)
 				if err != nil {
 					return err
@@ -268,7 +292,7 @@ printed; pass N as --after next time. A position below the tombstone horizon
 fails ("resync the partition", exit 1).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withNamespace(cmd, func(s *datastore.Store) error {
+			return g.withNamespaceReader(cmd, func(s *datastore.Store) error {
 				changes, upTo, err := s.Changes(cmd.Context(), args[0], after, limit)
 				if err != nil {
 					return err
@@ -296,7 +320,7 @@ func newDataPartitionsCommand(g *globalOptions) *cobra.Command {
 of its latest change (head) and its tombstone floor, tab-separated.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withNamespace(cmd, func(s *datastore.Store) error {
+			return g.withNamespaceReader(cmd, func(s *datastore.Store) error {
 				parts, err := s.Partitions(cmd.Context())
 				if err != nil {
 					return err

@@ -30,7 +30,7 @@ ever committed, with its lifecycle policy (see ` + "`lake data lifecycle`" + `).
 namespace has its own files, feeds, index and lock, so two never contend.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withDataReader(cmd, func(s *datastore.Store) error {
 				nss, err := s.Namespaces(cmd.Context())
 				if err != nil {
 					return err

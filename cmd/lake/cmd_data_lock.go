@@ -33,7 +33,7 @@ release on them. See docs/sync.md and docs/locks.md.`,
 		Short: "Show who holds the datastore lock NAME (NAMESPACE/sync), since when, and its token",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withDataLocker(cmd, func(l *lock.Locker) error {
+			return g.withDataLockReader(cmd, func(l *lock.Locker) error {
 				info, err := l.Inspect(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -52,7 +52,7 @@ release on them. See docs/sync.md and docs/locks.md.`,
 		Short: "List the datastore locks of NAMESPACE",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withDataLocker(cmd, func(l *lock.Locker) error {
+			return g.withDataLockReader(cmd, func(l *lock.Locker) error {
 				infos, err := l.List(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -102,6 +102,18 @@ release on them. See docs/sync.md and docs/locks.md.`,
 // over its lock records (the sync locks NAMESPACE/sync).
 func (g *globalOptions) withDataLocker(cmd *cobra.Command, fn func(*lock.Locker) error) error {
 	return g.withData(cmd, false, func(s *datastore.Store) error {
+		l, err := lock.New(dslock.New(s), nil)
+		if err != nil {
+			return err
+		}
+		return fn(l)
+	})
+}
+
+// withDataLockReader is withDataLocker for a command that only reads the
+// lock records: a bolt file is opened read-only and keeps every byte.
+func (g *globalOptions) withDataLockReader(cmd *cobra.Command, fn func(*lock.Locker) error) error {
+	return g.withDataReader(cmd, func(s *datastore.Store) error {
 		l, err := lock.New(dslock.New(s), nil)
 		if err != nil {
 			return err

@@ -198,7 +198,7 @@ both is marked CONFLICT; the paths a sync would skip are listed as
 "skipped PATH WHY". Takes no lock and changes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
+			return g.withDataReader(cmd, func(s *datastore.Store) error {
 				t, err := o.open(s, g.namespace)
 				if err != nil {
 					return err

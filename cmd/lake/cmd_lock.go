@@ -170,7 +170,7 @@ the holder's clock) and the fencing token. --json prints one JSON object.
 A lock never acquired exits 3.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
+			return g.withLockReader(cmd.Context(), func(st lock.Storage) error {
 				l, err := lock.New(st, nil)
 				if err != nil {
 					return err
@@ -230,7 +230,7 @@ func newLockLsCommand(g *globalOptions) *cobra.Command {
 holder and expiry. --json prints one JSON object per lock.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
+			return g.withLockReader(cmd.Context(), func(st lock.Storage) error {
 				l, err := lock.New(st, nil)
 				if err != nil {
 					return err

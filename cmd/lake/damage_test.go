@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/internal/boltfile"
+	"github.com/lakemeta/lake/internal/boltfile/bolttest"
 	"github.com/lakemeta/lake/nodeapi"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Regression tests for https://github.com/lakemeta/lake/issues/11: on a
@@ -32,12 +33,7 @@ func bigStore(t *testing.T, dir string) string {
 	t.Helper()
 	ok(t, run(t, dir, "", "--store", "bolt://t.db", "init"))
 	path := filepath.Join(dir, "t.db")
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	bolttest.Update(t, path, func(tx *boltfile.Tx) error {
 		b := tx.Bucket([]byte("data"))
 		for i := range fixtureKeys {
 			if err := b.Put(fmt.Appendf(nil, "tbl/k%05d", i), []byte(strings.Repeat("v", 1024))); err != nil {
@@ -46,30 +42,13 @@ func bigStore(t *testing.T, dir string) string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return path
 }
 
 // treePages returns the ids of the leaf and branch pages of the file.
 func treePages(t *testing.T, path string) []int {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var ids []int
-	db.View(func(tx *bolt.Tx) error {
-		for id := 2; id < int(tx.Size())/4096; id++ {
-			if info, err := tx.Page(id); err == nil && info != nil && (info.Type == "leaf" || info.Type == "branch") {
-				ids = append(ids, id)
-			}
-		}
-		return nil
-	})
-	return ids
+	return bolttest.Pages(t, path, "leaf", "branch")
 }
 
 func overwritePages(t *testing.T, path string, ids []int, fill func([]byte)) {
@@ -139,12 +118,7 @@ func damagedFiles() []damagedFile {
 		}, true, "init`"},
 		{"foreign-bbolt-file", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, "t.db")
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err })
-			db.Close()
+			bolttest.Update(t, path, func(tx *boltfile.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err })
 			return path
 		}, true, "init`"},
 	}

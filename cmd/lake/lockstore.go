@@ -29,3 +29,17 @@ func (g *globalOptions) withLocks(ctx context.Context, fn func(lock.Storage) err
 	}
 	return fn(d.Locks())
 }
+
+// withLockReader is withLocks for a command that only reads the locks: a
+// bolt file is opened read-only (a shared lock) and keeps every byte.
+func (g *globalOptions) withLockReader(ctx context.Context, fn func(lock.Storage) error) error {
+	if strings.HasPrefix(g.store, "s3://") {
+		return g.withLocks(ctx, fn)
+	}
+	s, err := g.openReader(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(lock.Metastore(s))
+}

@@ -7,19 +7,25 @@ import (
 
 	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/metastore"
 )
 
 // serveData opens the datastore the node serves beside the metastore: on a
-// bolt file, its own buckets in the very file the node holds (made at the
-// first datastore request) (one process
-// holds a bolt file, so this is how several processes share it); on
+// bolt file, its own buckets in the very file the node holds, under the same
+// guard and poison (one process holds a bolt file, so this is how several
+// processes share it; the buckets are made by the first datastore write, so
+// a node that only serves reads leaves the file as it found it); on
 // DynamoDB, TABLE_files if `lake data init` made it (else none, with a
 // warning); through another node, none.
 func serveData(ctx context.Context, url string, store *metastore.Store, logger *slog.Logger) (*datastore.Store, error) {
 	if bd, ok := store.Driver().(*boltstore.Driver); ok {
-		return datastore.New(&lazyBolt{ms: bd}), nil
+		d, err := boltfs.New(bd.File())
+		if err != nil {
+			return nil, err
+		}
+		return datastore.New(d), nil
 	}
 	if !strings.HasPrefix(url, "dynamodb://") {
 		return nil, nil

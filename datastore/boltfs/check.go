@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 var _ datastore.Checker = (*Driver)(nil)
@@ -42,7 +42,7 @@ var bQuarantine = []byte("datastore.quarantine")
 //   - with Chunks, a live file whose chunks are missing: reported only.
 func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore.CheckReport, error) {
 	var rep datastore.CheckReport
-	run := func(tx *bolt.Tx) error {
+	run := func(tx *boltfile.Tx) error {
 		rep = datastore.CheckReport{}
 		if o.Repair && o.Fence != nil {
 			cur := tx.Bucket(bRecords).Get([]byte(o.Fence.Key))
@@ -61,7 +61,7 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 
 type boltChecker struct {
 	d   *Driver
-	tx  *bolt.Tx
+	tx  *boltfile.Tx
 	o   datastore.CheckOptions
 	rep *datastore.CheckReport
 }

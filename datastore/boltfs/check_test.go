@@ -7,7 +7,8 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
-	bolt "go.etcd.io/bbolt"
+	"github.com/lakemeta/lake/internal/boltfile"
+	"github.com/lakemeta/lake/internal/boltfile/bolttest"
 )
 
 // TestCheckRepair (issue 28): a bolt file damaged by another writer of the
@@ -34,11 +35,7 @@ func TestCheckRepair(t *testing.T) {
 	}
 	s.Close()
 
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	bolttest.Update(t, path, func(tx *boltfile.Tx) error {
 		feed, heads, reg := tx.Bucket([]byte("datastore.feed")), tx.Bucket([]byte("datastore.heads")), tx.Bucket([]byte("datastore.registry"))
 		// data/m/1/b was committed at position 2 of m/1.
 		if err := feed.Delete(append([]byte("m/1\x00"), 0, 0, 0, 0, 0, 0, 0, 2)); err != nil {
@@ -55,10 +52,6 @@ func TestCheckRepair(t *testing.T) {
 		}
 		return tx.Bucket([]byte("datastore.files")).Put([]byte("data/m/1/junk"), []byte("garbage"))
 	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	s = open()
 	defer s.Close()

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/lakemeta/lake/datastore"
-	bolt "go.etcd.io/bbolt"
+	"github.com/lakemeta/lake/internal/boltfile"
 )
 
 // checkClash returns the datastore.Clash of a commit whose files, applied
@@ -17,7 +17,7 @@ import (
 // can interleave (bbolt has one writer at a time). Cost per put: one Get per
 // directory above it, and one cursor seek below it that stops at the first
 // live file (stepping over the tombstones there, which Reclaim bounds).
-func checkClash(files *bolt.Bucket, entries []datastore.Entry) error {
+func checkClash(files *boltfile.Bucket, entries []datastore.Entry) error {
 	for _, e := range entries {
 		if e.Put == nil {
 			continue

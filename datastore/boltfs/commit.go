@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // BeginUpload records the upload intent.
 func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
-	return d.update(ctx, func(tx *bolt.Tx) error {
+	return d.update(ctx, func(tx *boltfile.Tx) error {
 		return putJSON(d.bkt(tx, bIntents), []byte(s.Version), intentRec{Path: s.Path, Started: s.Started.UnixNano()})
 	})
 }
@@ -25,7 +25,7 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 // version committed, reclaimed or never begun takes none), checked in the
 // same transaction (issue 26).
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
-	return d.update(ctx, func(tx *bolt.Tx) error {
+	return d.update(ctx, func(tx *boltfile.Tx) error {
 		chunks, k := d.bkt(tx, bChunks), chunkKey(version, i)
 		if cur := chunks.Get(k); cur != nil {
 			if bytes.Equal(cur, data) {
@@ -43,7 +43,7 @@ func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byt
 // Commit applies entries in one bbolt transaction.
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
 	var out []datastore.Info
-	err := d.update(ctx, func(tx *bolt.Tx) error {
+	err := d.update(ctx, func(tx *boltfile.Tx) error {
 		out = nil
 		if fence != nil {
 			cur := tx.Bucket(bRecords).Get([]byte(fence.Key))
@@ -123,7 +123,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 
 // advance registers the touched partitions, moves each one's index entry to
 // the next index position and saves its head.
-func (d *Driver) advance(tx *bolt.Tx, touched map[string]*headRec, order []string) error {
+func (d *Driver) advance(tx *boltfile.Tx, touched map[string]*headRec, order []string) error {
 	meta, index := d.bkt(tx, bMeta), d.bkt(tx, bIndex)
 	var iseq uint64
 	if raw := meta.Get(keyISeq); raw != nil {

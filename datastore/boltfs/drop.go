@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // DropPartition removes partition whole in one transaction: each path's
@@ -16,7 +16,7 @@ import (
 // purge entry goes with it), then its head, index entry and registry entry.
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
 	var st datastore.DropStats
-	err := d.update(ctx, func(tx *bolt.Tx) error {
+	err := d.update(ctx, func(tx *boltfile.Tx) error {
 		st = datastore.DropStats{}
 		if fence != nil {
 			cur := tx.Bucket(bRecords).Get([]byte(fence.Key))

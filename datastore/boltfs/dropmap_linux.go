@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/lakemeta/lake/internal/boltfile"
 )
 
 // dropMapped tells the kernel that the process no longer needs the pages of
@@ -18,7 +18,7 @@ import (
 // cache; a later read faults them back in. It touches only memory inside
 // the mapping of a read-only transaction (never Go's heap) and only pages
 // that hold nothing but v.
-func dropMapped(tx *bolt.Tx, v []byte) {
+func dropMapped(tx *boltfile.Tx, v []byte) {
 	if len(v) == 0 || tx.Writable() {
 		return
 	}

@@ -2,7 +2,7 @@
 
 package boltfs
 
-import bolt "go.etcd.io/bbolt"
+import "github.com/lakemeta/lake/internal/boltfile"
 
 // dropMapped is a no-op where madvise is not wired (see dropmap_linux.go).
-func dropMapped(*bolt.Tx, []byte) {}
+func dropMapped(*boltfile.Tx, []byte) {}

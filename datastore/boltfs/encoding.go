@@ -3,11 +3,10 @@ package boltfs
 import (
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
-	bolt "go.etcd.io/bbolt"
+	"github.com/lakemeta/lake/internal/boltfile"
 )
 
 // NB: the JSON field names are part of the file format.
@@ -38,18 +37,21 @@ func (r fileRec) info(path string) datastore.Info {
 		Version: r.Version, Size: r.Size, Chunks: r.Chunks, SHA256: r.SHA256, Meta: r.Meta, Time: time.Unix(0, r.Time)}
 }
 
-func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
+func getJSON(b *boltfile.Bucket, key []byte, v any) (bool, error) {
+	if b == nil {
+		return false, nil // a bucket not yet made holds nothing
+	}
 	raw := b.Get(key)
 	if raw == nil {
 		return false, nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return false, datastore.Damaged(fmt.Sprintf("bolt datastore record %q", key), "not JSON: %v", err)
+	if err := jsonUnmarshal(raw, v, key); err != nil {
+		return false, err
 	}
 	return true, nil
 }
 
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
+func putJSON(b *boltfile.Bucket, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -9,18 +9,22 @@ import (
 	"slices"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 func jsonUnmarshal(raw []byte, v any, key []byte) error {
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("lake: corrupt datastore record %q: %w", key, err)
+		// A record another program wrote, not damage of the file's pages
+		// (those the open checks and the guard catch): the one object is
+		// reported, naming lake data check, which sets it aside; the file
+		// is not poisoned, so every other path reads on.
+		return datastore.Damaged(fmt.Sprintf("bolt datastore record %q", key), "not JSON: %v", err)
 	}
 	return nil
 }
 
-func (d *Driver) readHead(tx *bolt.Tx, partition string) (headRec, error) {
+func (d *Driver) readHead(tx *boltfile.Tx, partition string) (headRec, error) {
 	var h headRec
 	_, err := getJSON(d.bkt(tx, bHeads), []byte(partition), &h)
 	return h, err
@@ -29,7 +33,7 @@ func (d *Driver) readHead(tx *bolt.Tx, partition string) (headRec, error) {
 // Head returns partition's head.
 func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, error) {
 	var h headRec
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
 		var err error
 		h, err = d.readHead(tx, partition)
 		return err
@@ -41,7 +45,7 @@ func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, er
 func (d *Driver) Changes(ctx context.Context, partition string, after uint64, limit int) ([]datastore.Info, uint64, error) {
 	var out []datastore.Info
 	var upTo uint64
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
 		h, err := d.readHead(tx, partition)
 		if err != nil {
 			return err
@@ -55,7 +59,11 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 		upTo = h.Seq
 		start := feedKey(partition, after+1)
 		end := feedKey(partition, h.Seq)
-		c := d.bkt(tx, bFeed).Cursor()
+		fb := d.bkt(tx, bFeed)
+		if fb == nil {
+			return nil
+		}
+		c := fb.Cursor()
 		for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) <= 0; k, v = c.Next() {
 			if len(out) == limit {
 				upTo = out[len(out)-1].Pos
@@ -67,7 +75,7 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 				return err
 			}
 			if !ok || r.Pos != binary.BigEndian.Uint64(k[len(k)-8:]) {
-				return fmt.Errorf("lake: datastore feed entry %d of %q disagrees with its file record", binary.BigEndian.Uint64(k[len(k)-8:]), partition)
+				return damagef("datastore feed entry %d of %q disagrees with its file record", binary.BigEndian.Uint64(k[len(k)-8:]), partition)
 			}
 			out = append(out, r.info(string(v)))
 		}
@@ -82,8 +90,12 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 // Partitions returns the registered partitions, sorted.
 func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
 	var out []string
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		return d.bkt(tx, bRegistry).ForEach(func(k, _ []byte) error {
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
+		b := d.bkt(tx, bRegistry)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
 			out = append(out, string(k))
 			return nil
 		})
@@ -103,14 +115,22 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	var out []datastore.Head
 	var next uint64
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		if raw := d.bkt(tx, bMeta).Get(keyISeq); raw != nil {
-			next = binary.BigEndian.Uint64(raw)
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
+		if meta := d.bkt(tx, bMeta); meta != nil {
+			if raw := meta.Get(keyISeq); len(raw) == 8 {
+				next = binary.BigEndian.Uint64(raw)
+			} else if raw != nil {
+				return damagef("a datastore index counter of %d bytes", len(raw))
+			}
 		}
 		if after > next {
 			return fmt.Errorf("%w: feed cursor is beyond the index", metastore.ErrInvalidCursor)
 		}
-		c := d.bkt(tx, bIndex).Cursor()
+		ib := d.bkt(tx, bIndex)
+		if ib == nil {
+			return nil
+		}
+		c := ib.Cursor()
 		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
 			h, err := d.readHead(tx, string(v))
 			if err != nil {

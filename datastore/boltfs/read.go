@@ -7,15 +7,18 @@ import (
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/metastore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // GetChunk returns chunk i of version.
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
 	var out []byte
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		v := d.bkt(tx, bChunks).Get(chunkKey(version, i))
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
+		var v []byte
+		if b := d.bkt(tx, bChunks); b != nil {
+			v = b.Get(chunkKey(version, i))
+		}
 		if v == nil {
 			return fmt.Errorf("%w: chunk %d of version %s", metastore.ErrNotFound, i, version)
 		}
@@ -29,7 +32,7 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 // Stat returns the latest state of each path that has one.
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
 	out := make(map[string]datastore.Info, len(paths))
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
 		for _, p := range paths {
 			var r fileRec
 			ok, err := getJSON(d.bkt(tx, bFiles), []byte(p), &r)
@@ -53,8 +56,12 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	}
 	var files []datastore.Info
 	var next []byte
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		c := d.bkt(tx, bFiles).Cursor()
+	err := d.view(ctx, func(tx *boltfile.Tx) error {
+		b := d.bkt(tx, bFiles)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
 		k, v := c.Seek([]byte(prefix))
 		if pos != nil {
 			k, v = c.Seek(pos)

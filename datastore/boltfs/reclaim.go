@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
-	bolt "go.etcd.io/bbolt"
+	"github.com/lakemeta/lake/internal/boltfile"
 )
 
 // Reclaim deletes expired uploads' and replaced versions' chunks and purges
 // old tombstones, in one transaction.
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
-	err := d.update(ctx, func(tx *bolt.Tx) error {
+	err := d.update(ctx, func(tx *boltfile.Tx) error {
 		st = datastore.ReclaimStats{}
 		graceEnd := now.Add(-o.Grace).UnixNano()
 		uploadEnd := now.Add(-o.UploadGrace).UnixNano()
@@ -73,31 +73,33 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 	return st, err
 }
 
-// deleteChunks deletes the chunks of version (n of them, or every one found
-// when n < 0) and returns how many it deleted.
-func (d *Driver) deleteChunks(tx *bolt.Tx, version string, n int) (int, error) {
+// deleteChunks deletes the chunks of version (those numbered below n, or
+// every one when n < 0) and returns how many it deleted. It walks the
+// chunks that exist rather than counting to n: n comes from the file, and
+// a damaged count must not become a loop of four billion lookups.
+func (d *Driver) deleteChunks(tx *boltfile.Tx, version string, n int) (int, error) {
 	b := d.bkt(tx, bChunks)
-	deleted := 0
-	for i := 0; n < 0 || i < n; i++ {
-		k := chunkKey(version, i)
-		if b.Get(k) == nil {
-			if n < 0 {
-				break
-			}
+	prefix := []byte(version + "/")
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+4 || n >= 0 && int64(binary.BigEndian.Uint32(k[len(prefix):])) >= int64(n) {
 			continue
 		}
-		if err := b.Delete(k); err != nil {
-			return deleted, err
-		}
-		deleted++
+		keys = append(keys, bytes.Clone(k))
 	}
-	return deleted, nil
+	for i, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return i, err
+		}
+	}
+	return len(keys), nil
 }
 
 // purgeTombstone removes path's tombstone at pos, if it is still the path's
 // latest state, and raises its partition's floor to pos: a puller below it
 // may have missed the delete.
-func (d *Driver) purgeTombstone(tx *bolt.Tx, path string, pos uint64) error {
+func (d *Driver) purgeTombstone(tx *boltfile.Tx, path string, pos uint64) error {
 	var r fileRec
 	ok, err := getJSON(d.bkt(tx, bFiles), []byte(path), &r)
 	if err != nil || !ok || !r.Deleted || r.Pos != pos {

@@ -1,7 +1,7 @@
 // Package dsurl opens a datastore from a store URL, the same URL that names
 // the metastore:
 //
-//	bolt://PATH       buckets of their own in the bbolt file at PATH (created on first use)
+//	bolt://PATH       buckets of their own in the bbolt file at PATH (made by `lake init`, `lake data init` or the first write)
 //	dynamodb://TABLE  the DynamoDB table TABLE_files (created by `lake data init`)
 //	s3://BUCKET/PREFIX  objects under PREFIX/ in the S3 bucket BUCKET (created by `lake data init`)
 //	http(s)://HOST    the datastore a node (`lake serve`) serves (token from LAKE_TOKEN or LAKE_TOKEN_FILE)
@@ -29,9 +29,15 @@ import (
 
 // Options configure Open.
 type Options struct {
-	// Create creates what the URL names if it does not exist (the DynamoDB
-	// table); a bolt file is created on first use either way.
+	// Create creates what the URL names if it does not exist (the bolt file
+	// and the datastore's buckets in it, the DynamoDB table, the S3 bucket):
+	// `lake data init`. Without it a missing or zero-byte bolt file is an
+	// error naming `lake init`.
 	Create bool
+	// ReadOnly opens a bolt file for reading only (a shared lock; the file
+	// keeps every byte), for the commands that only read. Other stores
+	// ignore it.
+	ReadOnly bool
 }
 
 // Open opens the datastore named by raw. opts may be nil.
@@ -48,7 +54,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 		if rest == "" || strings.ContainsAny(rest, "?#") {
 			return nil, fmt.Errorf("%w: bolt URL %q: want bolt://PATH", metastore.ErrInvalidArgument, raw)
 		}
-		d, err := boltfs.Open(rest, &boltfs.Options{Create: true})
+		d, err := boltfs.Open(rest, &boltfs.Options{Create: opts.Create, ReadOnly: opts.ReadOnly && !opts.Create})
 		if err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ func nodeWithData(t *testing.T) (string, *datastore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := boltfs.New(ms.DB())
+	d, err := boltfs.New(ms.File())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package boltstore
+package boltfile
 
 import (
 	"encoding/binary"
