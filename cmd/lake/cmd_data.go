@@ -78,7 +78,7 @@ func (g *globalOptions) withDataReader(cmd *cobra.Command, fn func(*datastore.St
 // withNamespaceReader is withNamespace for a command that only reads.
 func (g *globalOptions) withNamespaceReader(cmd *cobra.Command, fn func(ns *datastore.Store) error) error {
 	if err := datastore.ValidateNamespace(g.namespace); err != nil {
-		return usagef("--namespace: %v", err)
+		return usageError{lakeerr.Wrap(err, "--namespace")}
 	}
 	return g.withDataReader(cmd, func(s *datastore.Store) error {
 		ns, err := s.Namespace(g.namespace)
