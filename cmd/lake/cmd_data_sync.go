@@ -93,7 +93,10 @@ the sync is refused (exit 4) naming the paths, unless --prefer local|remote.
 A path the tree cannot sync (a symbolic link, a remote entry under .lake or
 with an invalid name from a foreign writer, a path that is a file on one side
 and a directory on the other) is skipped and named on stderr with the way
-out; everything else syncs, and the exit status is 9.
+out; everything else syncs, and the exit status is 9. A sync whose commit
+stood but a step after it failed (the catalog fold, the lifecycle, saving its
+state, releasing the lock) prints its report and exits 10: never redo it as if
+refused; the next sync does the step again.
 --model TYPE/ID limits the sync to models (a scoped pull moves only their
 positions). See docs/sync.md.`,
 		Args: exactArgs(0),

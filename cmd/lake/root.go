@@ -39,7 +39,8 @@ The store is named by a URL:
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 5 writes paused (retry later), 6 refused (the current state forbids it),
 7 diverged copy during a migration (run lake dynamo-migrate repair),
-8 a lock wait ran out, 9 a sync that synced all but the paths it named.`,
+8 a lock wait ran out, 9 a sync that synced all but the paths it named,
+10 a sync whose commit stood but a step after it failed (run sync again).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
