@@ -27,6 +27,12 @@ const (
 	DataRecord            = "record"
 )
 
+// DataChunkStarted is the chunk PUT's parameter that names when its upload
+// intent began (RFC 3339 with nanoseconds, as the DataUpload request's
+// Started): a node whose backend keys intents by their start time (DynamoDB,
+// S3) stores a chunk only under a live intent, and refuses a PUT without it.
+const DataChunkStarted = "started"
+
 // DataMaxCommit bounds the entries of one commit through a node, so that a
 // commit body (each entry's metadata up to 64 KiB) stays bounded.
 const DataMaxCommit = 100

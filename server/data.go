@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -285,7 +286,7 @@ func (s *Server) dataRecord(rq *request, body []byte) (any, error) {
 
 // handleChunk stores (PUT) or returns (GET) one chunk as raw bytes.
 func (s *Server) handleChunk(rq *request) {
-	q, err := query(rq, "version", "i", dataNamespaceParam)
+	q, err := query(rq, "version", "i", nodeapi.DataChunkStarted, dataNamespaceParam)
 	if err != nil {
 		s.fail(rq, err)
 		return
@@ -340,12 +341,42 @@ func (s *Server) handleChunk(rq *request) {
 			return
 		}
 		defer release()
+		if err := liveIntent(ctx, d, version, q.Get(nodeapi.DataChunkStarted)); err != nil {
+			s.fail(rq, err)
+			return
+		}
 		if err := d.PutChunk(ctx, version, i, b); err != nil {
 			s.fail(rq, err)
 			return
 		}
 		s.noContent(rq)
 	}
+}
+
+// liveIntent refuses a client's chunk unless its upload intent is live, on
+// a backend that keys intents by their start time (the node is the trust
+// boundary: a chunk without an intent would never be reclaimed). bolt's
+// PutChunk checks the intent itself.
+func liveIntent(ctx context.Context, d datastore.Driver, version, started string) error {
+	ic, ok := d.(datastore.IntentChecker)
+	if !ok {
+		return nil
+	}
+	if started == "" {
+		return fmt.Errorf("%w: chunk of version %s without %q, when its upload intent began: begin the upload (POST %s) and name its start", metastore.ErrInvalidArgument, version, nodeapi.DataChunkStarted, nodeapi.DataPrefix+nodeapi.DataUpload)
+	}
+	t, err := time.Parse(time.RFC3339Nano, started)
+	if err != nil {
+		return fmt.Errorf("%w: %s %q: want an RFC 3339 time", metastore.ErrInvalidArgument, nodeapi.DataChunkStarted, started)
+	}
+	live, err := ic.HasIntent(ctx, version, t)
+	if err != nil {
+		return err
+	}
+	if !live {
+		return fmt.Errorf("%w: chunk of version %s has no live upload intent begun at %s (never begun, committed or reclaimed)", datastore.ErrUploadExpired, version, started)
+	}
+	return nil
 }
 
 func nonNilInfos(in []datastore.Info) []datastore.Info {

@@ -311,3 +311,15 @@ func build(b expression.Builder) (expression.Expression, error) {
 	}
 	return e, nil
 }
+
+// HasIntent implements datastore.IntentChecker with one strongly
+// consistent GetItem of the intent's item.
+func (d *Driver) HasIntent(ctx context.Context, version string, started time.Time) (bool, error) {
+	it, err := d.getItem(ctx, d.intentKey(datastore.Staged{Version: version, Started: started}))
+	if err != nil {
+		return false, err
+	}
+	return it != nil, nil
+}
+
+var _ datastore.IntentChecker = (*Driver)(nil)

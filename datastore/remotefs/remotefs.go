@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -52,6 +53,10 @@ type Driver struct {
 	// ns is the namespace every request but a record's names ("" for the
 	// root).
 	ns string
+	// started remembers when each upload this client began started, for
+	// its chunk PUTs (nodeapi.DataChunkStarted); shared by every namespace
+	// of the root.
+	started *sync.Map // version → time.Time
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -67,7 +72,7 @@ func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT (no user info: give the token with LAKE_TOKEN or LAKE_TOKEN_FILE)", metastore.ErrInvalidArgument, nodeapi.RedactURL(base))
 	}
-	d := &Driver{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), client: opts.Client}
+	d := &Driver{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), client: opts.Client, started: new(sync.Map)}
 	if opts.Token != "" {
 		d.auth = "Bearer " + opts.Token
 	}
@@ -101,16 +106,25 @@ func (d *Driver) MaxCommit() int { return d.maxCommit }
 
 // BeginUpload implements datastore.Driver.
 func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
-	return d.call(ctx, http.MethodPost, nodeapi.DataUpload, s, nil)
+	if err := d.call(ctx, http.MethodPost, nodeapi.DataUpload, s, nil); err != nil {
+		return err
+	}
+	d.started.Store(s.Version, s.Started)
+	return nil
 }
 
 func chunkQuery(version string, i int) url.Values {
 	return url.Values{"version": {version}, "i": {strconv.Itoa(i)}}
 }
 
-// PutChunk implements datastore.Driver.
+// PutChunk implements datastore.Driver. It names when the upload's intent
+// began, so that the node can check the intent is live (issue 26).
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
-	resp, err := d.do(ctx, http.MethodPut, nodeapi.DataChunk, chunkQuery(version, i), data, nodeapi.ValueMIMEType)
+	q := chunkQuery(version, i)
+	if t, ok := d.started.Load(version); ok {
+		q.Set(nodeapi.DataChunkStarted, t.(time.Time).Format(time.RFC3339Nano))
+	}
+	resp, err := d.do(ctx, http.MethodPut, nodeapi.DataChunk, q, data, nodeapi.ValueMIMEType)
 	if err != nil {
 		return err
 	}
@@ -143,6 +157,11 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 
 // Commit implements datastore.Driver.
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	for _, e := range entries {
+		if e.Put != nil {
+			d.started.Delete(e.Put.Version) // its chunks are all PUT by now
+		}
+	}
 	var out nodeapi.DataInfos
 	err := d.call(ctx, http.MethodPost, nodeapi.DataCommit, nodeapi.DataCommitRequest{Fence: fence, Entries: entries, Now: now}, &out)
 	if errors.Is(err, metastore.ErrRefused) {

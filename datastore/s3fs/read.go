@@ -274,3 +274,15 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	b, _ := json.Marshal(next)
 	return heads, b, nil
 }
+
+// HasIntent implements datastore.IntentChecker with one HEAD of the
+// intent's object.
+func (d *Driver) HasIntent(ctx context.Context, version string, started time.Time) (bool, error) {
+	_, err := d.c.head(ctx, d.uploadKey(version, started))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+var _ datastore.IntentChecker = (*Driver)(nil)
