@@ -25,6 +25,14 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 // version committed, reclaimed or never begun takes none), checked in the
 // same transaction (issue 26).
 func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byte) error {
+	err := d.putChunk(ctx, version, i, data)
+	if err == nil {
+		_ = d.view(ctx, func(tx *boltfile.Tx) error { dropAllMapped(tx); return nil })
+	}
+	return err
+}
+
+func (d *Driver) putChunk(ctx context.Context, version string, i int, data []byte) error {
 	return d.update(ctx, func(tx *boltfile.Tx) error {
 		chunks, k := d.bkt(tx, bChunks), chunkKey(version, i)
 		if cur := chunks.Get(k); cur != nil {

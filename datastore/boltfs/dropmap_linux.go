@@ -35,3 +35,21 @@ func dropMapped(tx *boltfile.Tx, v []byte) {
 	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(v)), start-addr)
 	_ = syscall.Madvise(unsafe.Slice((*byte)(p), end-start), syscall.MADV_DONTNEED) // advice only
 }
+
+// dropAllMapped is dropMapped for the whole mapping, in a read-only
+// transaction (which holds bbolt's mapping in place): after a chunk is
+// written, the pages the write touched through the mapping leave the
+// process's resident set, so that a streamed put of a large file does not
+// keep the file's pages in it either.
+func dropAllMapped(tx *boltfile.Tx) {
+	if tx.Writable() {
+		return
+	}
+	base, size := tx.DB().Info().Data, uintptr(tx.Size())
+	ps := uintptr(os.Getpagesize())
+	size &^= ps - 1
+	if base == 0 || size == 0 {
+		return
+	}
+	syscall.Syscall(syscall.SYS_MADVISE, base, size, syscall.MADV_DONTNEED) // advice only: its error is ignored
+}
