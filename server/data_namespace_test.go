@@ -30,6 +30,13 @@ func newDataNode(t *testing.T) (*node, *datastore.Store) {
 		t.Fatal(err)
 	}
 	data, store := datastore.New(d), metastore.New(bd)
+	return serveData(t, store, data), data
+}
+
+// serveData serves store and its datastore data on loopback until the test
+// ends.
+func serveData(t *testing.T, store *metastore.Store, data *datastore.Store) *node {
+	t.Helper()
 	srv, err := New(store, &Options{Data: data, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,7 @@ func newDataNode(t *testing.T) (*node, *datastore.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hs.Close(); data.Close(); store.Close() })
-	return &node{srv: srv, store: store, url: url}, data
+	return &node{srv: srv, store: store, url: url}
 }
 
 func dataPath(op, query string) string {

@@ -26,17 +26,7 @@ func newDataNodeOn(t *testing.T, d datastore.Driver) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, store := datastore.New(d), metastore.New(bd)
-	srv, err := New(store, &Options{Data: data, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, hs, err := ServeLoopback(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hs.Close(); data.Close(); store.Close() })
-	return &node{srv: srv, store: store, url: url}
+	return serveData(t, metastore.New(bd), datastore.New(d))
 }
 
 // TestNodeChunkNeedsLiveIntent (issue 26): through a node on DynamoDB and

@@ -8,10 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/dynamofs"
-	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -20,15 +17,7 @@ import (
 // lake's commits still meet it: a file below it, or over it, is refused
 // naming both paths (issue 27).
 func TestForeignFileItemClashes(t *testing.T) {
-	raw := ddblocal.Client(t)
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
-	d, err := dynamofs.Open(t.Context(), dynamostore.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	raw, table, s := rawStore(t)
 	for _, p := range []string{"data/t/i/x", "data/u/j", "top/a/b"} {
 		_, err := raw.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 			"pk": &types.AttributeValueMemberS{Value: "f#" + datastore.Partition(p)}, "sk": &types.AttributeValueMemberS{Value: p},

@@ -21,15 +21,7 @@ import (
 // paths fail with a damaged-file error naming each, without allocating what
 // is claimed; other paths read on.
 func TestForeignSizeAndChunk(t *testing.T) {
-	raw := ddblocal.Client(t)
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
-	d, err := dynamofs.Open(t.Context(), dynamostore.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	raw, table, s := rawStore(t)
 	ctx := t.Context()
 	for _, p := range []string{"data/t/i/huge", "data/t/i/junk", "data/t/i/ok"} {
 		if _, err := s.Put(ctx, p, strings.NewReader("hello"), nil); err != nil {
@@ -64,4 +56,20 @@ func TestForeignSizeAndChunk(t *testing.T) {
 	if _, b, err := s.Get(ctx, "data/t/i/ok"); err != nil || string(b) != "hello" {
 		t.Fatalf("Get of another path = %q, %v", b, err)
 	}
+}
+
+// rawStore opens a Store on a fresh table and returns it with a raw client
+// of the same table: the hostile peer of the foreign-writer tests.
+func rawStore(t *testing.T) (*dynamodb.Client, string, *datastore.Store) {
+	t.Helper()
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	d, err := dynamofs.Open(t.Context(), dynamostore.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return raw, table, s
 }

@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/s3fs"
-	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -19,13 +17,7 @@ import (
 // still meet them: a file below one, or over one, is refused naming both
 // paths (issue 27).
 func TestForeignIndexEntryClashes(t *testing.T) {
-	raw, bucket := s3local.Client(t), s3local.Bucket(t)
-	d, err := s3fs.Open(t.Context(), raw, s3fs.Options{Bucket: bucket, Prefix: "lake/ds"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	raw, bucket, s := rawStore(t, "lake/ds")
 	for _, p := range []string{"data/t/i/x", "top/a/b"} {
 		body := `{"path":"` + p + `","version":"00","sha256":"e3b0","pos":1,"time":"2026-01-01T00:00:00Z"}`
 		_, err := raw.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("lake/ds/f/" + p + "~"),

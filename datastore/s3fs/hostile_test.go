@@ -22,13 +22,7 @@ import (
 // most one chunk; lake's own PutChunk of other bytes stays a conflict; other
 // paths read on.
 func TestForeignChunkOverwrite(t *testing.T) {
-	api, bucket := s3local.Client(t), s3local.Bucket(t)
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "hostile"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	api, bucket, s := rawStore(t, "hostile")
 	ctx := t.Context()
 	content := strings.Repeat("z", datastore.ChunkSize+9)
 	for _, tc := range []struct {
@@ -58,4 +52,18 @@ func TestForeignChunkOverwrite(t *testing.T) {
 	if _, b, err := s.Get(ctx, "data/t/i/ok"); err != nil || string(b) != "ok" {
 		t.Fatalf("Get of another path = %q, %v", b, err)
 	}
+}
+
+// rawStore opens a Store under prefix of a fresh bucket and returns it with
+// a raw client of the bucket: the hostile peer of the foreign-writer tests.
+func rawStore(t *testing.T, prefix string) (*s3.Client, string, *datastore.Store) {
+	t.Helper()
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	d, err := s3fs.Open(t.Context(), raw, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return raw, bucket, s
 }
