@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // GSIFeed is the seed's original index kept live beside a datastore, for

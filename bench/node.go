@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/server"
 )
 

@@ -19,9 +19,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lakemeta/lake/backend/boltstore"
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/nodeapi"
 )
 

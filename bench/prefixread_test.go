@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/bench"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestPrefixRead runs the measuring command's engine at a small size and

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/storeurl"
 )
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/lakemeta/lake/backend/boltstore"
-	"github.com/lakemeta/lake/backend/dynamostore"
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/server"
 )
 

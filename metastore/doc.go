@@ -42,4 +42,10 @@
 // ErrInvalidValue, ErrReservedKey, ErrInvalidArgument, ErrInvalidCursor,
 // ErrCursorExpired, ErrWritesPaused, ErrRefused, ErrUnavailable and ErrClosed.
 // Messages start with "lake: ".
+//
+// # Drivers
+//
+// Each backend is a subpackage of this one, the same rule the datastore
+// follows: boltstore (bbolt), dynamostore (DynamoDB, both layouts) and
+// remotestore (a node). storetest is the conformance suite they all pass.
 package metastore

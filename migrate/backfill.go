@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/sweep"
 )
 

@@ -3,8 +3,8 @@ package migrate_test
 import (
 	"testing"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/metastore/storetest"
 	"github.com/lakemeta/lake/migrate"
 	"github.com/lakemeta/lake/storeurl"

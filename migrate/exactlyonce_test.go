@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate"
 )
 

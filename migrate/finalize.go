@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"golang.org/x/sync/errgroup"
 )
 

@@ -51,8 +51,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // Migrator runs the migration of one table.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // A writer lake does not know (a legacy binary writing v1 directly) can

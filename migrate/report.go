@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"golang.org/x/sync/errgroup"
 )
 

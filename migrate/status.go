@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // Status is what `lake dynamo-migrate status` shows.

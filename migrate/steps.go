@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // Step is one migration step: a name, a check of whether the current state

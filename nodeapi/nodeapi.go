@@ -1,7 +1,7 @@
 // Package nodeapi is the wire format of the HTTP API of a lake node (`lake
 // serve`): paths, headers, JSON bodies, error codes and the ETag function.
 // The server (package server) and its client (package
-// backend/remotestore) both use it, so that the two sides cannot drift
+// metastore/remotestore) both use it, so that the two sides cannot drift
 // apart; docs/node.md describes the same API for people and other
 // languages.
 //

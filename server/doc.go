@@ -2,7 +2,7 @@
 // http.Handler that exposes the whole metastore contract of one
 // *metastore.Store, plus the node's own duties: write admission, a catalog
 // cache, health, readiness and Prometheus metrics. Package
-// backend/remotestore is its client; package nodeapi holds the wire
+// metastore/remotestore is its client; package nodeapi holds the wire
 // format both use, and docs/node.md describes the API for people.
 //
 // # Endpoints

@@ -7,11 +7,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/bench"
 	"github.com/lakemeta/lake/bench/syncload"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestHotPartitionOnDynamoDB runs the seed's full pull (its GSI partition

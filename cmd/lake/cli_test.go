@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 var lakeBin string

@@ -3,8 +3,8 @@ package main
 import (
 	"strings"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/bench"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/spf13/cobra"
 )

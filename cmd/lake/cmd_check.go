@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 	"github.com/spf13/cobra"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/spf13/cobra"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 	"github.com/lakemeta/lake/reshape"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/lakemeta/lake/sweep"

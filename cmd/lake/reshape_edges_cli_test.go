@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 // TestReshapeCLIDataEdges (issue 32) runs the binary on a table another

@@ -5,11 +5,11 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 // serveData opens the datastore the node serves beside the metastore: on a

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate/nodewatch"
 	"github.com/lakemeta/lake/server"
 	"github.com/prometheus/client_golang/prometheus"

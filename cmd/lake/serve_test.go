@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/boltstore"
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/nodeapi"
 )
 

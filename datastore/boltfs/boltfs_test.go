@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dstest"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 func newStore(t *testing.T) *datastore.Store {

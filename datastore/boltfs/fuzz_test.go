@@ -11,10 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 // Regression fuzz target for https://github.com/lakemeta/lake/issues/25:

@@ -17,12 +17,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/datastore/remotefs"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/nodeapi"
 	"github.com/lakemeta/lake/storeurl"
 )

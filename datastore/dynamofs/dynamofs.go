@@ -82,9 +82,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TableSuffix is appended to the metastore's table name to name the

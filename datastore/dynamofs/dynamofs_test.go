@@ -7,12 +7,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultapi"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // newDriver creates a fresh table on DynamoDB Local and opens it.

@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestForeignSizeAndChunk (issue 26, hostile peer): a client lake did not

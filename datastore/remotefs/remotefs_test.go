@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dslock"
@@ -16,6 +15,7 @@ import (
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/lock/locktest"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 	"github.com/lakemeta/lake/server"
 )
 

@@ -1,7 +1,7 @@
 // Package boltfile owns lake's bbolt file: it opens it, checks it before
 // bbolt maps it, runs every bbolt call under a fault guard, and poisons the
 // file at the first fault. Every user of the file (the metastore's driver
-// backend/boltstore, the datastore's driver datastore/boltfs, the locks on
+// metastore/boltstore, the datastore's driver datastore/boltfs, the locks on
 // either, the node) goes through a *File; nothing else in lake imports
 // bbolt.
 //

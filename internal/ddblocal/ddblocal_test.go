@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // createPKTable creates a PAY_PER_REQUEST table keyed by HASH pk (S).

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/migrate/nodewatch"
 	"github.com/lakemeta/lake/server"
 )

@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/lincheck"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // Config shapes a run.

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/lakemeta/lake/backend/boltstore"
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/lincheck"
 	"github.com/lakemeta/lake/internal/workload"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // artifacts is where failing histories and their visualisations go.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 	"github.com/lakemeta/lake/metastore/storetest"
 )
 

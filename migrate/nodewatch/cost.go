@@ -1,7 +1,7 @@
 package nodewatch
 
 import (
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

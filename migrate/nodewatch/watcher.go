@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

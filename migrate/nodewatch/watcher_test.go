@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate"
 	"github.com/lakemeta/lake/migrate/nodewatch"
 	"github.com/lakemeta/lake/server"

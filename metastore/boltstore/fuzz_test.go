@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 var (

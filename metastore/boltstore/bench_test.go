@@ -3,7 +3,7 @@ package boltstore_test
 import (
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 // BenchmarkOpenReadOnly measures what a `lake get` pays to open a store of

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/metastore/storetest"
 	"github.com/lakemeta/lake/server"
 )

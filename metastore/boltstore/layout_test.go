@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/boltstore"
 	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/internal/boltfile/bolttest"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 // Regression tests for https://github.com/lakemeta/lake/issues/11: reads

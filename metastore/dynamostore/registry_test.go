@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestRegistryStaysBounded (issue 9): 10,000 distinct node ids heartbeat

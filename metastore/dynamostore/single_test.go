@@ -5,9 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // onRetry is a plan that gives the first attempt of each logical PutItem the

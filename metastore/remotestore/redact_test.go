@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/datastore/remotefs"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/storeurl"
 )
 

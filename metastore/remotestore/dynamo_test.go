@@ -7,10 +7,10 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/dynamostore"
-	"github.com/lakemeta/lake/backend/remotestore"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/metastore/remotestore"
 	"github.com/lakemeta/lake/metastore/storetest"
 	"github.com/lakemeta/lake/server"
 )

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lakemeta/lake/backend/boltstore"
+	"github.com/lakemeta/lake/metastore/boltstore"
 )
 
 // TestCheckSoundStore: a healthy store is sound, its keys counted, and the
