@@ -105,6 +105,7 @@ type ReclaimStats struct {
 	Versions   int // replaced versions whose chunks were deleted
 	Chunks     int // chunk items deleted
 	Tombstones int // tombstones purged from the feed
+	LiveKept   int // versions queued as replaced that their path still holds: kept, not deleted
 }
 
 // DropStats counts what DropPartition removed.

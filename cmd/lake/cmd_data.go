@@ -366,6 +366,9 @@ it removed.`,
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "uploads %d, versions %d, chunks %d, tombstones %d\n", st.Uploads, st.Versions, st.Chunks, st.Tombstones)
+				if st.LiveKept > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "kept %d versions queued as replaced that their paths still hold (lake data check reports them)\n", st.LiveKept)
+				}
 				return nil
 			})
 		},

@@ -8,7 +8,8 @@
 //	c/VERSION/NNNNNN     chunk NNNNNN of a version (immutable)
 //	u/TIME/VERSION       the intent of an upload, written before its chunks, named by its start
 //	v/VERSION            a replaced version's marker: an expired intent's version was committed
-//	q/TIME/VERSION       the due queue: a version replaced at TIME, whose chunks Reclaim deletes
+//	q/TIME/VERSION       the due queue: a version of a path replaced at TIME, whose chunks Reclaim deletes
+//	                     once that path no longer holds it
 //	                     after the grace period (Reclaim lists u/ and q/ only up to now − grace)
 //	l/PARTITION/POS      the partition's log: one object per commit, named by its first position
 //	h/PARTITION          the partition's head: registry entry and applied watermark

@@ -130,7 +130,7 @@ func (d *Driver) dropFileIf(ctx context.Context, path string, want *indexEntry, 
 			return nil
 		}
 		if !e.Deleted {
-			if err := d.markReplaced(ctx, e.Version, e.Chunks, now); err != nil {
+			if err := d.markReplaced(ctx, path, e.Version, e.Chunks, now); err != nil {
 				return err
 			}
 		}

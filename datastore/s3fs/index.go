@@ -21,23 +21,28 @@ type indexEntry struct {
 	Time time.Time `json:"time"`
 }
 
-// replaced is the value of v/VERSION: a version replaced at Time; its
-// chunks go with its due-queue entry (see markReplaced).
+// replaced is the value of v/VERSION and of its due-queue entry
+// q/TIME/VERSION: a version of Path replaced at Time; its chunks go with its
+// due-queue entry (see markReplaced). Path is empty in entries written
+// before it was recorded.
 type replaced struct {
 	Time   time.Time `json:"time"`
 	Chunks int       `json:"chunks"`
+	Path   string    `json:"path,omitempty"`
 }
 
 // markReplaced hands version's chunks to Reclaim as replaced at now: first
 // its entry in the due queue (q/TIME/VERSION, which Reclaim lists up to
 // now minus the grace period, and which alone decides), then its marker
 // (v/VERSION, by which an expired upload intent learns that its version was
-// committed). Both creates are idempotent for a retry with the same now.
-func (d *Driver) markReplaced(ctx context.Context, version string, chunks int, now time.Time) error {
-	if _, err := d.c.create(ctx, d.dueKey(version, now), nil); err != nil && !errors.Is(err, metastore.ErrConflict) {
+// committed). Both name path, so that Reclaim can check that path no longer
+// holds the version before it deletes its chunks (a queue entry is only a
+// claim). Both creates are idempotent for a retry with the same now.
+func (d *Driver) markReplaced(ctx context.Context, path, version string, chunks int, now time.Time) error {
+	mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: chunks, Path: path})
+	if _, err := d.c.create(ctx, d.dueKey(version, now), mark); err != nil && !errors.Is(err, metastore.ErrConflict) {
 		return err
 	}
-	mark, _ := json.Marshal(replaced{Time: now.Round(0).UTC(), Chunks: chunks})
 	if _, err := d.c.create(ctx, d.replacedKey(version), mark); err != nil && !errors.Is(err, metastore.ErrConflict) {
 		return err
 	}
@@ -150,7 +155,7 @@ func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, no
 			return err
 		}
 		if cur != nil && !cur.Deleted && cur.Version != e.Version {
-			if err := d.markReplaced(ctx, cur.Version, cur.Chunks, now); err != nil {
+			if err := d.markReplaced(ctx, e.Path, cur.Version, cur.Chunks, now); err != nil {
 				return err
 			}
 		}

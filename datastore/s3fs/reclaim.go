@@ -160,6 +160,17 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 		if now.Sub(at) <= grace {
 			continue
 		}
+		switch live, err := d.stillLive(ctx, k.key, version); {
+		case err != nil:
+			return err
+		case live:
+			// A claim that the version was replaced while its path's
+			// index entry still names it (written by another client, or
+			// an index not yet rolled forward): its chunks are a live
+			// file's. The entry stays, checked again by the next reclaim.
+			st.LiveKept++
+			continue
+		}
 		n, err := d.deleteChunks(ctx, version)
 		if err != nil {
 			return err
@@ -178,6 +189,48 @@ func (d *Driver) reclaimVersions(ctx context.Context, now time.Time, grace time.
 		st.Chunks += n
 	}
 	return nil
+}
+
+// stillLive reports whether the version a due-queue entry (key) names is
+// still its path's current version by the path's index entry. The path
+// comes from the entry, else from the version's marker; an entry that names
+// no path and has no marker was not written by lake (markReplaced writes
+// both with the path; entries from before the path was recorded have a
+// marker), so it is treated as live and kept: chunks are only ever deleted
+// for a version some path held and no longer holds.
+func (d *Driver) stillLive(ctx context.Context, key, version string) (bool, error) {
+	path := ""
+	for _, k := range []string{key, d.replacedKey(version)} {
+		o, err := d.c.get(ctx, k)
+		if errors.Is(err, metastore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		var r replaced
+		if json.Unmarshal(o.body, &r) != nil {
+			continue
+		}
+		if r.Path == "" && k == d.replacedKey(version) {
+			return false, nil // written before paths were recorded: as before
+		}
+		if r.Path != "" && datastore.ValidatePath(r.Path) == nil {
+			path = r.Path
+			break
+		}
+	}
+	if path == "" {
+		return true, nil
+	}
+	e, _, err := d.readIndex(ctx, path)
+	if errors.Is(err, datastore.ErrDamaged) {
+		return true, nil // lake data check reports it; keep the chunks
+	}
+	if err != nil {
+		return false, err
+	}
+	return e != nil && !e.Deleted && e.Version == version, nil
 }
 
 // examinedMark is how far compact has read a log: every object up to the
