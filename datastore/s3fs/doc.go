@@ -9,8 +9,8 @@
 //	u/TIME/VERSION       the intent of an upload, written before its chunks, named by its start
 //	v/VERSION            a replaced version's marker: an expired intent's version was committed
 //	q/TIME/VERSION       the due queue: a version of a path replaced at TIME, whose chunks Reclaim deletes
-//	                     once that path no longer holds it
-//	                     after the grace period (Reclaim lists u/ and q/ only up to now − grace)
+//	                     after the grace period, once that path no longer holds it
+//	                     (Reclaim lists u/ and q/ only up to now − grace)
 //	l/PARTITION/POS      the partition's log: one object per commit, named by its first position
 //	h/PARTITION          the partition's head: registry entry and applied watermark
 //	f/PATH~              the path's index entry: its latest change, rolled forward from the log
