@@ -73,8 +73,8 @@ passed; without it, a waiter first observes the lock unchanged for a full lease.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withLocks(cmd.Context(), func(st lock.Storage) error {
-				return runLockRun(cmd.Context(), st, o, args[0], args[1:])
+			return g.withFencedLocks(cmd.Context(), func(st lock.Storage, fence takeoverFence) error {
+				return runLockRun(cmd.Context(), st, fence, o, args[0], args[1:])
 			})
 		},
 	}
@@ -88,7 +88,7 @@ passed; without it, a waiter first observes the lock unchanged for a full lease.
 	return cmd
 }
 
-func runLockRun(ctx context.Context, st lock.Storage, o lockRunOptions, name string, argv []string) error {
+func runLockRun(ctx context.Context, st lock.Storage, fence takeoverFence, o lockRunOptions, name string, argv []string) error {
 	wait := o.wait
 	if wait == 0 {
 		wait = lock.NoWait
@@ -105,6 +105,11 @@ func runLockRun(ctx context.Context, st lock.Storage, o lockRunOptions, name str
 		return err
 	}
 	defer ls.Release(context.WithoutCancel(ctx))
+	if ls.TookOver() && fence != nil {
+		if err := fence(ctx, name, ls); err != nil {
+			return err
+		}
+	}
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 	c.Env = append(os.Environ(), "LAKE_FENCING_TOKEN="+ls.Token().String(), "LAKE_LOCK_NAME="+name)
