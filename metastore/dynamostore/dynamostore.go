@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -70,7 +71,7 @@ type Options struct {
 	// Layout selects the layout; empty means LayoutAuto.
 	Layout Layout
 	// Retryer decides which failures are retried and how long to wait; nil
-	// means NewRetryer(RetryOptions{}). The API client itself should not
+	// means ddb.NewRetryer(ddb.RetryOptions{}). The API client itself should not
 	// retry (its retries would hide the attempts from the idempotency
 	// bookkeeping); NewClient makes such a client.
 	Retryer aws.Retryer
@@ -88,7 +89,7 @@ type Options struct {
 
 // Driver is the DynamoDB implementation of metastore.Driver.
 type Driver struct {
-	api     API
+	api     ddb.API
 	streams StreamsAPI
 	retryer aws.Retryer
 	layout  Layout
@@ -121,7 +122,7 @@ func (o *Options) fill() error {
 		return fmt.Errorf("%w: unknown layout %q (want auto, v1 or v2)", metastore.ErrInvalidArgument, o.Layout)
 	}
 	if o.Retryer == nil {
-		o.Retryer = NewRetryer(RetryOptions{})
+		o.Retryer = ddb.NewRetryer(ddb.RetryOptions{})
 	}
 	if o.Params == nil {
 		p := keyspace.DefaultParams()
@@ -145,7 +146,7 @@ func validTableName(name string) error {
 	return nil
 }
 
-func newDriver(api API, opts Options) *Driver {
+func newDriver(api ddb.API, opts Options) *Driver {
 	if opts.Streams == nil {
 		opts.Streams = streamsFor(api)
 	}
@@ -156,7 +157,7 @@ func newDriver(api API, opts Options) *Driver {
 // Open opens the store over existing tables; Create makes them. A missing
 // table is an error matching ErrNoTable; v2 layout parameters that differ
 // from opts.Params give ErrLayoutMismatch.
-func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
+func Open(ctx context.Context, api ddb.API, opts Options) (*Driver, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -77,7 +78,7 @@ func (d *Driver) putItem(ctx context.Context, t tbl, m mutation) error {
 			return nil
 		}
 		d.meter.request("PutItem", 0, 0)
-		if !surelyNotApplied(err) {
+		if !ddb.SurelyNotApplied(err) {
 			ambiguous = true
 		}
 		return err

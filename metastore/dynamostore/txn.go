@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -182,7 +183,7 @@ func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, er
 			return nil
 		}
 		d.meter.request("TransactWriteItems", 0, 0)
-		if !surelyNotApplied(err) {
+		if !ddb.SurelyNotApplied(err) {
 			ambiguous = true
 		}
 		return err
