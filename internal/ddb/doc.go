@@ -37,4 +37,15 @@
 // quota. Retry runs a logical operation under it, stopping when the context
 // ends. Backoff is the short pause of a caller's own loop that lost a race
 // on an item.
+//
+// # Conditional writes
+//
+// Writer.PutOnce is the one single-item conditional write: it stamps the
+// item with the write's token (TokenAttr) and, after an attempt whose
+// outcome was not seen, reads back in the retry itself (a PutItem
+// conditioned on the token): the item carries the token, so the write
+// applied; or it does not, and the outcome is unknown (ErrUnknownOutcome,
+// a metastore.ErrUnavailable), never a conflict. Transactions get the same
+// guarantee from DynamoDB's ClientRequestToken (NewToken), reused by every
+// retry of one transaction.
 package ddb

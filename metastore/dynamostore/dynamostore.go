@@ -2,8 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -41,8 +39,8 @@ const (
 	attrPK       = "pk"
 	attrBucket   = "bucket"
 	attrValue    = "v"
-	attrWrite    = "w" // the token of the write that wrote the item: lake's stamp
-	attrTime     = "t" // when lake wrote the item, unix milliseconds
+	attrWrite    = ddb.TokenAttr // "w": the token of the write that wrote the item: lake's stamp
+	attrTime     = "t"           // when lake wrote the item, unix milliseconds
 	attrFamilies = "fams"
 	attrExpires  = "expires" // TTL of change-log entries, unix seconds
 )
@@ -288,11 +286,4 @@ func (d *Driver) GuardedMutate(ctx context.Context, guard metastore.Guard, targe
 	}
 	e := target.Expect
 	return d.mutate(ctx, mutation{key: target.Key, expect: &e, value: target.Value, del: target.Delete, guard: &guard})
-}
-
-// newToken returns a fresh ClientRequestToken (at most 36 characters).
-func newToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

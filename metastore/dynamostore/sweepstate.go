@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/sweep"
 )
@@ -144,7 +145,7 @@ func (c sweepCheckpoints) Save(ctx context.Context, segment int, cur sweep.Curso
 // put writes one item of the sweep's state; with create, only if absent.
 func (c sweepCheckpoints) put(ctx context.Context, pk string, value []byte, create bool) error {
 	d := c.d
-	token := newToken()
+	token := ddb.NewToken()
 	item := c.key(pk)
 	item[attrValue] = &types.AttributeValueMemberB{Value: value}
 	item[attrWrite] = &types.AttributeValueMemberS{Value: token}

@@ -149,7 +149,7 @@ func (d *Driver) transact(ctx context.Context, items []txItem) error {
 // transactUnits is transact that also returns the write units DynamoDB
 // reported for the attempt that succeeded (0 when it did not say).
 func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, error) {
-	token := newToken()
+	token := ddb.NewToken()
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	in := &dynamodb.TransactWriteItemsInput{
 		ClientRequestToken:     aws.String(token),
