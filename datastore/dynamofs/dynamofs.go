@@ -18,7 +18,7 @@
 //	g#SS          i#MS#VERSION    an upload intent (path) since MS
 //	g#SS          g#MS#VERSION    a version replaced at MS (chunks)
 //	g#SS          t#MS#HASH       a tombstone written at MS (path, pos)
-//	k#DIR         KEY             a lock record (v): DIR is KEY up to its last "/"
+//	k#DIR         KEY             a lock record (v; w: the token of the write that put it, see CASRecord): DIR is KEY up to its last "/"
 //	s#NS#f#…, s#NS#x#SS, …        namespace NS's items: every pk above but k#, prefixed
 //
 // SS is a shard, two digits, FNV-1a of the partition (or version, or path)
@@ -151,7 +151,13 @@ func Open(ctx context.Context, api ddb.API, o Options) (*Driver, error) {
 		o.Retryer = ddb.NewRetryer(ddb.RetryOptions{})
 	}
 	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer}}
-	if _, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)}); err != nil {
+	// Opening is a request like any other: under the retry policy, so a
+	// throttled or lost DescribeTable does not fail the command.
+	err := d.retry(ctx, func() error {
+		_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)})
+		return err
+	})
+	if err != nil {
 		return nil, d.classify(err, "")
 	}
 	return d, nil
