@@ -2,7 +2,6 @@ package ddb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,12 +9,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // ErrNoRegion is returned by LoadConfig when neither the caller nor the
 // standard AWS environment (AWS_REGION, AWS_DEFAULT_REGION, the shared
-// config file) names a region. Callers add how to name one.
-var ErrNoRegion = errors.New("lake: no AWS region")
+// config file) names a region; callers with another way to name one
+// (a flag, a URL parameter) say so in their own message.
+var ErrNoRegion = fmt.Errorf("%w: no AWS region: set AWS_REGION", metastore.ErrInvalidArgument)
 
 // LoadConfig loads the standard AWS configuration (credentials, region,
 // AWS_ENDPOINT_URL_DYNAMODB and the rest of the SDK's environment) with
