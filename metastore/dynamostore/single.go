@@ -54,12 +54,3 @@ func (d *Driver) putItem(ctx context.Context, t tbl, m mutation) error {
 	}
 	return d.classify(err, d.tableName(t), m.key)
 }
-
-// conditionExpr builds a condition alone.
-func conditionExpr(c expression.ConditionBuilder) (expression.Expression, error) {
-	e, err := expression.NewBuilder().WithCondition(c).Build()
-	if err != nil {
-		return e, fmt.Errorf("lake: build condition: %w", err)
-	}
-	return e, nil
-}
