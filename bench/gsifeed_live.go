@@ -9,8 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
-	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // GSIFeed is the seed's original index kept live beside a datastore, for
@@ -22,7 +21,7 @@ type GSIFeed struct{ g gsiFeed }
 
 // OpenGSIFeed returns the GSI feed of table, creating the table (and
 // waiting for it) if it does not exist.
-func OpenGSIFeed(ctx context.Context, api dynamostore.API, table string) (*GSIFeed, error) {
+func OpenGSIFeed(ctx context.Context, api ddb.API, table string) (*GSIFeed, error) {
 	_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {
@@ -53,22 +52,13 @@ func (f *GSIFeed) Pull(ctx context.Context, watermark time.Time, filtered bool) 
 	return row.ItemsRead, row.Changes, err
 }
 
-// retryTransport retries fn, up to 3 attempts in all, when it fails
-// without an answer from DynamoDB (a connection dropped mid-response),
-// as the SDK's standard retryer would for the seed's client: lake's
-// clients retry in the drivers, and this baseline is no driver. Both of
-// its writes and its read are idempotent.
+// retryTransport retries fn, up to 3 attempts in all, as the SDK's
+// standard retryer would for the seed's client (a connection dropped
+// mid-response, throttling, a 5xx), under lake's DynamoDB retry policy:
+// lake's clients retry in the drivers, and this baseline is no driver. Both
+// of its writes and its read are idempotent.
 func retryTransport(ctx context.Context, fn func() error) error {
-	var err error
-	for attempt := range 3 {
-		if err = fn(); err == nil || ctx.Err() != nil {
-			return err
-		}
-		var api smithy.APIError
-		if errors.As(err, &api) {
-			return err
-		}
-		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
-	}
-	return err
+	return ddb.Retry(ctx, baselineRetryer, func(int) error { return fn() })
 }
+
+var baselineRetryer = ddb.NewRetryer(ddb.RetryOptions{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond, MaxDelay: 150 * time.Millisecond})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 	"golang.org/x/sync/errgroup"
@@ -150,7 +151,7 @@ func (m *Migrator) Finalize(ctx context.Context) (FinalizeReport, error) {
 		// be on its way (the change log alone needs no wait: lake's
 		// entries are written with the writes).
 		if !m.opts.ChangeLogOnly {
-			if err := sleep(ctx, *m.opts.Settle); err != nil {
+			if err := ddb.Sleep(ctx, *m.opts.Settle); err != nil {
 				return rep, err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 )
@@ -158,13 +159,13 @@ func (m *Migrator) backfillGate(ctx context.Context, s dynamostore.MigrationSnap
 		if m.now().After(deadline) {
 			return refused("%s", lagging)
 		}
-		if err := sleep(ctx, m.opts.Refresh/2); err != nil {
+		if err := ddb.Sleep(ctx, m.opts.Refresh/2); err != nil {
 			return err
 		}
 	}
 	if wait := s.Since.Add(m.opts.Refresh).Sub(m.now()); wait > 0 {
 		fmt.Fprintf(m.opts.Progress, "waiting %v for every store to observe dual (one refresh interval)\n", wait.Round(time.Millisecond))
-		return sleep(ctx, wait)
+		return ddb.Sleep(ctx, wait)
 	}
 	return nil
 }
@@ -185,17 +186,6 @@ func (m *Migrator) laggingPeer(ctx context.Context, s dynamostore.MigrationSnaps
 		}
 	}
 	return "", nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func checkVerify(s dynamostore.MigrationSnapshot) error {

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"github.com/lakemeta/lake/internal/ddb"
 	"math"
 	"sync"
 	"time"
@@ -49,14 +50,7 @@ func (l *limiter) wait(ctx context.Context, units float64) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ddb.Sleep(ctx, d)
 }
 
 // floatCounter is a float64 sum safe for concurrent use.
