@@ -6,6 +6,11 @@ import (
 	"github.com/lakemeta/lake/datastore"
 )
 
+// APIPrefix starts every path of the API proper: the paths a node with a
+// token guards, and whose query parameters it checks. HealthPath,
+// ReadyPath and MetricsPath are outside it.
+const APIPrefix = "/v1/"
+
 // Headers of the API, and the scheme of its token. Every /v1/ request to a
 // node with a token carries AuthorizationHeader: BearerScheme + " " +
 // TOKEN. A conditional write of a value carries IfMatchHeader (the ETag of

@@ -48,7 +48,7 @@ func (s *Server) route(rq *request) {
 		s.fail(rq, err)
 		return
 	}
-	if strings.HasPrefix(path, "/v1/") && !s.authorized(rq.r) {
+	if strings.HasPrefix(path, nodeapi.APIPrefix) && !s.authorized(rq.r) {
 		rq.w.Header().Set("WWW-Authenticate", nodeapi.BearerScheme+` realm="lake"`)
 		s.fail(rq, httpErr(http.StatusUnauthorized, nodeapi.CodeUnauthorized, "lake: unauthorized: this node needs Authorization: Bearer TOKEN (LAKE_TOKEN or LAKE_TOKEN_FILE on the client)"))
 		return
@@ -80,7 +80,7 @@ func (s *Server) route(rq *request) {
 		if !s.allow(rq, ep.method) {
 			return
 		}
-		if strings.HasPrefix(path, "/v1/") {
+		if strings.HasPrefix(path, nodeapi.APIPrefix) {
 			// Every /v1/ endpoint names the parameters it takes and refuses
 			// the rest rather than ignore them.
 			q, err := query(rq, ep.params...)
