@@ -67,3 +67,21 @@ const (
 	DataRecordList   = "list"
 	DataRecordFenced = "fenced"
 )
+
+// DataCheck is the operation of datastore.Checker (lake data check): the
+// node runs the check on its own driver, in the request's namespace, and
+// answers the datastore.CheckReport. A repair is a write: it needs the
+// namespace lock's fence (the node refuses a repair without one, since it
+// would run unfenced) and passes the node's write admission.
+const DataCheck = "check"
+
+// DataCheckRequest is the body of DataCheck: datastore.CheckOptions on the
+// wire. Fence is given with Repair and only then. Now is the client's
+// clock, as a commit's is (quarantined objects are named by it); zero
+// means the node's.
+type DataCheckRequest struct {
+	Repair bool             `json:"repair,omitempty"`
+	Chunks bool             `json:"chunks,omitempty"`
+	Fence  *datastore.Fence `json:"fence,omitempty"`
+	Now    time.Time        `json:"now"`
+}

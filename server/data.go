@@ -71,6 +71,8 @@ func (s *Server) handleData(rq *request, path string) {
 		// namespace is fenced on any lock record): the namespace, checked
 		// above, changes nothing here.
 		out, err = s.dataRecord(rq, body)
+	case nodeapi.DataCheck:
+		out, err = s.dataCheck(rq, ns, body)
 	case nodeapi.DataStat, nodeapi.DataList, nodeapi.DataHead, nodeapi.DataChanges, nodeapi.DataPartitions, nodeapi.DataChangedPartitions:
 		out, err = s.dataRead(rq, ns, op, body)
 	default:
@@ -90,7 +92,7 @@ var dataOps = map[string]bool{
 	nodeapi.DataInfo: true, nodeapi.DataUpload: true, nodeapi.DataChunk: true, nodeapi.DataCommit: true,
 	nodeapi.DataStat: true, nodeapi.DataList: true, nodeapi.DataHead: true, nodeapi.DataChanges: true,
 	nodeapi.DataPartitions: true, nodeapi.DataChangedPartitions: true, nodeapi.DataReclaim: true, nodeapi.DataRecord: true,
-	nodeapi.DataDrop: true,
+	nodeapi.DataDrop: true, nodeapi.DataCheck: true,
 }
 
 func (s *Server) dataMaxCommit() int { return min(s.data.Driver().MaxCommit(), nodeapi.DataMaxCommit) }
