@@ -30,7 +30,7 @@ import (
 // object and exits 1; --repair takes the namespace's lock through the node,
 // repairs and exits 0; the file reads again. Raw HTTP against the node's
 // endpoint: no token is refused (401), and malformed or unfenced requests
-// are 400, a stale fence a conflict.
+// are 400, a stale fence a conflict, a repair while writes are paused 503.
 func TestDataCheckThroughNode(t *testing.T) {
 	t.Run("bolt", func(t *testing.T) {
 		dir := t.TempDir()
@@ -161,6 +161,24 @@ func checkThroughNode(t *testing.T, dir, store string, want []string) {
 	}
 	if status, body := post(token, url, `{}`); status != 200 || !strings.Contains(body, `"problems":[]`) {
 		t.Errorf("a plain check over raw HTTP: %d %s", status, body)
+	}
+	// A repair is a write: while an operator pauses writes it is refused
+	// (503), before the driver sees it; a plain check reads on. (The CLI's
+	// lock waits through a pause for --wait, then exits 5.)
+	if status, body := post(token, node+nodeapi.PausePath, `{"reason":"check test"}`); status != 200 {
+		t.Fatalf("pause: %d %s", status, body)
+	}
+	if status, body := post(token, url, `{"repair":true,"fence":{"Key":"nobody/holds/this","Token":"dDE="}}`); status != 503 || !strings.Contains(body, nodeapi.CodeWritesPaused) {
+		t.Errorf("a repair while writes are paused: %d %s", status, body)
+	}
+	if status, body := post(token, url, `{"chunks":true}`); status != 200 {
+		t.Errorf("a check while writes are paused: %d %s", status, body)
+	}
+	if r := lake("data", "check", "--repair", "--wait", "1s"); r.code != exitPaused {
+		t.Errorf("check --repair while writes are paused: exit %d, stderr %q; want %d", r.code, r.stderr, exitPaused)
+	}
+	if status, body := post(token, node+nodeapi.ResumePath, ``); status != 200 {
+		t.Fatalf("resume: %d %s", status, body)
 	}
 	if resp, err := http.Get(url); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET without a token: %v %v", resp, err)
