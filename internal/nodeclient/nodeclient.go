@@ -29,7 +29,10 @@
 // the transport's: the metastore's callers treat ErrUnavailable as
 // "outcome unknown", the datastore reads a commit back from its log, the
 // lock reads its record back. A retry here would hide that ambiguity from
-// the one layer that can resolve it. ctx bounds every request.
+// the one layer that can resolve it. ctx bounds every request. (Below it,
+// net/http's Transport resends a GET or HEAD whose reused keep-alive
+// connection turned out to be closed before any response began: nothing
+// reached the node, so that is not a retry of an operation.)
 //
 // # Bodies
 //
