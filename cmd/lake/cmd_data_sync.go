@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -171,21 +170,21 @@ SIGKILL after --grace, and nothing is committed. The report goes to stderr.`,
 	return cmd
 }
 
-// runInTree runs argv in dir under the lease; its exit status becomes an
-// exitStatus error.
+// runInTree runs argv in dir under the lease (lock.RunCommand); its exit
+// status becomes an exitStatus error.
 func runInTree(ctx context.Context, dir string, ls *lock.Lease, argv []string, grace time.Duration) error {
-	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = dir
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	c.Env = append(os.Environ(), "LAKE_FENCING_TOKEN="+ls.Token().String(), "LAKE_LOCK_NAME="+ls.Name())
-	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
-	c.WaitDelay = grace
-	err := c.Run()
+	stopped, err := lock.RunCommand(ctx, ls, c, grace)
 	if c.ProcessState == nil {
-		return fmt.Errorf("lake: start %s: %w", argv[0], err)
+		return err
 	}
 	if cerr := context.Cause(ctx); cerr != nil {
 		return stoppedError(cerr, argv[0])
+	}
+	if stopped != nil {
+		return stoppedError(stopped, argv[0])
 	}
 	return statusOf(c, err)
 }

@@ -112,38 +112,19 @@ func runLockRun(ctx context.Context, st lock.Storage, fence takeoverFence, o loc
 	}
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	c.Env = append(os.Environ(), "LAKE_FENCING_TOKEN="+ls.Token().String(), "LAKE_LOCK_NAME="+name)
-	if err := c.Start(); err != nil {
-		return fmt.Errorf("lake: start %s: %w", argv[0], err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil {
-			return rerr
-		}
-		return statusOf(c, err)
-	case <-ls.Context().Done():
-		stopChild(c, done, o.grace)
-		return fmt.Errorf("%w; %s was stopped", context.Cause(ls.Context()), argv[0])
-	case <-ctx.Done():
-		stopChild(c, done, o.grace)
+	stopped, err := lock.RunCommand(ctx, ls, c, o.grace)
+	switch {
+	case c.ProcessState == nil:
+		return err
+	case stopped != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case stopped != nil:
+		return fmt.Errorf("%w; %s was stopped", stopped, argv[0])
 	}
-}
-
-// stopChild sends SIGTERM, then SIGKILL after grace, and waits for the end.
-func stopChild(c *exec.Cmd, done <-chan error, grace time.Duration) {
-	c.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		c.Process.Kill()
-		<-done
+	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil {
+		return rerr
 	}
+	return statusOf(c, err)
 }
 
 // statusOf turns a finished command into lake's exit status.
