@@ -260,7 +260,7 @@ func runOne(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions, cfg syncl
 	for i := range ids {
 		ids[i] = i
 	}
-	err = syncload.RunWorkers(ctx, cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi}, ids, time.Now(), emit)
+	err = syncload.RunWorkers(ctx, cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi, Layout: s.Layout()}, ids, time.Now(), emit)
 	return samples, err
 }
 
@@ -281,7 +281,7 @@ func newBenchSyncWorkerCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			return syncload.ServeWorkers(cmd.Context(), cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi}, list, t0, cmd.OutOrStdout())
+			return syncload.ServeWorkers(cmd.Context(), cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi, Layout: s.Layout()}, list, t0, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&config, "config-json", "", "the run's configuration, as JSON")

@@ -51,7 +51,12 @@ func openBenchData(ctx context.Context, url string, create, full bool) (*datasto
 				return nil, nil, err
 			}
 		}
-		return datastore.New(d), fi, nil
+		s, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		return s, fi, nil
 	case "s3":
 		bucket, prefix, err := s3fs.ParseURL(rest)
 		if err != nil {
@@ -77,7 +82,12 @@ func openBenchData(ctx context.Context, url string, create, full bool) (*datasto
 		if err != nil {
 			return nil, nil, err
 		}
-		return datastore.New(d), nil, nil
+		s, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		return s, nil, nil
 	}
 	s, err := dsurl.Open(ctx, url, &dsurl.Options{Create: create})
 	return s, nil, err

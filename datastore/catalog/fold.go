@@ -133,7 +133,7 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		files, err := ns.ListAll(ctx, datastore.PartitionPrefix(h.Partition))
+		files, err := modelFiles(ctx, ns, h.Partition)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -161,4 +161,22 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		written = append(written, row)
 	}
 	return entries, written, gone, nil
+}
+
+// modelFiles returns the live files of model's partition: the listing of
+// its directory without the files of other models in it (a deeper model
+// data/TYPE/ID/… of a type with more segments, or a shorter reading: see
+// datastore.LayoutModels).
+func modelFiles(ctx context.Context, ns *datastore.Store, model string) ([]datastore.Info, error) {
+	files, err := ns.ListAll(ctx, datastore.PartitionPrefix(model))
+	if err != nil {
+		return nil, err
+	}
+	out := files[:0]
+	for _, f := range files {
+		if ns.Partition(f.Path) == model {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/lakemeta/lake/datastore"
 )
 
-// DefinitionFile is the name of a model's definition in its partition.
-const DefinitionFile = "model.yaml"
+// DefinitionFile is the name of a model's definition in its partition
+// (datastore.DefinitionFile, which the layout reads as the model's).
+const DefinitionFile = datastore.DefinitionFile
 
 // DefinitionPath returns the path of model's definition:
 // data/TYPE/ID/model.yaml.
@@ -78,7 +79,7 @@ func rowPath(namespace, model string) string { return namespace + "/" + model }
 // parseRowPath splits a catalog path into namespace and model.
 func parseRowPath(p string) (namespace, model string, ok bool) {
 	namespace, model, ok = strings.Cut(p, "/")
-	return namespace, model, ok && strings.Count(model, "/") == 1
+	return namespace, model, ok && strings.Contains(model, "/")
 }
 
 // decodeRow reads the row in a catalog file's metadata.

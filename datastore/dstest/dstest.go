@@ -57,6 +57,8 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"ChunksImmutable", testChunksImmutable},
 		{"DamagedReads", testDamagedReads},
 		{"FileOrDirectory", testFileOrDirectory}, // clash.go
+		{"ModelsOfSeveralSegments", testModelsOfSeveralSegments}, // models.go
+		{"LayoutOfOlderDatastore", testLayoutOfOlderDatastore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

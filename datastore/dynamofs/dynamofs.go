@@ -137,6 +137,9 @@ type shared struct {
 	table      string
 	retryer    aws.Retryer
 	registered sync.Map // namespace NUL partition → struct{}: joined the registry
+	// layout is the datastore's partition rule (SetLayout, layout.go),
+	// one for every namespace.
+	layout datastore.Layout
 	meter      meter
 }
 
