@@ -56,7 +56,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"CommitProvedAgainstUpload", testCommitProved},
 		{"ChunksImmutable", testChunksImmutable},
 		{"DamagedReads", testDamagedReads},
-		{"FileOrDirectory", testFileOrDirectory}, // clash.go
+		{"FileOrDirectory", testFileOrDirectory},                 // clash.go
 		{"ModelsOfSeveralSegments", testModelsOfSeveralSegments}, // models.go
 		{"LayoutOfOlderDatastore", testLayoutOfOlderDatastore},
 	}

@@ -140,7 +140,7 @@ type shared struct {
 	// layout is the datastore's partition rule (SetLayout, layout.go),
 	// one for every namespace.
 	layout datastore.Layout
-	meter      meter
+	meter  meter
 }
 
 var _ datastore.Driver = (*Driver)(nil)
