@@ -33,6 +33,12 @@ import (
 //     be in every commit of every model): a put of the file data/T racing
 //     the very first files of a model T/I can let both through. That pair is
 //     the one clash DynamoDB does not refuse atomically.
+//   - Under LayoutModels a model's directory is data/MODEL at any depth:
+//     the ConditionCheck above is on data/ plus the put's own partition,
+//     and a put of a short path (two to four segments below data/, not a
+//     definition: modelDirOf) Queries the model it names too. Files of a
+//     deeper model below a put of a data file or a definition are not
+//     looked for (that would be a registry read per new file).
 //
 // Cost per put: the directories above it in the BatchGetItem the commit
 // makes anyway, one Query for a new file, and at most one ConditionCheck.
