@@ -240,3 +240,20 @@ func (s *Store) Layout() Layout { return s.root.layout }
 // Partition returns the partition of a valid path in s's datastore
 // (Layout.Partition with s's layout).
 func (s *Store) Partition(p string) string { return s.root.layout.Partition(p) }
+
+// checkLayoutWrite refuses, before any I/O, every write of the layout record
+// but its creation with a known layout: the record is written once and never
+// changed, since every client read it once and computes partitions with it
+// for its lifetime (a node checks its clients' writes through the same
+// Records). A writer with the backend's own credentials can still change
+// it; lake cannot stop that.
+func checkLayoutWrite(key string, create bool, value []byte) error {
+	if key != LayoutKey {
+		return nil
+	}
+	if !create {
+		return fmt.Errorf("%w: the datastore's layout record %s is written once, when the datastore is first opened, and never changed or deleted", metastore.ErrInvalidArgument, LayoutKey)
+	}
+	_, err := ParseLayout(string(value))
+	return err
+}

@@ -226,3 +226,28 @@ func TestOpenRecordsTheLayout(t *testing.T) {
 		t.Fatalf("Open of a datastore with an unknown layout: %v", err)
 	}
 }
+
+// The layout record is written once: Records refuses to change or delete it,
+// or to create it with a layout lake does not know, before any I/O.
+func TestLayoutRecordWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	d := &layoutDriver{recs: map[string][]byte{}}
+	s, err := Open(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := s.Records()
+	for what, err := range map[string]error{
+		"swap":    recs.CASRecord(ctx, LayoutKey, metastore.ExpectValue([]byte("models")), []byte("type-id")),
+		"delete":  recs.DeleteRecord(ctx, LayoutKey, []byte("models")),
+		"fenced":  recs.FencedRecord(ctx, Fence{Key: "rec/ns/sync", Token: []byte("t")}, LayoutKey, metastore.ExpectValue([]byte("models")), []byte("type-id")),
+		"unknown": recs.CASRecord(ctx, LayoutKey, metastore.ExpectAbsent(), []byte("hash")),
+	} {
+		if !errors.Is(err, metastore.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "lake: ") {
+			t.Errorf("%s of the layout record: %v, want a lake: invalid argument", what, err)
+		}
+	}
+	if got := string(d.recs[LayoutKey]); got != "models" {
+		t.Fatalf("layout record = %q after refused writes", got)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +100,45 @@ func TestDataLayoutOfOlderDatastoreCLI(t *testing.T) {
 	}
 	if got := ok(t, lake("data", "partitions")).stdout; !strings.HasPrefix(got, "command/shell\t") || strings.Count(got, "\n") != 1 {
 		t.Fatalf("partitions = %q", got)
+	}
+}
+
+// TestDataLayoutThroughNodeCLI: a node serves its bolt file's layout, and a
+// client reads it through the node (one record read at open): a fresh file
+// gets one partition per model, an older file (written under type/id, no
+// record) keeps its partitions.
+func TestDataLayoutThroughNodeCLI(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		older      bool
+	}{{"new", "command/shell/u2", false}, {"older", "command/shell", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ok(t, run(t, dir, "", "--store", "bolt://./t.db", "init"))
+			if c.older {
+				d, err := boltfs.Open(filepath.Join(dir, "t.db"), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				old := datastore.New(d)
+				old.SetLayout(datastore.LayoutTypeID)
+				if _, err := old.Put(context.Background(), "data/command/shell/u1/result/1/raw", strings.NewReader("one"), nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := old.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := startNode(t, dir, http.DefaultClient, "http", "--store", "bolt://t.db")
+			lake := func(args ...string) result {
+				return run(t, dir, "two", append([]string{"--store", "http://" + n.addr}, args...)...)
+			}
+			if got := ok(t, lake("data", "put", "data/command/shell/u2/result/1/raw", "-")).stdout; !strings.Contains(got, `"partition":"`+c.want+`"`) {
+				t.Fatalf("put through the node = %s, want partition %s", got, c.want)
+			}
+			if got := ok(t, lake("data", "stat", "data/command/shell/u2/result/1/raw")).stdout; !strings.Contains(got, `"partition":"`+c.want+`"`) {
+				t.Fatalf("stat through the node = %s", got)
+			}
+		})
 	}
 }

@@ -60,7 +60,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 	}
 	var models []datastore.Head
 	for _, h := range heads {
-		if strings.Contains(h.Partition, "/") {
+		if strings.Contains(h.Partition, "/") && validModel(h.Partition) {
 			models = append(models, h)
 		}
 	}
@@ -179,4 +179,13 @@ func modelFiles(ctx context.Context, ns *datastore.Store, model string) ([]datas
 		}
 	}
 	return out, nil
+}
+
+// validModel reports whether a model partition can have a row: a foreign
+// writer can file a path under a partition lake never makes (data/m/1/../..
+// names the model m/1/../..), and its definition path must be a valid path
+// too (a model near the longest path has none). Such a partition is left
+// out of the catalog; a sync skips it and names it.
+func validModel(model string) bool {
+	return datastore.ValidatePartition(model) == nil && datastore.ValidatePath(DefinitionPath(model)) == nil
 }
