@@ -135,7 +135,7 @@ func (t *Tree) resync(ctx context.Context, st *state, pl *pullPlan, part string)
 	if err != nil {
 		return err
 	}
-	files, err := t.store.ListAll(ctx, datastore.PartitionPrefix(part))
+	files, err := t.store.ListPartitionAll(ctx, part, "")
 	if err != nil {
 		return err
 	}

@@ -316,6 +316,24 @@ func (m *meter) List(ctx context.Context, prefix string, limit int, pos []byte) 
 	return files, next, err
 }
 
+// ListPartition implements datastore.PartitionLister: the driver's own
+// when it has one (DynamoDB: one Query of the partition), else a listing of
+// the partition's directory, which the Store filters to the partition.
+func (m *meter) ListPartition(ctx context.Context, partition, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
+	pl, ok := m.Driver.(datastore.PartitionLister)
+	if !ok {
+		if prefix == "" {
+			prefix = datastore.PartitionPrefix(partition)
+		}
+		return m.List(ctx, prefix, limit, pos)
+	}
+	ctx = withTally(ctx, m)
+	t := time.Now()
+	files, next, err := pl.ListPartition(ctx, partition, prefix, limit, pos)
+	m.note("pull", t, len(files), 0, partKey(partition))
+	return files, next, err
+}
+
 // Head implements datastore.Driver.
 func (m *meter) Head(ctx context.Context, partition string) (datastore.Head, error) {
 	ctx = withTally(ctx, m)

@@ -168,17 +168,7 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 // data/TYPE/ID/… of a type with more segments, or a shorter reading: see
 // datastore.LayoutModels).
 func modelFiles(ctx context.Context, ns *datastore.Store, model string) ([]datastore.Info, error) {
-	files, err := ns.ListAll(ctx, datastore.PartitionPrefix(model))
-	if err != nil {
-		return nil, err
-	}
-	out := files[:0]
-	for _, f := range files {
-		if ns.Partition(f.Path) == model {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return ns.ListPartitionAll(ctx, model, "")
 }
 
 // validModel reports whether a model partition can have a row: a foreign

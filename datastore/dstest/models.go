@@ -1,11 +1,13 @@
 package dstest
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // testModelsOfSeveralSegments: seed 004's own paths, with a type of two
@@ -56,6 +58,16 @@ func testModelsOfSeveralSegments(t *testing.T, s *datastore.Store) {
 	below, err := s.ListAll(ctx, "data/command/shell/u1/")
 	if err != nil || len(below) != 4 {
 		t.Fatalf("ListAll(data/command/shell/u1/) = %s, %v; want u1's 3 files and %s", paths(below), err, short)
+	}
+	// One partition's files alone, though they share a directory.
+	if got, err := s.ListPartitionAll(ctx, "command/shell", ""); err != nil || paths(got) != short+"@1" {
+		t.Fatalf("ListPartitionAll(command/shell) = %s, %v; want %s only", paths(got), err, short)
+	}
+	if got, err := s.ListPartitionAll(ctx, "command/shell/u1", "data/command/shell/u1/result/"); err != nil || len(got) != 2 {
+		t.Fatalf("ListPartitionAll(command/shell/u1, result/) = %s, %v; want its 2 result files", paths(got), err)
+	}
+	if _, err := s.ListPartitionAll(ctx, "command/shell/u1", "data/command/shell/u2/"); !errors.Is(err, metastore.ErrInvalidArgument) {
+		t.Fatalf("ListPartitionAll with a prefix outside the partition: %v", err)
 	}
 	// A drop of one model leaves the others, even the one whose paths
 	// share its directory.

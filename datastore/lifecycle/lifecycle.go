@@ -135,17 +135,11 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 			st.Dropped = append(st.Dropped, a.Model)
 		case DeleteVersion:
 			prefix := datastore.ModelPrefix + a.Model + "/" + a.Entry + "/" + a.Version + "/"
-			listed, err := ns.ListAll(ctx, prefix)
-			if err != nil {
-				return st, err
-			}
 			// Only the version's own files: under the models layout a
 			// deeper model's files can lie below the same prefix.
-			var files []datastore.Info
-			for _, f := range listed {
-				if ns.Partition(f.Path) == a.Model {
-					files = append(files, f)
-				}
+			files, err := ns.ListPartitionAll(ctx, a.Model, prefix)
+			if err != nil {
+				return st, err
 			}
 			if len(files) == 0 {
 				st.Skipped++
