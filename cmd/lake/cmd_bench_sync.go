@@ -95,6 +95,7 @@ http://HOST:PORT). The datastore of a single run must hold no files.`,
 	f.StringVar(&o.lock, "lock", string(c.Lock), "namespace (a lock per worker) or global (one lock)")
 	f.StringVar(&o.commit, "commit", string(c.Commit), "changed (only the changed entries) or full (rewrite the namespace's whole index)")
 	f.StringVar(&o.models, "models", string(c.Models), "disposable (a model per iteration) or long-lived (a model per worker)")
+	f.StringVar(&c.ModelType, "model-type", "bench", "type of the workers' models, one segment or more (the seed's: @webframp/system): a model is data/TYPE/wW-iI/…")
 	f.StringVar(&o.catalog, "catalog", string(c.Catalog), "export (read the whole catalog on every sync), incremental or none")
 	f.StringVar(&o.lifecycle, "lifecycle", string(c.Lifecycle), "off (deleted models' data stays), prune (the harness deletes it each iteration) or on (the namespace's lifecycle drops the deleted model)")
 	f.DurationVar(&c.Lease, "lease", c.Lease, "sync lock lease")
