@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // TestDataModelsOfSeveralSegmentsCLI: seed 004's own example, a type of two
@@ -140,5 +142,34 @@ func TestDataLayoutThroughNodeCLI(t *testing.T) {
 				t.Fatalf("stat through the node = %s", got)
 			}
 		})
+	}
+}
+
+// A client that is not lake (raw HTTP) cannot change or delete the
+// datastore's layout record through a node: 400, and the record stays.
+func TestNodeRefusesLayoutRecordWrites(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, run(t, dir, "", "--store", "bolt://./t.db", "init"))
+	n := startNode(t, dir, http.DefaultClient, "http", "--store", "bolt://t.db")
+	post := func(body string) (int, string) {
+		resp, err := http.Post("http://"+n.addr+nodeapi.DataPrefix+nodeapi.DataRecord, nodeapi.JSONMIMEType, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, body := range []string{
+		`{"op":"cas","key":"datastore/layout","expect":"bW9kZWxz","value":"dHlwZS1pZA=="}`,
+		`{"op":"delete","key":"datastore/layout","expect":"bW9kZWxz"}`,
+	} {
+		if code, got := post(body); code != http.StatusBadRequest || !strings.Contains(got, "written once") {
+			t.Fatalf("%s: %d %s, want 400", body, code, got)
+		}
+	}
+	code, got := post(`{"op":"get","key":"datastore/layout"}`)
+	if code != http.StatusOK || !strings.Contains(got, `"bW9kZWxz"`) { // "models"
+		t.Fatalf("layout record after the refused writes: %d %s", code, got)
 	}
 }
