@@ -167,6 +167,9 @@ func Open(ctx context.Context, d Driver, opts *OpenOptions) (*Store, error) {
 		return nil, err
 	}
 	s.SetLayout(l)
+	if !opts.ReadOnly {
+		s.layoutRecorded.Store(true) // resolveLayout read or wrote it
+	}
 	return s, nil
 }
 
@@ -228,6 +231,7 @@ func (s *Store) layoutOfUnrecorded(ctx context.Context) (Layout, error) {
 // may, on a fresh Store, before any other call.
 func (s *Store) SetLayout(l Layout) {
 	s.root.layout = l
+	s.root.layoutRecorded.Store(false) // the next commit checks the record
 	if ls, ok := s.root.d.(LayoutSetter); ok {
 		ls.SetLayout(l)
 	}
@@ -256,4 +260,40 @@ func checkLayoutWrite(key string, create bool, value []byte) error {
 	}
 	_, err := ParseLayout(string(value))
 	return err
+}
+
+// recordLayout makes sure, before s's first commit, that the datastore's
+// record names the layout s computes partitions with: a Store made by Open
+// knows it already (no request); one made by New (a test, a fresh table)
+// records its layout if there is no record yet, with a create-only write,
+// so that a later Open reads it rather than take the data for an older
+// datastore's. A record naming another layout refuses the commit: writing
+// under another rule would file paths where no other client looks.
+func (s *Store) recordLayout(ctx context.Context) error {
+	root := s.root
+	if root.layoutRecorded.Load() {
+		return nil
+	}
+	want := root.layout
+	recs := root.Records()
+	err := recs.CASRecord(ctx, LayoutKey, metastore.ExpectAbsent(), []byte(want.String()))
+	if errors.Is(err, metastore.ErrConflict) {
+		v, gerr := recs.GetRecord(ctx, LayoutKey)
+		if gerr != nil {
+			return fmt.Errorf("read the datastore's layout: %w", gerr)
+		}
+		got, perr := ParseLayout(string(v))
+		if perr != nil {
+			return perr
+		}
+		if got != want {
+			return fmt.Errorf("%w: this Store computes partitions with the %s layout but the datastore records %s: open it with datastore.Open", metastore.ErrInvalidArgument, want, got)
+		}
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("record the datastore's layout: %w", err)
+	}
+	root.layoutRecorded.Store(true)
+	return nil
 }

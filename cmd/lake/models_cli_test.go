@@ -88,6 +88,10 @@ func TestDataLayoutOfOlderDatastoreCLI(t *testing.T) {
 	if _, err := old.Put(context.Background(), "data/command/shell/u1/result/1/raw", strings.NewReader("one"), nil); err != nil {
 		t.Fatal(err)
 	}
+	// lake before issue 30 wrote no layout record.
+	if err := d.DeleteRecord(context.Background(), datastore.LayoutKey, []byte("type-id")); err != nil {
+		t.Fatal(err)
+	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +130,9 @@ func TestDataLayoutThroughNodeCLI(t *testing.T) {
 				old.SetLayout(datastore.LayoutTypeID)
 				if _, err := old.Put(context.Background(), "data/command/shell/u1/result/1/raw", strings.NewReader("one"), nil); err != nil {
 					t.Fatal(err)
+				}
+				if err := d.DeleteRecord(context.Background(), datastore.LayoutKey, []byte("type-id")); err != nil {
+					t.Fatal(err) // lake before issue 30 wrote none
 				}
 				if err := old.Close(); err != nil {
 					t.Fatal(err)

@@ -96,8 +96,13 @@ func testLayoutOfOlderDatastore(t *testing.T, s *datastore.Store) {
 	s.SetLayout(datastore.LayoutTypeID) // lake before issue 30
 	p1, p2 := "data/command/shell/u1/result/1/raw", "data/command/shell/u2/result/1/raw"
 	put(t, s, p1, "one")
-	if _, err := s.Records().GetRecord(ctx, datastore.LayoutKey); err == nil {
-		t.Fatal("a layout record before any Open")
+	// The commit recorded the layout it wrote with; lake before issue 30
+	// wrote none (the driver's own Records, unchecked, can delete it).
+	if v, err := s.Records().GetRecord(ctx, datastore.LayoutKey); err != nil || string(v) != "type-id" {
+		t.Fatalf("layout record after a Store's first commit = %q, %v; want type-id", v, err)
+	}
+	if err := s.Driver().DeleteRecord(ctx, datastore.LayoutKey, []byte("type-id")); err != nil {
+		t.Fatal(err)
 	}
 	old, err := datastore.Open(ctx, s.Driver(), nil)
 	if err != nil {
@@ -122,4 +127,14 @@ func testLayoutOfOlderDatastore(t *testing.T, s *datastore.Store) {
 	if err != nil || again.Layout() != datastore.LayoutTypeID {
 		t.Fatalf("second Open: %v, %v", again.Layout(), err)
 	}
+	// A Store that would write under another layout than the recorded one
+	// is refused before it writes anything.
+	other := datastore.New(s.Driver())
+	other.SetLayout(datastore.LayoutModels)
+	_, err = other.Put(ctx, "data/command/shell/u3/result/1/raw", strings.NewReader("three"), nil)
+	if !errors.Is(err, metastore.ErrInvalidArgument) || !strings.Contains(err.Error(), "records type-id") {
+		t.Fatalf("a commit under the models layout into a type-id datastore: %v", err)
+	}
+	old.SetLayout(datastore.LayoutTypeID) // the driver is shared: back to the datastore's
+	wantNotFound(t, old, "data/command/shell/u3/result/1/raw")
 }
