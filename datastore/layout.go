@@ -125,13 +125,6 @@ func (l Layout) Partition(p string) string {
 	return first
 }
 
-// InPartition reports whether path belongs to partition under l. A listing
-// of PartitionPrefix(partition) can hold paths of other partitions under
-// LayoutModels (data/a/b/c/1/raw is model a/b, data/a/b/c/d/1/raw model
-// a/b/c), so a caller that wants one partition's files keeps those for
-// which InPartition holds.
-func (l Layout) InPartition(path, partition string) bool { return l.Partition(path) == partition }
-
 // LayoutSetter is the optional ability of a driver that computes partitions
 // itself: Open calls SetLayout with the datastore's layout before any other
 // call, and the driver MUST compute every partition with it (and pass it to

@@ -80,6 +80,9 @@ func hasControl(p string) bool {
 func Partition(p string) string { return LayoutModels.Partition(p) }
 
 // PartitionPrefix returns the prefix every path of partition starts with.
+// Under LayoutModels other partitions' paths can start with it too (a
+// deeper model, or a shorter reading: layout.go), so one partition's files
+// are read with Store.ListPartitionAll, not a listing of this prefix.
 func PartitionPrefix(partition string) string {
 	if strings.Contains(partition, "/") {
 		return ModelPrefix + partition + "/"
