@@ -35,6 +35,11 @@ type Store struct {
 	// vouched holds the uploads s made itself, which Commit need not read
 	// back (verify.go).
 	vouched vouched
+	// layout is the datastore's partition rule (layout.go); set on the
+	// root by Open, read by every namespace through root. layoutRecorded
+	// is set once the datastore's record is known to name it.
+	layout         Layout
+	layoutRecorded atomic.Bool
 }
 
 // New returns a Store over d, the root of its namespaces.
@@ -130,6 +135,9 @@ func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byt
 // completes it. It returns the changes applied.
 func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]Info, error) {
 	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := s.recordLayout(ctx); err != nil { // layout.go
 		return nil, err
 	}
 	if fence != nil {

@@ -43,7 +43,7 @@ func testDataCLI(t *testing.T, store string) {
 	if err := json.Unmarshal([]byte(ok(t, lake("", "data", "put", p, "content", "--meta", "meta")).stdout), &first); err != nil {
 		t.Fatal(err)
 	}
-	if first.Pos != 1 || first.Partition != "command/shell" || first.Size != 11 {
+	if first.Pos != 1 || first.Partition != "command/shell/u1" || first.Size != 11 {
 		t.Fatalf("put printed %+v", first)
 	}
 	if got := ok(t, lake("", "data", "get", p)).stdout; got != "hello\x00world" {
@@ -62,12 +62,12 @@ func testDataCLI(t *testing.T, store string) {
 	if got := ok(t, lake("", "data", "ls", "definitions/")).stdout; got != "definitions/shell.yaml\n" {
 		t.Fatalf("ls definitions/ = %q", got)
 	}
-	out := ok(t, lake("", "data", "changes", "command/shell", "--after", "1")).stdout
+	out := ok(t, lake("", "data", "changes", "command/shell/u1", "--after", "1")).stdout
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"pos":2`) || lines[1] != `{"upTo":2}` {
 		t.Fatalf("changes = %q", out)
 	}
-	if got := ok(t, lake("", "data", "partitions")).stdout; got != "command/shell\t2\t0\ndefinitions\t1\t0\n" {
+	if got := ok(t, lake("", "data", "partitions")).stdout; got != "command/shell/u1\t2\t0\ndefinitions\t1\t0\n" {
 		t.Fatalf("partitions = %q", got)
 	}
 	ok(t, lake("", "data", "rm", "definitions/shell.yaml"))
@@ -81,8 +81,8 @@ func testDataCLI(t *testing.T, store string) {
 		{[]string{"data", "get", "bad//path"}, exitUsage},
 		{[]string{"data", "put", "only-one-arg"}, exitUsage},
 		{[]string{"data", "put", "x/y", "/no/such/file"}, exitUsage},
-		{[]string{"data", "changes", "command/shell", "--after", "99"}, exitUsage},
-		{[]string{"data", "changes", "a/b/c"}, exitUsage},
+		{[]string{"data", "changes", "command/shell/u1", "--after", "99"}, exitUsage},
+		{[]string{"data", "changes", "a//b"}, exitUsage},
 		{[]string{"data", "nosuch"}, exitUsage},
 	} {
 		r := lake("", tc.args...)

@@ -90,7 +90,12 @@ func openRecorded(t *testing.T) (*datastore.Store, *keysAPI, *s3.Client, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := datastore.New(d)
+	// Open, as a process does: the datastore's layout record is read and
+	// written here, once, not by the namespaces' first commits.
+	s, err := datastore.Open(t.Context(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s, api, c, bucket
 }
