@@ -104,6 +104,8 @@ type Driver struct {
 	maxCommit int
 	// ns is the namespace's bucket in datastore.ns; nil for the root.
 	ns []byte
+	// fault is the test hook of datastore.WriteFaulter (whole.go).
+	fault *faultHook
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -148,7 +150,7 @@ func New(f *boltfile.File) (*Driver, error) {
 	if err := f.Poisoned(); err != nil {
 		return nil, err
 	}
-	return &Driver{f: f, maxCommit: maxCommit}, nil
+	return &Driver{f: f, maxCommit: maxCommit, fault: &faultHook{}}, nil
 }
 
 // Init creates the datastore's buckets (of the root) if they do not exist;
@@ -202,7 +204,7 @@ func (d *Driver) Close() error {
 // same file. It writes nothing: a namespace that does not exist reads as
 // empty, and its first write creates its buckets.
 func (d *Driver) Namespace(name string) (datastore.Driver, error) {
-	nd := &Driver{f: d.f, maxCommit: d.maxCommit}
+	nd := &Driver{f: d.f, maxCommit: d.maxCommit, fault: d.fault}
 	if name != "" {
 		nd.ns = []byte(name)
 	}
@@ -290,6 +292,9 @@ func (d *Driver) view(ctx context.Context, fn func(tx *boltfile.Tx) error) error
 // creating the buckets it needs.
 func (d *Driver) update(ctx context.Context, fn func(tx *boltfile.Tx) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.fault.check(); err != nil {
 		return err
 	}
 	return d.poisonOn("datastore write", d.f.Update("datastore write", func(tx *boltfile.Tx) error {

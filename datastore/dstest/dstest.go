@@ -57,6 +57,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"ChunksImmutable", testChunksImmutable},
 		{"DamagedReads", testDamagedReads},
 		{"FileOrDirectory", testFileOrDirectory}, // clash.go
+		{"KilledCommitsAllOrNothing", testKilledCommits}, // atomic.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
