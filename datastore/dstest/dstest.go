@@ -56,7 +56,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"CommitProvedAgainstUpload", testCommitProved},
 		{"ChunksImmutable", testChunksImmutable},
 		{"DamagedReads", testDamagedReads},
-		{"FileOrDirectory", testFileOrDirectory}, // clash.go
+		{"FileOrDirectory", testFileOrDirectory},         // clash.go
 		{"KilledCommitsAllOrNothing", testKilledCommits}, // atomic.go
 	}
 	for _, tc := range tests {
