@@ -134,6 +134,9 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 			} else if err != nil {
 				return nil, err
 			}
+			if err := d.rollBackOrphan(ctx, st.tx, st.path); err != nil { // whole.go
+				return nil, err
+			}
 			continue
 		}
 		if err != nil {
@@ -220,7 +223,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	for _, p := range parts {
 		touched[p] = true
 	}
-	checks, err := d.clashChecks(ctx, entries, touched, lookup) // clash.go
+	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx) // clash.go
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package dynamofs
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -206,6 +207,12 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 	id := newTxID()
 	rec := d.txKey(id)
 	rec["st"], rec["t"] = str("p"), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}
+	if fence != nil {
+		// A fenced commit's flip is fenced: once the lock record holds
+		// other bytes it can never flip, so settle may give it up at
+		// once rather than after the commit window.
+		rec["fk"], rec["fv"] = str(fence.Key), &types.AttributeValueMemberB{Value: fence.Token}
+	}
 	c, err := build(expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrPK))))
 	if err != nil {
 		return nil, err
@@ -299,6 +306,23 @@ func (d *Driver) txState(ctx context.Context, id string) (string, time.Time, err
 	return getS(it, "st"), time.UnixMilli(getI(it, "t")), nil
 }
 
+// fenceGone reports whether commit id is fenced on a lock record that no
+// longer holds its token: its flip can never succeed.
+func (d *Driver) fenceGone(ctx context.Context, id string) (bool, error) {
+	it, err := d.getItem(ctx, d.txKey(id))
+	if err != nil || getS(it, "st") != "p" || getS(it, "fk") == "" {
+		return false, err
+	}
+	v, err := d.GetRecord(ctx, getS(it, "fk"))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !bytes.Equal(v, getB(it, "fv")), nil
+}
+
 // abort moves commit id from pending to aborted; ok is false if it was not
 // pending (flipped meanwhile, or already aborted).
 func (d *Driver) abort(ctx context.Context, id string) (bool, error) {
@@ -339,7 +363,13 @@ func (d *Driver) settle(ctx context.Context, id string, now time.Time) error {
 			return d.forget(ctx, id)
 		}
 		if now.Sub(started) <= d.window {
-			return errInFlight
+			gone, err := d.fenceGone(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !gone {
+				return errInFlight
+			}
 		}
 		if _, err := d.abort(ctx, id); err != nil {
 			return err
@@ -492,6 +522,27 @@ func (d *Driver) rollBack(ctx context.Context, id string) error {
 			intents[getS(it, attrSK)[len("e#"):]] = item{attrPK: it["ipk"], attrSK: it["isk"]}
 		}
 	}
+	return d.rollBackFiles(ctx, id, files, intents)
+}
+
+// rollBackOrphan rolls back the one item of path if it is still staged by
+// commit id while id's record is gone: a leftover lake never writes (a
+// record goes only after its items are settled), but a foreign writer can.
+// Without it the path could never be written again.
+func (d *Driver) rollBackOrphan(ctx context.Context, id, path string) error {
+	if st, _, err := d.txState(ctx, id); err != nil || st != "" {
+		return err
+	}
+	it, err := d.getItem(ctx, key(d.filePK(datastore.Partition(path)), path))
+	if err != nil || getS(it, attrTx) != id {
+		return err
+	}
+	return d.rollBackFiles(ctx, id, []item{it}, nil)
+}
+
+// rollBackFiles restores the old state of files staged by commit id and
+// releases their intents.
+func (d *Driver) rollBackFiles(ctx context.Context, id string, files []item, intents map[string]item) error {
 	c, err := build(expression.NewBuilder().WithCondition(onlyIfStaged(id)))
 	if err != nil {
 		return err
@@ -695,4 +746,33 @@ func (d *Driver) visible(ctx context.Context, its []item) ([]item, error) {
 		}
 	}
 	return out, nil
+}
+
+// clashLive reports whether it counts as a live file in the clash checks of
+// commit tx ("" for a one-write commit): its state, or, for a path staged
+// by another commit not yet settled, either of its states, since that
+// commit may go either way; this commit's own staged paths count as their
+// new state, which is what its flip makes visible with the rest.
+func clashLive(it item, tx string) bool {
+	if it == nil {
+		return false
+	}
+	if !getBool(it, "del") {
+		return true
+	}
+	if id := getS(it, attrTx); id == "" || id == tx {
+		return false
+	}
+	old := oldOf(it)
+	return old != nil && !getBool(old, "del")
+}
+
+// notStagedByOther is the condition that an item is not staged by a commit
+// other than tx (clash ConditionChecks on a tombstone).
+func notStagedByOther(tx string) expression.ConditionBuilder {
+	c := expression.AttributeNotExists(expression.Name(attrTx))
+	if tx != "" {
+		c = c.Or(expression.Name(attrTx).Equal(expression.Value(tx)))
+	}
+	return c
 }
