@@ -123,7 +123,9 @@ func testSyncKilled(t *testing.T, k int) {
 
 	// Another client, straight to the store.
 	reader := t.TempDir()
-	lake := func(args ...string) result { return run(t, reader, "", append([]string{"--store", direct}, args...)...) }
+	lake := func(args ...string) result {
+		return run(t, reader, "", append([]string{"--store", direct}, args...)...)
+	}
 	visible := func() int {
 		t.Helper()
 		ls := strings.Fields(ok(t, lake("data", "ls", "data/kill/")).stdout)
