@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -180,5 +182,144 @@ func TestForeignStagedItem(t *testing.T) {
 	}
 	if _, b, err := s.Get(ctx, "data/h/1/forged"); err != nil || string(b) != "real" {
 		t.Fatalf("Get = %q, %v", b, err)
+	}
+}
+
+// TestWholeCommitsRace: four writers commit the same 10 paths, 10 entries
+// at a time with MaxCommit 4 (every commit staged, flipped, rolled forward),
+// while a small-commit writer puts other paths of the same model and a
+// puller pulls throughout. Each big commit lands whole or fails with a
+// conflict (never a lost update, never another error); at the end the 10
+// paths hold one commit's content, all of them; the puller saw positions
+// in (after, upTo], increasing, and its view at the head equals the store.
+func TestWholeCommitsRace(t *testing.T) {
+	s, d := newSmallStore(t, 4)
+	ctx := t.Context()
+	const writers, rounds, paths = 4, 4, 10
+	var wg, big sync.WaitGroup
+	errs := make(chan error, 64)
+	landed := make(chan string, writers*rounds)
+	stop := make(chan struct{})
+	report := func(err error) { // never blocks: the first 64 errors are enough
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	for w := range writers {
+		big.Add(1)
+		go func() {
+			defer big.Done()
+			for i := range rounds {
+				tag := fmt.Sprintf("w%d-%d", w, i)
+				entries := uploadAll(t, s, "data/r/1", paths, tag)
+				_, err := s.Commit(ctx, nil, entries)
+				switch {
+				case err == nil:
+					landed <- tag
+				case errors.Is(err, metastore.ErrConflict):
+				default:
+					report(fmt.Errorf("writer %d round %d: %v", w, i, err))
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // small commits to other paths of the model
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.Put(ctx, fmt.Sprintf("data/r/1/small%d", i%5), strings.NewReader(fmt.Sprint(i)), nil); err != nil {
+				report(fmt.Errorf("small put: %v", err))
+				return
+			}
+		}
+	}()
+	view := map[string]datastore.Info{}
+	var after uint64
+	pull := func() {
+		ch, upTo, err := s.Changes(ctx, "r/1", after, 1000)
+		if err != nil {
+			report(fmt.Errorf("pull: %v", err))
+			return
+		}
+		last := after
+		for _, c := range ch {
+			if c.Pos <= last || c.Pos > upTo {
+				report(fmt.Errorf("pull after %d: position %d out of order or beyond upTo %d", after, c.Pos, upTo))
+				return
+			}
+			last = c.Pos
+			view[c.Path] = c
+		}
+		after = upTo
+	}
+	pulled := make(chan struct{})
+	go func() {
+		defer close(pulled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				pull()
+			}
+		}
+	}()
+	bigDone := make(chan struct{})
+	go func() { big.Wait(); close(bigDone) }()
+	select {
+	case <-bigDone:
+	case <-time.After(2 * time.Minute):
+		t.Error("the big writers did not finish within 2 minutes")
+	}
+	close(stop)
+	<-pulled
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	close(landed)
+	var tags []string
+	for tag := range landed {
+		tags = append(tags, tag)
+	}
+	if len(tags) == 0 {
+		t.Fatal("no big commit landed")
+	}
+	t.Logf("%d of %d big commits landed, the others met a conflict", len(tags), writers*rounds)
+	var first string
+	for i := range paths {
+		_, b, err := s.Get(ctx, fmt.Sprintf("data/r/1/f%02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = string(b)
+		} else if string(b) != first {
+			t.Fatalf("path f%02d holds %q, f00 %q: two commits mixed", i, b, first)
+		}
+	}
+	pull()
+	h, _ := s.Head(ctx, "r/1")
+	if after != h.Seq {
+		t.Fatalf("a pull stops at %d, head %d, after every commit settled", after, h.Seq)
+	}
+	files, err := s.ListAll(ctx, "data/r/1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if v := view[f.Path]; v.Version != f.Version {
+			t.Fatalf("the puller's view of %s is %s, the store's %s", f.Path, v.Version, f.Version)
+		}
+	}
+	if left := stagedLeft(t, d.Table()); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
 	}
 }
