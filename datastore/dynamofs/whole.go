@@ -776,3 +776,39 @@ func notStagedByOther(tx string) expression.ConditionBuilder {
 	}
 	return c
 }
+
+// checkCommits reports each commit of the live set that is decided but not
+// settled (done: not rolled forward; aborted: not rolled back) or pending
+// past the commit window, and with o.Repair settles it. A pending commit
+// within its window is in flight: no problem.
+func (d *Driver) checkCommits(ctx context.Context, o datastore.CheckOptions, add func(datastore.Problem)) error {
+	live, err := d.getItem(ctx, d.liveKey())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, id := range liveCommits(live) {
+		st, started, err := d.txState(ctx, id)
+		if err != nil {
+			return err
+		}
+		what := map[string]string{
+			"":  "a settled commit still in the live set",
+			"d": "a commit made visible but not rolled forward (readers resolve it through its record)",
+			"a": "an aborted commit not rolled back",
+			"p": "a commit that was never made visible and is past the commit window",
+		}[st]
+		if st == "p" && now.Sub(started) <= d.window {
+			continue
+		}
+		p := datastore.Problem{Object: fmt.Sprintf("dynamodb:%s/%s/o", d.table, d.txPK(id)), What: what, Fix: "settle it (roll forward, or back)"}
+		if o.Repair {
+			if err := d.settle(ctx, id, now); err != nil && !errors.Is(err, errInFlight) {
+				return err
+			}
+			p.Repaired = true
+		}
+		add(p)
+	}
+	return nil
+}

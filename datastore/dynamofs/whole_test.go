@@ -323,3 +323,41 @@ func TestWholeCommitsRace(t *testing.T) {
 		t.Fatalf("left behind: %v", left)
 	}
 }
+
+// TestCheckReportsUnsettledCommit: a commit killed right after its flip
+// (its roll-forward never sent) is visible whole, reported by lake data
+// check's DynamoDB check, and settled by --repair; a second check finds
+// nothing, and nothing is left staged.
+func TestCheckReportsUnsettledCommit(t *testing.T) {
+	s, d := newSmallStore(t, 4)
+	ctx := t.Context()
+	entries := uploadAll(t, s, "data/k/1", 10, "v")
+	killAfter(d, 6) // the partition's registration, its record, three batches, the flip
+	if _, err := s.Commit(ctx, nil, entries); err != nil {
+		t.Fatalf("a commit whose roll-forward failed after its flip: %v (it is done: no error)", err)
+	}
+	d.SetWriteFault(nil)
+	if files, err := s.ListAll(ctx, "data/k/"); err != nil || len(files) != 10 {
+		t.Fatalf("after the flip %d files are listed (%v)", len(files), err)
+	}
+	rep, err := s.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range rep.Problems {
+		found = found || strings.Contains(p.What, "not rolled forward")
+	}
+	if !found {
+		t.Fatalf("check did not report the commit not rolled forward: %+v", rep.Problems)
+	}
+	if _, err := s.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("after repair: %+v (%v)", rep.Problems, err)
+	}
+	if left := stagedLeft(t, d.Table()); len(left) != 0 {
+		t.Fatalf("left behind after repair: %v", left)
+	}
+}
