@@ -31,7 +31,14 @@ func testKilledCommits(t *testing.T, s *datastore.Store) {
 		t.Skipf("driver %s does not commit whole or has no write fault hook: commits larger than MaxCommit are not atomic on it", s.Driver().Name())
 	}
 	ctx := t.Context()
+	// More entries than one atomic write takes (MaxCommit), in two
+	// partitions; a driver with a large MaxCommit (S3: per partition) is
+	// already past one write with a few entries in two partitions, and
+	// each entry costs it several writes per kill point.
 	n := 2*min(s.Driver().MaxCommit(), 8) + 2
+	if s.Driver().MaxCommit() >= 50 {
+		n = 6
+	}
 	clock := time.Now()
 	var mu sync.Mutex
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
@@ -110,25 +117,27 @@ func testKilledCommits(t *testing.T, s *datastore.Store) {
 		if seen == "after" && settled != "after" {
 			t.Fatalf("round %d: a commit readers saw whole vanished when it was settled", k)
 		}
-		// The next writer of every path of the commit gets through.
-		var next []datastore.Entry
-		for i := range n {
-			st, err := s.Upload(ctx, pathOf(i), strings.NewReader("next"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			next = append(next, datastore.Entry{Put: &st})
+		// The next writer of every path of the commit gets through: it
+		// puts the first and deletes the others (no uploads but one).
+		st, err2 := s.Upload(ctx, pathOf(0), strings.NewReader("next"), nil)
+		if err2 != nil {
+			t.Fatal(err2)
+		}
+		next := []datastore.Entry{{Put: &st}}
+		for i := 1; i < n; i++ {
+			next = append(next, datastore.Entry{Delete: pathOf(i)})
 		}
 		if _, err := s.Commit(ctx, nil, next); err != nil {
 			t.Fatalf("round %d: the next writer after the kill: %v", k, err)
 		}
-		for i := range n {
-			wantContent(t, s, pathOf(i), "next")
+		wantContent(t, s, pathOf(0), "next")
+		for i := 1; i < n; i++ {
+			wantNotFound(t, s, pathOf(i))
 		}
 		for _, part := range parts {
-			ch, upTo := pullAll(t, s, part, 0)
-			if h, err := s.Head(ctx, part); err != nil || upTo != h.Seq || len(ch) != n/2 {
-				t.Fatalf("round %d: after the next writer a pull of %s stops at %d of head %+v (%v) with %d changes, want %d", k, part, upTo, h, err, len(ch), n/2)
+			_, upTo := pullAll(t, s, part, 0)
+			if h, err := s.Head(ctx, part); err != nil || upTo != h.Seq {
+				t.Fatalf("round %d: after the next writer a pull of %s stops at %d of head %+v (%v)", k, part, upTo, h, err)
 			}
 		}
 		if err == nil && !fired {
