@@ -58,11 +58,11 @@
 // given a fence is refused with ErrConflict, changing nothing, unless the
 // record holds those bytes at the instant of the commit, checked in the same
 // atomic write. On a driver that commits whole (WholeCommitter: bolt,
-// DynamoDB, a node on either) a commit of any size is atomic. On another
-// (S3), a commit of more files than one atomic write holds
-// (Driver.MaxCommit) goes in several fenced writes, each path whole, in
-// order: a crash between them leaves the commit partly applied, and the next
-// sync, which pushes what is still dirty, completes it.
+// DynamoDB, S3, a node on any) a commit of any size is atomic. On another,
+// a commit of more files than one atomic write holds (Driver.MaxCommit)
+// goes in several fenced writes, each path whole, in order: a crash between
+// them leaves the commit partly applied, and the next sync, which pushes
+// what is still dirty, completes it.
 //
 // # Errors
 //

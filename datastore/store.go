@@ -125,9 +125,9 @@ func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byt
 
 // Commit applies entries (staged files and deletes, paths distinct), fenced
 // by fence if it is not nil. On a driver that commits whole (WholeCommitter:
-// bolt, DynamoDB, a node on either) a commit of any size is atomic: readers
+// bolt, DynamoDB, S3, a node on any) a commit of any size is atomic: readers
 // see all of it or none, and a crash leaves all or nothing visible. On
-// another driver (S3) up to Driver.MaxCommit entries go in one atomic write
+// another driver up to Driver.MaxCommit entries go in one atomic write
 // and a larger commit goes in several, in order, each fenced and each path
 // whole: a crash in between leaves it partly applied, and the next sync
 // completes it. It returns the changes applied.

@@ -7,7 +7,8 @@ package datastore
 // or everything visible. The Store hands such a driver a commit whole
 // instead of splitting it into MaxCommit-sized writes; MaxCommit is then
 // only the size of the driver's one-write fast path. How each driver does
-// it is in docs/datastore.md ("Commits of any size").
+// it is in docs/datastore.md ("Commits of any size"); bolt, DynamoDB, S3
+// and a node on any of them do.
 type WholeCommitter interface {
 	// CommitsWhole reports whether Commit takes any number of entries as
 	// one atomic commit.

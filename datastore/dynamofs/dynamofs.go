@@ -57,7 +57,9 @@
 // failed condition other than the fence or an intent means another commit
 // won the race: the commit re-reads and tries again. Every commit of a
 // partition therefore serializes on its head, positions are dense, and each
-// transaction completes before the next one of its partition can start.
+// transaction completes before the next one of its partition can start. A
+// commit of more than MaxCommit entries is staged under a commit record
+// (o#ID) and made visible by one conditional write (whole.go).
 //
 // # Pull
 //

@@ -14,15 +14,14 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Commit implements datastore.Driver. The entries of each partition become
-// one log object, created with If-None-Match at the partition's next
-// position: that create is the commit. A commit that touches several
-// partitions writes one object per partition, in order; S3 has no
-// multi-object write, so a crash between them leaves the commit partly
-// applied, as a commit larger than MaxCommit is on every backend, and the
-// next sync completes it. The fence is checked before each object: the
-// lock record must hold the fence's bytes, and no earlier object of the log
-// may carry a higher token of the same lock.
+// Commit implements datastore.Driver. A commit of at most MaxCommit
+// entries of one partition becomes one log object, created with
+// If-None-Match at the partition's next position: that create is the
+// commit. A larger one, or one across partitions, is staged as one log
+// object per part under a commit record that one conditional replace flips
+// (whole.go), so it is atomic too. The fence is checked before each object:
+// the lock record must hold the fence's bytes, and no earlier object of the
+// log may carry a higher token of the same lock.
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
 	for _, e := range entries {
 		if err := d.checkPath(e.Path()); err != nil {
