@@ -17,17 +17,20 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/s3local"
 )
 
 // TestSyncKilledDuringCommit is issue 30's "Done when", from outside: a
-// `lake data sync` of 300 files in three models on DynamoDB Local is killed
-// (SIGKILL) by a proxy on its wire right after its k-th commit transaction
-// naming those files reached the store and was answered: k = 1 (the first
-// batch staged), and 20 (all 19 batches staged, the flip made, the first
-// roll-forward sent). Another client then sees 0 or 300 files through
-// `ls`, `get` and `changes`, never a part, and the next sync finishes the
-// work: 300 files, each model's feed whole. LAKE_TEST_SYNC_KILL_POINTS
-// (comma-separated k) runs other points.
+// `lake data sync` of 300 files in three models is killed (SIGKILL) by a
+// proxy on its wire right after its k-th commit write reached the store and
+// was answered. On DynamoDB Local, k counts the transactions naming the
+// files: 1 (the first batch staged) and 20 (all 19 batches staged, the flip
+// made, the first roll-forward sent). On S3 (versitygw): after the first
+// staged part's log object, and after the commit record's flip. Another
+// client then sees 0 or 300 files through `ls`, `get` and `changes`, never
+// a part, and the next sync finishes the work: 300 files, each model's feed
+// whole. LAKE_TEST_SYNC_KILL_POINTS (comma-separated k) runs other
+// DynamoDB points.
 func TestSyncKilledDuringCommit(t *testing.T) {
 	points := []int{1, 20}
 	if env := os.Getenv("LAKE_TEST_SYNC_KILL_POINTS"); env != "" {
@@ -41,21 +44,48 @@ func TestSyncKilledDuringCommit(t *testing.T) {
 		}
 	}
 	for _, k := range points {
-		t.Run(fmt.Sprintf("dynamodb-kill-after-%d", k), func(t *testing.T) { testSyncKilled(t, k) })
+		t.Run(fmt.Sprintf("dynamodb-kill-after-%d", k), func(t *testing.T) {
+			table := ddblocal.TableName(t)
+			direct := "dynamodb://" + table + "?endpoint=" + ddblocal.Endpoint(t)
+			ok(t, run(t, t.TempDir(), "", "--store", direct, "data", "init"))
+			t.Cleanup(func() { deleteDataTable(t, direct) })
+			testSyncKilled(t, k, direct, ddblocal.Endpoint(t), func(proxy string) (string, []string) {
+				return "dynamodb://" + table + "?endpoint=" + proxy, nil
+			}, func(r *http.Request, body []byte) bool {
+				return strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".TransactWriteItems") && bytes.Contains(body, []byte("data/kill/"))
+			})
+		})
+	}
+	// S3 (versitygw): killed after the first staged part (a log object of
+	// one model) was created, and after the commit record's second write
+	// (the flip).
+	for _, tc := range []struct {
+		what string
+		k    int
+		key  string
+	}{{"first-part", 1, "/l/kill"}, {"flip", 2, "/t/"}} {
+		t.Run("s3-kill-after-"+tc.what, func(t *testing.T) {
+			store := "s3://" + s3local.Bucket(t) + "/sync"
+			ok(t, run(t, t.TempDir(), "", "--store", store, "data", "init"))
+			testSyncKilled(t, tc.k, store, s3local.Endpoint(t), func(proxy string) (string, []string) {
+				return store, []string{"AWS_ENDPOINT_URL_S3=" + proxy, "AWS_ENDPOINT_URL=" + proxy}
+			}, func(r *http.Request, body []byte) bool {
+				return r.Method == http.MethodPut && strings.Contains(r.URL.Path, tc.key)
+			})
+		})
 	}
 }
 
-func testSyncKilled(t *testing.T, k int) {
+// testSyncKilled syncs 300 files through a proxy to upstream (viaProxy: the
+// store URL and environment that send the sync there), kills it after the
+// k-th request counts says is a commit write, and checks what another
+// client sees on direct, then that the next sync finishes.
+func testSyncKilled(t *testing.T, k int, direct, upstream string, viaProxy func(proxy string) (string, []string), counts func(*http.Request, []byte) bool) {
 	const models, perModel = 3, 100
-	table := ddblocal.TableName(t)
-	direct := "dynamodb://" + table + "?endpoint=" + ddblocal.Endpoint(t)
-	ok(t, run(t, t.TempDir(), "", "--store", direct, "data", "init"))
-	t.Cleanup(func() { deleteDataTable(t, direct) })
-
-	// The proxy: forwards everything; after the k-th TransactWriteItems
-	// that names a file of the sync has been answered by the store, it
-	// kills the syncing process before the answer reaches it.
-	target, err := url.Parse(ddblocal.Endpoint(t))
+	// The proxy: forwards everything; after the k-th commit write has
+	// been answered by the store, it kills the syncing process before
+	// the answer reaches it.
+	target, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +96,7 @@ func testSyncKilled(t *testing.T, k int) {
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		commit := strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".TransactWriteItems") && bytes.Contains(body, []byte("data/kill/"))
-		if !commit {
+		if !counts(r, body) {
 			rp.ServeHTTP(w, r)
 			return
 		}
@@ -87,7 +116,7 @@ func testSyncKilled(t *testing.T, k int) {
 		w.Write(rec.Body.Bytes())
 	}))
 	t.Cleanup(proxy.Close)
-	viaProxy := "dynamodb://" + table + "?endpoint=" + proxy.URL
+	storeURL, env := viaProxy(proxy.URL)
 
 	dir := t.TempDir()
 	for m := range models {
@@ -101,9 +130,9 @@ func testSyncKilled(t *testing.T, k int) {
 			}
 		}
 	}
-	cmd := exec.Command(lakeBin, "--store", viaProxy, "data", "sync", "--lease", "2s")
+	cmd := exec.Command(lakeBin, "--store", storeURL, "data", "sync", "--lease", "2s")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LAKE_STORE=")
+	cmd.Env = append(append(os.Environ(), "LAKE_STORE="), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	mu.Lock()
@@ -117,7 +146,7 @@ func testSyncKilled(t *testing.T, k int) {
 	mu.Lock()
 	if !killed {
 		mu.Unlock()
-		t.Fatalf("the sync was not killed: it sent %d commit transactions, fewer than %d (stderr %q)", seen, k, stderr.String())
+		t.Fatalf("the sync was not killed: it sent %d commit writes, fewer than %d (stderr %q)", seen, k, stderr.String())
 	}
 	mu.Unlock()
 
@@ -151,9 +180,9 @@ func testSyncKilled(t *testing.T, k int) {
 	}
 	n := visible()
 	if n != 0 && n != models*perModel {
-		t.Fatalf("killed after %d commit transactions: %d of %d files visible to another client", k, n, models*perModel)
+		t.Fatalf("killed after %d commit writes: %d of %d files visible to another client", k, n, models*perModel)
 	}
-	t.Logf("killed after %d commit transactions: %d files visible", k, n)
+	t.Logf("killed after %d commit writes: %d files visible", k, n)
 
 	// The next sync finishes the work.
 	r := run(t, dir, "", "--store", direct, "data", "sync", "--wait", "1m")

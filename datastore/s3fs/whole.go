@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -195,6 +196,10 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fe
 	out := make([]datastore.Info, len(entries))
 	applied := make([]bool, len(entries))
 	var marks []pendingMark
+	// Parts go in partition order, so that two commits staging the same
+	// partitions never wait for each other in a cycle (each waits only
+	// for one ahead of it in that order).
+	order = slices.Sorted(slices.Values(order))
 	for _, part := range order {
 		idx := byPart[part]
 		for start := 0; start < len(idx); start += MaxCommit {
