@@ -60,10 +60,12 @@
 // package's fenced write guards on the lock record's exact bytes). A commit
 // given a fence is refused with ErrConflict, changing nothing, unless the
 // record holds those bytes at the instant of the commit, checked in the same
-// atomic write. A commit of more files than one atomic write holds
-// (Driver.MaxCommit) goes in several fenced writes, each path whole, in
-// order: a crash between them leaves the commit partly applied, and the next
-// sync, which pushes what is still dirty, completes it.
+// atomic write. On a driver that commits whole (WholeCommitter: bolt,
+// DynamoDB, S3, a node on any) a commit of any size is atomic. On another,
+// a commit of more files than one atomic write holds (Driver.MaxCommit)
+// goes in several fenced writes, each path whole, in order: a crash between
+// them leaves the commit partly applied, and the next sync, which pushes
+// what is still dirty, completes it.
 //
 // # Errors
 //

@@ -274,7 +274,24 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 		}
 	}
 	seen := map[string]uint64{}
+	// decided is the log's last position not behind a staged part of a
+	// commit not yet decided (whole.go): the roll-forward stops there, and
+	// nothing from it on is a path's latest change yet.
+	decided := uint64(0)
+	if n := len(pl.objs); n > 0 {
+		decided = pl.objs[n-1].last()
+	}
+	blocked := false
 	for i, o := range pl.objs {
+		if !blocked {
+			pending, err := d.resolve(ctx, o)
+			if err != nil {
+				return err
+			}
+			if blocked = pending; blocked {
+				decided = o.First - 1
+			}
+		}
 		for k, v := range o.Fences {
 			tok, err := c.token(ctx, k)
 			if err != nil {
@@ -288,7 +305,7 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 				}
 			}
 		}
-		if !o.stale(seen) {
+		if !o.stale(seen) && !o.void && !blocked {
 			for _, info := range o.infos(part) {
 				pl.latest[info.Path] = info
 			}
@@ -297,8 +314,8 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			seen[k] = max(seen[k], v)
 		}
 	}
-	if n := len(pl.objs); n > 0 && pl.hasHead && pl.head.Applied < pl.objs[n-1].last() {
-		last := pl.objs[n-1].last()
+	if n := len(pl.objs); n > 0 && pl.hasHead && pl.head.Applied < decided {
+		last := decided
 		if err := c.problem(ctx, d.headKey(part), fmt.Sprintf("applied watermark %d is below the log's last position %d: commits not rolled forward (a committer died)", pl.head.Applied, last),
 			"roll the log forward", func(ctx context.Context) error { return c.rollForward(ctx, part) }); err != nil {
 			return err

@@ -81,7 +81,7 @@ func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries [
 		tailLive := map[string]bool{}
 		seen := map[string]uint64{}
 		for _, o := range t.objects {
-			if !o.stale(seen) {
+			if !o.stale(seen) && !o.void {
 				for _, info := range o.infos(part) {
 					if strings.HasPrefix(info.Path, p+"/") {
 						tailLive[info.Path] = !info.Deleted

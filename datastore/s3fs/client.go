@@ -81,6 +81,11 @@ type client struct {
 	// its mark object (mark.go): shared by every namespace's driver on
 	// this client.
 	examined sync.Map // string → storedMark
+	// fault is the test hook of datastore.WriteFaulter (whole.go); txs
+	// caches the commit records found decided (whole.go): both shared by
+	// every namespace's driver on this client.
+	fault faultHook
+	txs   sync.Map // record key → txRecord (done or aborted: final)
 }
 
 func newWID() string {
@@ -202,6 +207,9 @@ func (c *client) replace(ctx context.Context, key, etag string, body []byte) (st
 }
 
 func (c *client) write(ctx context.Context, key string, body []byte, cond func(*s3.PutObjectInput)) (string, error) {
+	if err := c.fault.check(); err != nil { // whole.go
+		return "", err
+	}
 	wid := newWID()
 	for attempt := 0; ; attempt++ {
 		in := &s3.PutObjectInput{
@@ -245,6 +253,9 @@ func (c *client) write(ctx context.Context, key string, body []byte, cond func(*
 // deleteIf deletes key only if its ETag is etag (If-Match). A missing key is
 // a conflict: it no longer holds what the caller read.
 func (c *client) deleteIf(ctx context.Context, key, etag string) error {
+	if err := c.fault.check(); err != nil { // whole.go
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		c.n.del.Add(1)
 		_, err := c.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: &key, IfMatch: aws.String(etag)}, c.clock.recordDate)

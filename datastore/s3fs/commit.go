@@ -14,15 +14,14 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Commit implements datastore.Driver. The entries of each partition become
-// one log object, created with If-None-Match at the partition's next
-// position: that create is the commit. A commit that touches several
-// partitions writes one object per partition, in order; S3 has no
-// multi-object write, so a crash between them leaves the commit partly
-// applied, as a commit larger than MaxCommit is on every backend, and the
-// next sync completes it. The fence is checked before each object: the
-// lock record must hold the fence's bytes, and no earlier object of the log
-// may carry a higher token of the same lock.
+// Commit implements datastore.Driver. A commit of at most MaxCommit
+// entries of one partition becomes one log object, created with
+// If-None-Match at the partition's next position: that create is the
+// commit. A larger one, or one across partitions, is staged as one log
+// object per part under a commit record that one conditional replace flips
+// (whole.go), so it is atomic too. The fence is checked before each object:
+// the lock record must hold the fence's bytes, and no earlier object of the
+// log may carry a higher token of the same lock.
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
 	for _, e := range entries {
 		if err := d.checkPath(e.Path()); err != nil {
@@ -57,6 +56,11 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			}
 			return nil, err
 		}
+	}
+	if len(order) > 1 || len(entries) > MaxCommit {
+		// More than one log object: staged under a commit record that
+		// one conditional write flips (whole.go).
+		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now)
 	}
 	out := make([]datastore.Info, len(entries))
 	applied := make([]bool, len(entries))
@@ -178,12 +182,35 @@ const maxCommitAttempts = 32
 // re-read tail does not show (a foreign or damaged object) is reported as
 // damage at once.
 func (d *Driver) commitPartition(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	return d.commitPartitionTx(ctx, part, fence, ft, entries, now, "", nil)
+}
+
+// commitPartitionTx is commitPartition; with tx set, the log object is a
+// staged part of commit tx (whole.go): it is not rolled forward, and its
+// pending mark, left in place, is appended to marks.
+func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time, tx string, marks *[]pendingMark) ([]datastore.Info, error) {
 	var lost uint64 // the position last lost to another create
+	inFlight := false
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		started := time.Now()
 		t, err := d.register(ctx, part)
 		if err != nil {
 			return nil, err
+		}
+		if t.blocked != nil && t.blocked.Tx != tx {
+			// Another commit's staged part, not yet decided: nothing
+			// may follow it until it is (whole.go). Wait for it a
+			// while, as for a lost position.
+			err := d.settleTx(ctx, t.blocked.Tx, now)
+			if err != nil && !errors.Is(err, errInFlight) {
+				return nil, err
+			}
+			if inFlight = err != nil; inFlight {
+				if berr := backoff(ctx, attempt); berr != nil {
+					return nil, berr
+				}
+			}
+			continue
 		}
 		if lost != 0 && t.next() <= lost {
 			// The create lost to an object the tail does not read:
@@ -193,7 +220,7 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		if err := d.checkClash(ctx, t, part, entries); err != nil { // clash.go
 			return nil, err
 		}
-		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}}
+		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}, Tx: tx}
 		if t.last != nil {
 			maps.Copy(obj.Fences, t.last.Fences)
 		}
@@ -273,6 +300,12 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 		if err != nil {
 			return nil, err
 		}
+		if tx != "" {
+			// A staged part: visible once its commit is flipped, rolled
+			// forward then, its mark kept until it is.
+			*marks = append(*marks, pendingMark{part: part, pos: obj.First, etag: mark})
+			return obj.infos(part), nil
+		}
 		t.objects = append(t.objects, obj)
 		t.last = obj
 		// The create is the commit: it is durable and visible (a stat or
@@ -288,6 +321,9 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 			d.clearPending(ctx, part, obj.First, mark)
 		}
 		return obj.infos(part), nil
+	}
+	if inFlight {
+		return nil, metastore.Conflict(part, fmt.Sprintf("a commit in flight held a staged part of this partition's log through %d attempts", maxCommitAttempts))
 	}
 	return nil, fmt.Errorf("%w: s3 commit to partition %q gave up after %d attempts: other writers took its next position every time (last %s); nothing of this commit was written", metastore.ErrUnavailable, part, maxCommitAttempts, d.logKey(part, lost))
 }

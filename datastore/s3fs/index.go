@@ -79,7 +79,7 @@ var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partiti
 func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
 	seen := map[string]uint64{}
 	for _, o := range t.objects {
-		if !o.stale(seen) {
+		if !o.stale(seen) && !o.void {
 			for i, e := range o.Entries {
 				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now); err != nil {
 					return err
@@ -93,7 +93,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 	if t.last == nil {
 		return nil
 	}
-	target := t.last.last()
+	target := t.rollTo() // not past a commit not yet decided (whole.go)
 	h, etag := t.h, t.hetag
 	for attempt := 0; h.Applied < target; attempt++ {
 		if attempt == maxCommitAttempts {
@@ -178,7 +178,7 @@ func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[str
 	}
 	seen := map[string]uint64{}
 	for _, o := range t.objects {
-		if !o.stale(seen) {
+		if !o.stale(seen) && !o.void {
 			for _, info := range o.infos(part) {
 				if want[info.Path] {
 					out[info.Path] = info

@@ -30,6 +30,14 @@ type logObject struct {
 	// name a higher token than its own, and a reader ignores such an
 	// object should one exist.
 	Fences map[string]uint64 `json:"fences,omitempty"`
+	// Tx names the commit this object is a staged part of (a commit of
+	// more than one log object, whole.go): its entries count only once
+	// that commit's record t/TX says done; aborted, they count for
+	// nothing; pending, readers stop before it.
+	Tx string `json:"tx,omitempty"`
+	// void is set by readers for an object of an aborted commit: it holds
+	// its positions and fences, and no change.
+	void bool
 }
 
 // fenceToken is a commit's fence: the lock record and, when its bytes are a
@@ -98,8 +106,23 @@ type tail struct {
 	h       head
 	hetag   string
 	exists  bool
-	objects []*logObject // the log objects after h.Applied, in order
+	objects []*logObject // the log objects after h.Applied, in order, up to blocked
 	last    *logObject   // the log's last object (nil for an empty log)
+	// blocked is the first object after h.Applied staged by a commit not
+	// yet decided (whole.go): objects holds none from it on, and the
+	// partition rolls forward only up to the position before it.
+	blocked *logObject
+}
+
+// rollTo is the position up to which t's log is decided.
+func (t *tail) rollTo() uint64 {
+	switch {
+	case t.blocked != nil:
+		return t.blocked.First - 1
+	case t.last == nil:
+		return t.h.Applied
+	}
+	return t.last.last()
 }
 
 // next is the name of the log's next object.
@@ -304,9 +327,18 @@ func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tai
 	}
 	for _, o := range objs {
 		t.last = o
-		if o.last() > h.Applied {
-			t.objects = append(t.objects, o)
+		if o.last() <= h.Applied || t.blocked != nil {
+			continue
 		}
+		pending, err := d.resolve(ctx, o) // whole.go
+		if err != nil {
+			return nil, err
+		}
+		if pending {
+			t.blocked = o
+			continue
+		}
+		t.objects = append(t.objects, o)
 	}
 	return t, nil
 }

@@ -92,6 +92,12 @@ func (d *Driver) clearPending(ctx context.Context, part string, pos uint64, etag
 // and deletes the markers that are settled (see above). It costs one LIST
 // when no commit is pending.
 func (d *Driver) settlePending(ctx context.Context) error {
+	return d.settlePendingAt(ctx, time.Now())
+}
+
+// settlePendingAt is settlePending with the caller's clock (Reclaim's), by
+// which a staged commit's age is also judged (whole.go).
+func (d *Driver) settlePendingAt(ctx context.Context, at time.Time) error {
 	keys, err := d.c.listAll(ctx, d.prefix+"p/", "")
 	if err != nil || len(keys) == 0 {
 		return err
@@ -120,6 +126,16 @@ func (d *Driver) settlePending(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if t.blocked != nil {
+			// A staged commit not decided: give it up if it is dead
+			// (whole.go), then read the tail again.
+			if err := d.settleTx(ctx, t.blocked.Tx, at); err != nil && !errors.Is(err, errInFlight) {
+				return err
+			}
+			if t, err = d.readTail(ctx, part, false); err != nil {
+				return err
+			}
+		}
 		end := t.h.Applied
 		if t.exists && len(t.objects) > 0 {
 			if err := d.rollForward(ctx, part, t, now); errors.Is(err, datastore.ErrDamaged) {
@@ -127,7 +143,7 @@ func (d *Driver) settlePending(ctx context.Context) error {
 			} else if err != nil && !errors.Is(err, errHeadGone) {
 				return err
 			}
-			end = t.last.last()
+			end = t.rollTo()
 		}
 		for _, k := range byPart[part] {
 			_, pos, _ := d.pendingOf(k.key)

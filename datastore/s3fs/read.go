@@ -160,7 +160,19 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	seen := map[string]uint64{}
 collect:
 	for _, o := range objs {
-		if !o.stale(seen) {
+		if o.last() > after {
+			pending, err := d.resolve(ctx, o) // whole.go
+			if err != nil {
+				return nil, 0, err
+			}
+			if pending {
+				// Not yet decided: stop right before it, so that no
+				// puller moves past its positions.
+				upTo = max(after, o.First-1) // every change collected lies below it
+				break collect
+			}
+		}
+		if !o.stale(seen) && !o.void {
 			for _, info := range o.infos(part) {
 				if info.Pos <= after {
 					continue

@@ -22,7 +22,7 @@ import (
 // at most one object per live path plus the commits of the grace period.
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
-	if err := d.settlePending(ctx); err != nil {
+	if err := d.settlePendingAt(ctx, now); err != nil {
 		return st, err
 	}
 	if err := d.reclaimUploads(ctx, now, o.UploadGrace, &st); err != nil {
@@ -336,6 +336,9 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	for i, k := range keys {
 		old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
 		pos, _ := d.posOf(part, k.key)
+		if pos > t.rollTo() {
+			break // a staged commit not yet decided, and what follows it (whole.go)
+		}
 		if !old && mark.Pos > 0 && pos <= mark.Pos {
 			continue // handled, and not deletable yet
 		}

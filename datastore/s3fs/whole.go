@@ -1,0 +1,265 @@
+package s3fs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Commits of more than one log object (issue 30).
+//
+// A commit of at most MaxCommit entries of one partition is one log object,
+// as before: its create is the commit. A larger one, or one across
+// partitions, is staged under a commit record t/ID and made visible by one
+// conditional write:
+//
+//  1. t/ID is created ({"state":"pending"}, If-None-Match);
+//  2. each part (at most MaxCommit entries of one partition) is created as
+//     its partition's next log object, exactly like a small commit's (its
+//     pending mark first, the fence checked before it), carrying "tx":ID;
+//     it is not rolled forward and its mark stays;
+//  3. the flip: the fence checked once more, t/ID is replaced with
+//     {"state":"done"} If-Match the ETag it was created with;
+//  4. each partition is rolled forward and its marks deleted.
+//
+// Readers resolve a log object carrying tx through t/ID (one GET per commit
+// met; decided states are cached): done, it counts; aborted, it holds its
+// positions and no change; pending (or aborted), none of its changes is
+// visible, and readers stop before it: a partition's tail, Stat and the
+// roll-forward end at the position before it, and Changes returns upTo
+// below it. A writer that finds another commit's undecided part at its
+// partition's tail settles it: pending past the commit window, or fenced on
+// a lock record that holds another token now (its flip can never pass the
+// fence check), it is given up (t/ID replaced with aborted If-Match: exactly
+// one of the flip and the abort wins); in flight, it is a conflict. The
+// pending marks make List, ChangedPartitions and Reclaim settle it too, and
+// roll a flipped commit forward. Commit records are kept: log objects name
+// them for as long as they exist.
+
+// txRecord is the value of t/ID. NB: a stored format.
+type txRecord struct {
+	State string    `json:"state"` // pending, done or aborted
+	Time  time.Time `json:"time"`
+	// FenceKey and FenceToken: the fence of a fenced commit.
+	FenceKey   string `json:"fenceKey,omitempty"`
+	FenceToken []byte `json:"fenceToken,omitempty"`
+}
+
+// pendingMark is a staged part's pending mark, deleted after the flip's
+// roll-forward.
+type pendingMark struct {
+	part string
+	pos  uint64
+	etag string
+}
+
+// errInFlight is settleTx's answer for a pending commit within its window.
+var errInFlight = errors.New("lake: a commit is in flight")
+
+func (d *Driver) txKey(id string) string { return d.prefix + "t/" + id }
+
+// CommitsWhole implements datastore.WholeCommitter.
+func (d *Driver) CommitsWhole() bool { return true }
+
+// faultHook is the test hook of datastore.WriteFaulter.
+type faultHook struct {
+	mu sync.Mutex
+	f  func() error
+}
+
+func (h *faultHook) check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		return nil
+	}
+	return h.f()
+}
+
+// SetWriteFault implements datastore.WriteFaulter: f runs before each
+// PutObject and DeleteObject.
+func (d *Driver) SetWriteFault(f func() error) {
+	d.c.fault.mu.Lock()
+	defer d.c.fault.mu.Unlock()
+	d.c.fault.f = f
+}
+
+var (
+	_ datastore.WholeCommitter = (*Driver)(nil)
+	_ datastore.WriteFaulter   = (*Driver)(nil)
+)
+
+// readTx reads commit id's record; ok is false if it does not exist.
+func (d *Driver) readTx(ctx context.Context, id string) (rec txRecord, o object, ok bool, err error) {
+	if v, hit := d.c.txs.Load(d.txKey(id)); hit {
+		return v.(txRecord), object{}, true, nil
+	}
+	o, err = d.c.get(ctx, d.txKey(id))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return txRecord{}, object{}, false, nil
+	}
+	if err != nil {
+		return txRecord{}, object{}, false, err
+	}
+	if err := json.Unmarshal(o.body, &rec); err != nil {
+		return txRecord{}, object{}, false, datastore.Damaged(d.c.bucket+"/"+d.txKey(id), "not a commit record: %v", err)
+	}
+	if rec.State == "done" || rec.State == "aborted" {
+		d.c.txs.Store(d.txKey(id), rec) // final
+	}
+	return rec, o, true, nil
+}
+
+// resolve reports whether o is a staged part of a commit not yet decided;
+// a part of an aborted commit (or of a record that does not exist, which
+// lake never leaves: the record is created before any part) is marked
+// void.
+func (d *Driver) resolve(ctx context.Context, o *logObject) (pending bool, err error) {
+	if o.Tx == "" {
+		return false, nil
+	}
+	rec, _, ok, err := d.readTx(ctx, o.Tx)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case !ok || rec.State == "aborted":
+		o.void = true
+		return false, nil
+	case rec.State == "done":
+		return false, nil
+	}
+	return true, nil
+}
+
+// settleTx gives commit id up if it is pending and dead: older than the
+// commit window by S3's clock or by the caller's (now, a writer's or
+// Reclaim's), or fenced on a lock record that holds another token now.
+// errInFlight if it is pending and alive. A caller whose clock runs ahead
+// can only make a live commit fail (its flip loses to the abort), never
+// apply a part of one.
+func (d *Driver) settleTx(ctx context.Context, id string, now time.Time) error {
+	rec, o, ok, err := d.readTx(ctx, id)
+	if err != nil || !ok || rec.State != "pending" {
+		return err
+	}
+	dead := d.c.clock.now().Sub(o.mod) > d.window || now.Sub(rec.Time) > d.window
+	if !dead && rec.FenceKey != "" {
+		v, err := d.GetRecord(ctx, rec.FenceKey)
+		if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+			return err
+		}
+		dead = err != nil || !bytes.Equal(v, rec.FenceToken)
+	}
+	if !dead {
+		return errInFlight
+	}
+	rec.State = "aborted"
+	body, _ := json.Marshal(rec)
+	if _, err := d.c.replace(ctx, d.txKey(id), o.etag, body); err != nil && !errors.Is(err, metastore.ErrConflict) {
+		return err
+	}
+	return nil // aborted, or decided by another meanwhile
+}
+
+// commitWhole stages entries (order: their partitions, byPart: the entries
+// of each) under a new commit record, flips it, and rolls it forward.
+func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time) ([]datastore.Info, error) {
+	started := time.Now()
+	var b [16]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	rec := txRecord{State: "pending", Time: now.Round(0).UTC()}
+	if fence != nil {
+		rec.FenceKey, rec.FenceToken = fence.Key, fence.Token
+	}
+	body, _ := json.Marshal(rec)
+	etag, err := d.c.create(ctx, d.txKey(id), body)
+	if err != nil {
+		return nil, err
+	}
+	giveUp := func() {
+		rec.State = "aborted"
+		body, _ := json.Marshal(rec)
+		_, _ = d.c.replace(ctx, d.txKey(id), etag, body) // best effort: readers give a dead commit up too
+	}
+	out := make([]datastore.Info, len(entries))
+	applied := make([]bool, len(entries))
+	var marks []pendingMark
+	// Parts go in partition order, so that two commits staging the same
+	// partitions never wait for each other in a cycle (each waits only
+	// for one ahead of it in that order).
+	order = slices.Sorted(slices.Values(order))
+	for _, part := range order {
+		idx := byPart[part]
+		for start := 0; start < len(idx); start += MaxCommit {
+			chunk := idx[start:min(start+MaxCommit, len(idx))]
+			sub := make([]datastore.Entry, len(chunk))
+			for j, i := range chunk {
+				sub[j] = entries[i]
+			}
+			infos, err := d.commitPartitionTx(ctx, part, fence, ft, sub, now, id, &marks)
+			if err != nil {
+				giveUp()
+				return nil, err
+			}
+			for _, info := range infos {
+				for _, i := range chunk {
+					if entries[i].Path() == info.Path {
+						out[i], applied[i] = info, true
+					}
+				}
+			}
+		}
+	}
+	// The flip, under the fence, within the commit window (a commit that
+	// took longer may have been given up by a reader, and its uploads are
+	// closer to expiry than a commit expects).
+	if time.Since(started) > d.window {
+		giveUp()
+		return nil, fmt.Errorf("%w: s3 commit %s took longer than the commit window %s; nothing of it was applied", metastore.ErrUnavailable, id, d.window)
+	}
+	if _, err := d.checkFence(ctx, fence); err != nil {
+		giveUp()
+		return nil, err
+	}
+	rec.State = "done"
+	body, _ = json.Marshal(rec)
+	if _, err := d.c.replace(ctx, d.txKey(id), etag, body); err != nil {
+		if errors.Is(err, metastore.ErrConflict) {
+			return nil, metastore.Conflict(d.txKey(id), "another writer gave this commit up as dead (its lock moved on, or it took longer than the commit window); nothing of it was applied")
+		}
+		return nil, err
+	}
+	d.c.txs.Store(d.txKey(id), rec)
+	// Visible; the roll-forward is left to readers' settling of the
+	// marks, the next writer or Reclaim if it fails here.
+	for _, part := range order {
+		t, err := d.readTail(ctx, part, false)
+		if err != nil || !t.exists || d.rollForward(ctx, part, t, now) != nil {
+			continue
+		}
+		for _, m := range marks {
+			if m.part == part && m.pos <= t.rollTo() {
+				d.clearPending(ctx, m.part, m.pos, m.etag)
+			}
+		}
+	}
+	var res []datastore.Info
+	for i, ok := range applied {
+		if ok {
+			res = append(res, out[i])
+		}
+	}
+	return res, nil
+}
