@@ -12,11 +12,22 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/metastore/boltstore"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 var lakeBin string
 
 func TestMain(m *testing.M) {
+	// The test binary is also the command lake of the docs' testscripts
+	// (docs_test.go): invoked under that name, it runs main.
+	testscript.Main(cliTests{m}, map[string]func(){"lake": main})
+}
+
+// cliTests runs the package's tests around the binary they build.
+type cliTests struct{ m *testing.M }
+
+func (c cliTests) Run() int {
+	m := c.m
 	// In the child role the test binary holds a bolt file open, as a node
 	// would (or, with LAKE_TEST_HOLD_READONLY set, as a reader), until it is
 	// killed.
@@ -40,7 +51,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
 type result struct {

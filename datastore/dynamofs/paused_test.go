@@ -6,9 +6,9 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultproxy"
-	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // TestPausedHolderAtEveryRequest (issue 28, item 1, on DynamoDB): the

@@ -16,8 +16,8 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
-	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
 // newSmallStore is a store whose one-write fast path holds max entries, so
