@@ -67,6 +67,8 @@ func TestDocsProse(t *testing.T) {
 			return doctest.FigureNumbers(b)
 		})...)
 		errs = append(errs, doctest.Limits(p, src)...)
+		errs = append(errs, doctest.BareLake(p, src)...)
+		errs = append(errs, doctest.Sources(p, src)...)
 		for _, e := range errs {
 			t.Error(e)
 		}

@@ -88,3 +88,25 @@ func TestScripts(t *testing.T) {
 		t.Fatal("a not-run marker without a reason passed")
 	}
 }
+
+// A section of measured figures names its command and date.
+func TestSources(t *testing.T) {
+	table := "| run | p50 ms | p99 ms |\n|---|---|---|\n| a | 0.42 | 6.71 |\n| b | 1.5 | 9 |\n"
+	for _, c := range []struct {
+		page string
+		ok   bool
+	}{
+		{"## F\n\n" + table, false},
+		{"## F\n\nMeasured 2026-12-01 with `./lake bench lock --runs 3`:\n\n" + table, true},
+		{"## F\n\nMeasured with `./lake bench lock`:\n\n" + table, false},
+		{"## F\n\n<!-- unsourced: an example -->\n" + table, true},
+		{"## F\n\n| code | status | exit |\n|---|---|---|\n| a | 404 | 3 |\n| b | 409 | 4 |\n", true},
+	} {
+		if errs := Sources("p.md", []byte(c.page)); (len(errs) == 0) != c.ok {
+			t.Errorf("page %q: errors %q, want ok=%v", c.page, errs, c.ok)
+		}
+	}
+	if errs := BareLake("p.md", []byte("<!-- not run: x -->\n```sh\nlake serve\n```\n")); len(errs) != 1 {
+		t.Errorf("bare lake: %q", errs)
+	}
+}

@@ -357,3 +357,83 @@ func Limits(page string, src []byte) []string {
 	}
 	return errs
 }
+
+var (
+	bareLake  = regexp.MustCompile(`(^|&&|;|\|)\s*lake\s`)
+	isoDate   = regexp.MustCompile(`\b20\d\d-\d\d-\d\d\b`)
+	measuring = regexp.MustCompile("(lake|\\./lake|go run \\./cmd/lake)[^`\\n]*\\bbench\\b|go test [^`\\n]*-(bench|run)\\b|\\bbench[ -][a-z]")
+	unsourced = regexp.MustCompile(`<!--\s*unsourced:\s*\S[^>]*-->`)
+	cell      = regexp.MustCompile(`^\s*[~≈]?[\d,.]+\s*(×|%|ms|µs|s|MiB|KiB|GET|PUT|LIST)?\s*$`)
+)
+
+// BareLake returns an error for every shell line that runs `lake` without
+// a path: the README builds ./lake, which is not on PATH.
+func BareLake(page string, src []byte) []string {
+	var errs []string
+	for _, b := range Blocks(page, src) {
+		if !b.Shell() {
+			continue
+		}
+		for j, line := range strings.Split(b.Body, "\n") {
+			if bareLake.MatchString(line) {
+				errs = append(errs, fmt.Sprintf("%s:%d: %q runs lake from PATH; the README builds ./lake", page, b.Line+1+j, strings.TrimSpace(line)))
+			}
+		}
+	}
+	return errs
+}
+
+// Sources returns an error for every section that holds measured figures
+// (a table whose cells are mostly numbers, or an output block of numbers)
+// but names no measuring command (`lake bench …`, `go test -bench …`) or
+// no date (YYYY-MM-DD): every figure is the output of a named command,
+// with its flags and date. A section whose figures cannot name one says
+// why in <!-- unsourced: REASON --> (and its prose).
+func Sources(page string, src []byte) []string {
+	var errs []string
+	for _, sec := range splitSections(string(src)) {
+		text := strings.Join(sec.lines, "\n")
+		figures, at := false, 0
+		inBlock, lang := false, ""
+		for i, l := range sec.lines {
+			t := strings.TrimSpace(l)
+			if strings.HasPrefix(t, "```") {
+				if !inBlock {
+					lang = strings.TrimSpace(strings.TrimLeft(t, "`"))
+				}
+				inBlock = !inBlock
+				continue
+			}
+			var cells []string
+			switch {
+			case inBlock && lang == "":
+				cells = strings.Fields(t)
+			case !inBlock && strings.HasPrefix(t, "|") && !strings.HasPrefix(t, "|---") && !strings.HasPrefix(t, "| ---"):
+				cells = strings.Split(strings.Trim(t, "|"), "|")
+			}
+			num, measured := 0, false
+			for _, c := range cells {
+				if cell.MatchString(c) {
+					num++
+					// Counts alone (status codes, asserted request
+					// counts) are not measurements; a fraction or a unit is.
+					measured = measured || strings.ContainsAny(c, ".×%µ") || strings.Contains(c, "ms")
+				}
+			}
+			if len(cells) >= 3 && num*2 >= len(cells) && measured {
+				figures, at = true, sec.first+i
+				break
+			}
+		}
+		if !figures {
+			continue
+		}
+		if unsourced.MatchString(text) {
+			continue // the section says why its figures name no command
+		}
+		if !measuring.MatchString(text) || !isoDate.MatchString(text) {
+			errs = append(errs, fmt.Sprintf("%s:%d: measured figures in a section that names no measuring command (`lake bench …`, `go test -bench …`) and date (YYYY-MM-DD)", page, at))
+		}
+	}
+	return errs
+}
