@@ -60,8 +60,9 @@ import (
 // A writer that meets a staged path settles its commit first: done is
 // rolled forward, aborted rolled back; pending and younger than the commit
 // window is a conflict (a concurrent commit of the same path); pending and
-// older is aborted (p to a, conditional: exactly one of the flip and the
-// abort wins) and rolled back. Reclaim settles every commit of the live set
+// older, or fenced on a lock record that holds another token now (its
+// fenced flip can never land), is aborted (p to a, conditional: exactly one
+// of the flip and the abort wins) and rolled back. Reclaim settles every commit of the live set
 // the same way before it reclaims uploads. Roll-back restores each item's
 // old state (or deletes a new path's item) under tx = ID and releases the
 // intents, which then expire as any upload that never committed.
