@@ -232,7 +232,11 @@ func wantAllOrNothing(t *testing.T, s *datastore.Store, what string, paths, part
 	if settled := strings.Contains(what, "settled"); settled && !whole {
 		t.Fatalf("%s: a pull still stops below the head: the commit was not settled", what)
 	}
-	if whole && !mapsEqual(fv, versions) {
+	// A path a pending commit stages may be missing from a pull until the
+	// commit is decided (DynamoDB moves its one feed entry to the
+	// commit's position, as any change does): equality is owed once
+	// readers see the commit, and once it is settled.
+	if whole && (seen == "after" || strings.Contains(what, "settled")) && !mapsEqual(fv, versions) {
 		t.Fatalf("%s: the feed pulled to the head and Stat disagree: feed %v, stat %v", what, fv, versions)
 	}
 	if len(versions) != len(got) {

@@ -317,8 +317,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		counter[sh]++
 		oldSeq := getN(lookup(d.headKey(p)), "seq")
-		w, err := d.casUpdate(d.headKey(p), "seq", oldSeq, expression.Set(expression.Name("seq"), expression.Value(newSeq)).
-			Set(expression.Name(attrPos), expression.Value(counter[sh])))
+		u := expression.Set(expression.Name("seq"), expression.Value(newSeq)).
+			Set(expression.Name(attrPos), expression.Value(counter[sh]))
+		if tx != "" {
+			// The head remembers the commit's first position here, so
+			// that Head stops below it until the commit is decided.
+			m := expression.Name(headMark(tx))
+			u = u.Set(m, expression.IfNotExists(m, expression.Value(oldSeq+1)))
+		}
+		w, err := d.casUpdate(d.headKey(p), "seq", oldSeq, u)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -21,7 +21,11 @@ func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, er
 	if err != nil {
 		return datastore.Head{}, err
 	}
-	return datastore.Head{Partition: partition, Seq: getN(it, "seq"), Floor: getN(it, "floor")}, nil
+	seq, err := d.decidedSeq(ctx, it) // whole.go
+	if err != nil {
+		return datastore.Head{}, err
+	}
+	return datastore.Head{Partition: partition, Seq: seq, Floor: getN(it, "floor")}, nil
 }
 
 // Changes reads the head, then queries bypos for (after, seq].
@@ -180,7 +184,11 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 				return nil, nil, err
 			}
 			for _, it := range page.Items {
-				heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: getN(it, "seq"), Floor: getN(it, "floor")})
+				seq, err := d.decidedSeq(ctx, it) // whole.go
+				if err != nil {
+					return nil, nil, err
+				}
+				heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: seq, Floor: getN(it, "floor")})
 			}
 			if page.LastEvaluatedKey == nil {
 				break

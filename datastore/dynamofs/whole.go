@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,8 +61,9 @@ import (
 // A writer that meets a staged path settles its commit first: done is
 // rolled forward, aborted rolled back; pending and younger than the commit
 // window is a conflict (a concurrent commit of the same path); pending and
-// older is aborted (p to a, conditional: exactly one of the flip and the
-// abort wins) and rolled back. Reclaim settles every commit of the live set
+// older, or fenced on a lock record that holds another token now (its
+// fenced flip can never land), is aborted (p to a, conditional: exactly one
+// of the flip and the abort wins) and rolled back. Reclaim settles every commit of the live set
 // the same way before it reclaims uploads. Roll-back restores each item's
 // old state (or deletes a new path's item) under tx = ID and releases the
 // intents, which then expire as any upload that never committed.
@@ -502,7 +504,7 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 	}
 	slices.Sort(parts)
 	for _, p := range slices.Compact(parts) {
-		if err := d.bumpIndex(ctx, p); err != nil {
+		if err := d.bumpIndex(ctx, p, id); err != nil {
 			return err
 		}
 	}
@@ -517,12 +519,58 @@ func (d *Driver) rollBack(ctx context.Context, id string) error {
 		return err
 	}
 	intents := map[string]item{}
+	var parts []string
 	for _, it := range entries {
 		if getS(it, "ipk") != "" {
 			intents[getS(it, attrSK)[len("e#"):]] = item{attrPK: it["ipk"], attrSK: it["isk"]}
 		}
+		parts = append(parts, datastore.Partition(getS(it, attrSK)[len("e#"):]))
 	}
-	return d.rollBackFiles(ctx, id, files, intents)
+	if err := d.rollBackFiles(ctx, id, files, intents); err != nil {
+		return err
+	}
+	// The heads forget the commit (their reserved positions stay unused).
+	e, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))).
+		WithUpdate(expression.Remove(expression.Name(headMark(id)))))
+	if err != nil {
+		return err
+	}
+	slices.Sort(parts)
+	for _, p := range slices.Compact(parts) {
+		err := d.transact(ctx, []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: d.headKey(p), UpdateExpression: e.Update(),
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}})
+		if _, ok := failedIndexes(err); err != nil && !ok {
+			return d.classify(err, p)
+		}
+	}
+	return nil
+}
+
+// headMark is the attribute of a partition's head that holds the first
+// position commit id staged in it, until the commit is settled.
+func headMark(id string) string { return "s_" + id }
+
+// decidedSeq is the head item it's position up to which every change is
+// decided: below the first position of any commit staged in the partition
+// and still pending (its positions, and every later one, wait for it, as a
+// pull does). One GetItem per staged commit marked on the head; none
+// otherwise.
+func (d *Driver) decidedSeq(ctx context.Context, it item) (uint64, error) {
+	seq := getN(it, "seq")
+	for name := range it {
+		id, ok := strings.CutPrefix(name, "s_")
+		if !ok {
+			continue
+		}
+		st, _, err := d.txState(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if first := getN(it, name); st == "p" && first > 0 {
+			seq = min(seq, first-1)
+		}
+	}
+	return seq, nil
 }
 
 // rollBackOrphan rolls back the one item of path if it is still staged by
@@ -610,7 +658,7 @@ func (d *Driver) forget(ctx context.Context, id string) error {
 
 // bumpIndex moves partition's index entry (its head) to the next position
 // of its shard, so that ChangedPartitions reports it again.
-func (d *Driver) bumpIndex(ctx context.Context, part string) error {
+func (d *Driver) bumpIndex(ctx context.Context, part, id string) error {
 	sh := shard(part)
 	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
 		got, err := d.batchGet(ctx, []item{d.headKey(part), d.counterKey(sh)})
@@ -629,7 +677,8 @@ func (d *Driver) bumpIndex(ctx context.Context, part string) error {
 			return nil // dropped meanwhile
 		}
 		next := getN(n, "n") + 1
-		hw, err := d.casUpdate(d.headKey(part), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next)))
+		hw, err := d.casUpdate(d.headKey(part), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next)).
+			Remove(expression.Name(headMark(id))))
 		if err != nil {
 			return err
 		}

@@ -128,6 +128,11 @@ func TestWholeCommitLockMovedOn(t *testing.T) {
 	if files, err := s.ListAll(ctx, "data/w/"); err != nil || len(files) != 0 {
 		t.Fatalf("a killed commit's files are listed: %d (%v)", len(files), err)
 	}
+	// The head stops below the pending commit's positions, so that a
+	// resync that lists and then resumes from it misses nothing.
+	if h, err := s.Head(ctx, "w/1"); err != nil || h.Seq != 0 {
+		t.Fatalf("Head while a commit is pending = %+v (%v), want 0", h, err)
+	}
 	// Unfenced writer, lock still t1: the pending commit is in flight.
 	if _, err := s.Put(ctx, "data/w/1/f00", strings.NewReader("x"), nil); !errors.Is(err, metastore.ErrConflict) {
 		t.Fatalf("a put of a path a commit in flight stages: %v, want a conflict", err)

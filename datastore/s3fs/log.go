@@ -133,8 +133,15 @@ func (t *tail) next() uint64 {
 	return t.last.last() + 1
 }
 
-// headSeq is the position up to which every change is visible.
-func (t *tail) headSeq() uint64 { return t.next() - 1 }
+// headSeq is the position up to which every change is decided: before a
+// staged part of a commit not yet decided (whole.go), whose positions and
+// every later one wait for it, as a pull does.
+func (t *tail) headSeq() uint64 {
+	if t.blocked != nil {
+		return t.blocked.First - 1
+	}
+	return t.next() - 1
+}
 
 func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool, error) {
 	o, err := d.c.get(ctx, d.headKey(part))
