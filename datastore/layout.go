@@ -193,7 +193,7 @@ func (s *Store) resolveLayout(ctx context.Context, readOnly bool) (Layout, error
 			return l, nil
 		}
 		if !errors.Is(err, metastore.ErrConflict) {
-			return 0, fmt.Errorf("record the datastore's layout: %w", err)
+			return 0, fmt.Errorf("record the datastore's layout (once, by a role that may write the record %s: run `lake data init`): %w", LayoutKey, err)
 		}
 		last = err // another Open recorded one first: read it
 	}

@@ -239,6 +239,8 @@ func (p Params) dynamoSyncWorker() []Statement {
 		leading(stmt("NamespaceItems", "the namespace's files, chunks, feed and heads, its lock records (k#rec/, k#exp/, k#gen/), the catalog scope every namespace's commits fold into, and the namespace and catalog registries; never Scan, which no key condition bounds",
 			slices.Concat(itemReads, itemWrites), p.arn(p.files()), p.arn(p.files())+"/index/bypos"), syncKeys(p.Namespace)...),
 		stmt("DescribeFiles", "the datastore's table is described when opened", describe, p.arn(p.files())),
+		leading(stmt("Layout", "the datastore's layout record, read once per open, never written: `lake data init` records it (docs/datastore.md)",
+			[]string{"dynamodb:GetItem"}, p.arn(p.files())), "k#"+datastore.LayoutKey),
 	}
 }
 
@@ -294,6 +296,8 @@ func (p Params) s3SyncWorker() []Statement {
 			[]string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, objects...),
 		withPrefix(stmt("NamespaceList", "listings of the namespace's logs, heads and intents, the catalog's, and the root heads a namespace's registry is found from",
 			[]string{"s3:ListBucket"}, p.bucketARN()), lists...),
+		stmt("Layout", "the datastore's layout record, read once per open, never written: `lake data init` records it (docs/datastore.md)",
+			[]string{"s3:GetObject"}, p.s3ARN(pre+"r/"+datastore.LayoutKey+"~")),
 	}
 }
 

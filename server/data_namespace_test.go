@@ -166,7 +166,7 @@ func TestDataNamespaceScopes(t *testing.T) {
 	if e := r.errBody(t); e.Key != "rec/alpha/sync" || e.Reason != datastore.FenceReason {
 		t.Fatalf("the stale drop's conflict = %+v, want the fence's", e)
 	}
-	for _, body := range []string{`{"partition":"a/b/c"}`, `{"partition":""}`, `{"partition":"m/1","bogus":1}`, `{"Partition":"m/1"}`} {
+	for _, body := range []string{`{"partition":"a//b"}`, `{"partition":""}`, `{"partition":"m/1","bogus":1}`, `{"Partition":"m/1"}`} {
 		want(t, "drop "+body, n.call(t, "POST", dataPath(nodeapi.DataDrop, "namespace=alpha"), []byte(body)), 400, nodeapi.CodeInvalidArgument)
 	}
 	want(t, "drop with an empty fence key", n.call(t, "POST", dataPath(nodeapi.DataDrop, "namespace=alpha"), []byte(`{"fence":{"Key":""},"partition":"m/1"}`)), 400, nodeapi.CodeInvalidKey)
