@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate"
@@ -69,7 +70,7 @@ type CompareResult struct {
 // RawAPI is the client RunCompare needs: the store's, plus the DeleteItem
 // the raw side's deletes use (a *dynamodb.Client is one).
 type RawAPI interface {
-	dynamostore.API
+	ddb.API
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
@@ -246,7 +247,7 @@ func rawTxCopy(ctx context.Context, api RawAPI, table, dst string, segments, pag
 }
 
 // createPKTable creates a table keyed by "pk" alone and waits for it.
-func createPKTable(ctx context.Context, api dynamostore.API, name string) error {
+func createPKTable(ctx context.Context, api ddb.API, name string) error {
 	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},

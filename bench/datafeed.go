@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // DataFeedConfig shapes RunDataFeed.
@@ -52,7 +52,7 @@ type FeedRow struct {
 // RunDataFeed fills a datastore and the seed's baseline table with the same
 // history and, at each H, measures a pull of the last cfg.Changes changes of
 // one model and of all models on each design.
-func RunDataFeed(ctx context.Context, api dynamostore.API, cfg DataFeedConfig, progress io.Writer) ([]FeedRow, error) {
+func RunDataFeed(ctx context.Context, api ddb.API, cfg DataFeedConfig, progress io.Writer) ([]FeedRow, error) {
 	if len(cfg.History) == 0 || !slices.IsSorted(cfg.History) || cfg.History[0] < 0 || cfg.Models < 1 || cfg.Changes < 1 || cfg.Workers < 1 {
 		return nil, fmt.Errorf("%w: need increasing history sizes, models ≥ 1, changes ≥ 1, workers ≥ 1", metastore.ErrInvalidArgument)
 	}

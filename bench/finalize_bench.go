@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate"
@@ -44,7 +45,7 @@ type FinalizeFigures struct {
 // keys), one fifth by a raw SDK client on v1 as a legacy binary would
 // (PutItem overwrites and creations, UpdateItem overwrites keeping lake's
 // stamp, batch deletes), and returns how many were legacy.
-func afterVerify(ctx context.Context, api dynamostore.API, s *metastore.Store, cfg MigrationConfig) (int, error) {
+func afterVerify(ctx context.Context, api ddb.API, s *metastore.Store, cfg MigrationConfig) (int, error) {
 	legacy := max(cfg.Mutations/5, 4)
 	for i := range cfg.Mutations - legacy {
 		if err := s.Put(ctx, fmt.Sprintf("tbl/changed-after-verify-%05d", i), []byte("x")); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // GSIFeedSuffix names the baseline table of `lake bench datafeed`: the
@@ -24,11 +24,11 @@ const GSIFeedSuffix = "_gsifeed"
 // quick patch moves the filter into a FilterExpression, which DynamoDB still
 // evaluates after reading every item. A GSI cannot be read consistently.
 type gsiFeed struct {
-	api   dynamostore.API
+	api   ddb.API
 	table string
 }
 
-func createGSIFeed(ctx context.Context, api dynamostore.API, table string) error {
+func createGSIFeed(ctx context.Context, api ddb.API, table string) error {
 	s := aws.String
 	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   s(table),

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // GSIFeed is the seed's original index kept live beside a datastore, for
@@ -22,7 +22,7 @@ type GSIFeed struct{ g gsiFeed }
 
 // OpenGSIFeed returns the GSI feed of table, creating the table (and
 // waiting for it) if it does not exist.
-func OpenGSIFeed(ctx context.Context, api dynamostore.API, table string) (*GSIFeed, error) {
+func OpenGSIFeed(ctx context.Context, api ddb.API, table string) (*GSIFeed, error) {
 	_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {

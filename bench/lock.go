@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -90,7 +91,7 @@ type LockResult struct {
 // the takeover of a killed holder with a clock-skew bound and by observing
 // a full lease; and the throughput of workers on one lock against workers
 // on one namespaced lock each.
-func RunLock(ctx context.Context, api dynamostore.API, cfg LockConfig, progress io.Writer) (LockResult, error) {
+func RunLock(ctx context.Context, api ddb.API, cfg LockConfig, progress io.Writer) (LockResult, error) {
 	res := LockResult{Config: cfg}
 	if cfg.Ops < 1 || cfg.Runs < 1 || cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Lease < lock.MinLease || cfg.Skew <= 0 || cfg.Holder == nil {
 		return res, fmt.Errorf("%w: need ops, runs and workers ≥ 1, a positive duration and skew, a lease ≥ %v and a holder command", metastore.ErrInvalidArgument, lock.MinLease)
@@ -148,7 +149,7 @@ func RunLock(ctx context.Context, api dynamostore.API, cfg LockConfig, progress 
 	return res, nil
 }
 
-func createRawTable(ctx context.Context, api dynamostore.API, name string) error {
+func createRawTable(ctx context.Context, api ddb.API, name string) error {
 	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
@@ -163,7 +164,7 @@ func createRawTable(ctx context.Context, api dynamostore.API, name string) error
 
 // rawPut is what a user writes by hand for a lock: one conditional PutItem
 // that replaces the item only if it holds the value last written.
-func rawPut(ctx context.Context, api dynamostore.API, table string, prev, next int) (float64, error) {
+func rawPut(ctx context.Context, api ddb.API, table string, prev, next int) (float64, error) {
 	cond := expression.AttributeNotExists(expression.Name("pk"))
 	if prev > 0 {
 		cond = expression.Name("v").Equal(expression.Value(strconv.Itoa(prev)))
@@ -192,7 +193,7 @@ func rawPut(ctx context.Context, api dynamostore.API, table string, prev, next i
 	return 0, nil
 }
 
-func uncontended(ctx context.Context, api dynamostore.API, raw string, d *dynamostore.Driver, s *metastore.Store, ops int, res *LockResult) error {
+func uncontended(ctx context.Context, api ddb.API, raw string, d *dynamostore.Driver, s *metastore.Store, ops int, res *LockResult) error {
 	l, err := lock.New(lock.Metastore(s), &lock.Options{Lease: time.Minute})
 	if err != nil {
 		return err

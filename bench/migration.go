@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/migrate"
@@ -65,7 +66,7 @@ type MigrationResult struct {
 // verify, a fifth of them by a raw SDK client: which check detects them, and
 // the precheck time and write pause of each check strategy, side by side
 // (finalize_bench.go).
-func RunMigration(ctx context.Context, api dynamostore.API, cfg MigrationConfig, progress io.Writer) (MigrationResult, error) {
+func RunMigration(ctx context.Context, api ddb.API, cfg MigrationConfig, progress io.Writer) (MigrationResult, error) {
 	res := MigrationResult{Records: cfg.Records}
 	if cfg.Records < 1 || cfg.Mutations < 1 || cfg.PageSize < 1 || cfg.PageSize > metastore.MaxListLimit {
 		return res, fmt.Errorf("%w: need records ≥ 1, mutations ≥ 1 and 1 ≤ page size ≤ %d", metastore.ErrInvalidArgument, metastore.MaxListLimit)
@@ -185,7 +186,7 @@ func measureCAS(ctx context.Context, s *metastore.Store, d *dynamostore.Driver, 
 
 // rawCopy copies table into a fresh table dst with Scan and BatchWriteItem,
 // no conditions: the practical ceiling of any copy.
-func rawCopy(ctx context.Context, api dynamostore.API, table, dst string) (time.Duration, error) {
+func rawCopy(ctx context.Context, api ddb.API, table, dst string) (time.Duration, error) {
 	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(dst),
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
@@ -246,7 +247,7 @@ func PrintMigration(w io.Writer, r MigrationResult) error {
 
 // createLoadedV1 creates the v1 table and loads records retained records
 // into it (the migration's source), the same for every migration bench.
-func createLoadedV1(ctx context.Context, api dynamostore.API, table string, records int, progress io.Writer) error {
+func createLoadedV1(ctx context.Context, api ddb.API, table string, records int, progress io.Writer) error {
 	if err := dynamostore.Create(ctx, api, dynamostore.Options{Table: table, Layout: dynamostore.LayoutV1}); err != nil {
 		return err
 	}

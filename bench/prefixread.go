@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 )
@@ -74,7 +75,7 @@ func retainedKey(i, catalog int) string {
 // RunPrefixRead loads v1 and v2 with the same data and measures a full tbl/
 // refresh on each, at every R of cfg.Retained, in pages of
 // metastore.DefaultPageSize and of cfg.PageSize. Progress goes to progress.
-func RunPrefixRead(ctx context.Context, api dynamostore.API, cfg PrefixReadConfig, progress io.Writer) ([]Row, error) {
+func RunPrefixRead(ctx context.Context, api ddb.API, cfg PrefixReadConfig, progress io.Writer) ([]Row, error) {
 	if cfg.Catalog < 1 || cfg.PageSize < 1 || cfg.PageSize > metastore.MaxListLimit || len(cfg.Retained) == 0 {
 		return nil, fmt.Errorf("%w: need catalog ≥ 1, 1 ≤ page size ≤ %d and at least one R", metastore.ErrInvalidArgument, metastore.MaxListLimit)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/bench"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/boltstore"
@@ -17,7 +18,7 @@ import (
 // checks the shape of its figures: v2 evaluates only what it returns at
 // every R, v1 evaluates the whole table.
 func TestPrefixRead(t *testing.T) {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	var progress bytes.Buffer
 	rows, err := bench.RunPrefixRead(t.Context(), api, bench.PrefixReadConfig{
 		Table: ddblocal.TableName(t), Catalog: 12, Retained: []int{0, 300}, PageSize: 5,
@@ -55,7 +56,7 @@ func TestPrefixRead(t *testing.T) {
 
 // TestMigration runs the migration benchmark's engine at a small size.
 func TestMigration(t *testing.T) {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	res, err := bench.RunMigration(t.Context(), api, bench.MigrationConfig{
 		Table: ddblocal.TableName(t), Records: 120, PageSize: 50, Mutations: 20,
 	}, &bytes.Buffer{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/boltstore"
@@ -47,9 +48,9 @@ func newBolt(t *testing.T) *metastore.Store {
 
 // newDynamoTables creates fresh tables on DynamoDB Local and returns their
 // options; the tables are deleted after the test.
-func newDynamoTables(t *testing.T, layout dynamostore.Layout) (dynamostore.API, dynamostore.Options) {
+func newDynamoTables(t *testing.T, layout dynamostore.Layout) (ddb.API, dynamostore.Options) {
 	t.Helper()
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	opts := dynamostore.Options{Table: ddblocal.TableName(t), Layout: layout}
 	if err := dynamostore.Create(context.Background(), api, opts); err != nil {
 		t.Fatalf("create tables: %v", err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
@@ -20,10 +21,10 @@ import (
 // under the same fault and still converge.
 func TestExactlyOnceInEveryState(t *testing.T) {
 	const n = 1000
-	api := faultapi.New(dynamostore.NewClient(ddblocal.Config(t), ""), nil)
+	api := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), nil)
 	table := ddblocal.Tables(t, api, dynamostore.Options{}).Table
 	opts := dynamostore.Options{Table: table, Refresh: refresh,
-		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})}
+		Retryer: ddb.NewRetryer(ddb.RetryOptions{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})}
 	d, err := dynamostore.Open(t.Context(), api, opts)
 	if err != nil {
 		t.Fatal(err)

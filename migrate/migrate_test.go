@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -29,7 +30,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	return &env{t: t, api: api, table: ddblocal.Tables(t, api, dynamostore.Options{}).Table}
 }
 
@@ -339,7 +340,7 @@ func TestStaleDualNodeCannotRegressV2(t *testing.T) {
 
 // countingAPI counts Scans per table.
 type countingAPI struct {
-	dynamostore.API
+	ddb.API
 	mu    sync.Mutex
 	scans map[string]int
 }

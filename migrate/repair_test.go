@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -323,7 +324,7 @@ func TestChangeLogLongKeys(t *testing.T) {
 // (no v1 table, no migration) is described as such, and every step is
 // refused.
 func TestStatusOfStandaloneV2(t *testing.T) {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	opts := ddblocal.Tables(t, api, dynamostore.Options{Layout: dynamostore.LayoutV2})
 	d, err := dynamostore.Open(t.Context(), api, dynamostore.Options{Table: opts.Table})
 	if err != nil {

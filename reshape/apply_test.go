@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -179,7 +180,7 @@ func retry5xx(ctx context.Context, f func() error) error {
 		if err == nil || time.Now().After(deadline) || !errors.As(err, &re) || re.HTTPStatusCode() < 500 {
 			return err
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := ddb.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -194,21 +195,33 @@ func putAll(ctx context.Context, api API, table string, items []map[string]types
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
 		}
 		pending := map[string][]types.WriteRequest{table: reqs}
-		for backoff := 10 * time.Millisecond; len(pending) > 0; backoff = min(backoff*2, time.Second) {
+		// Unprocessed items are sent again under lake's DynamoDB retry
+		// policy: bounded, with backoff.
+		r := ddb.NewRetryer(ddb.RetryOptions{})
+		for attempt := 1; len(pending) > 0; attempt++ {
 			out, err := api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
 			if err != nil {
 				return fmt.Errorf("lake: reshape demo: write items: %w", err)
 			}
 			pending = out.UnprocessedItems
-			if len(pending) > 0 {
-				if err := sleep(ctx, backoff); err != nil {
-					return err
-				}
+			if len(pending) == 0 {
+				break
+			}
+			if attempt >= r.MaxAttempts() {
+				return fmt.Errorf("lake: reshape demo: %d items stayed unprocessed after %d BatchWriteItem attempts", len(pending[table]), attempt)
+			}
+			delay, _ := r.RetryDelay(attempt, errUnprocessed)
+			if err := ddb.Sleep(ctx, delay); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
+
+// errUnprocessed stands for the failure a retryer's backoff is asked about
+// when a batch left items unprocessed.
+var errUnprocessed = errors.New("unprocessed items")
 
 // waitTable polls until the table is ACTIVE.
 func waitTable(ctx context.Context, api API, table string, period time.Duration) error {
@@ -220,7 +233,7 @@ func waitTable(ctx context.Context, api API, table string, period time.Duration)
 		if out.Table.TableStatus == types.TableStatusActive {
 			return nil
 		}
-		if err := sleep(ctx, period); err != nil {
+		if err := ddb.Sleep(ctx, period); err != nil {
 			return err
 		}
 	}

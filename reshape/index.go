@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -134,7 +135,7 @@ func (r *Reshaper) createIndex(ctx context.Context, opts IndexOptions) error {
 		if time.Since(start) > opts.MaxWait {
 			return fmt.Errorf("lake: reshape: add index %s to %s: the table stayed busy for %s (last: %v); run apply again later", s.Index.Name, s.Table, opts.MaxWait, err)
 		}
-		if err := sleep(ctx, opts.PollInterval); err != nil {
+		if err := ddb.Sleep(ctx, opts.PollInterval); err != nil {
 			return err
 		}
 	}
@@ -171,7 +172,7 @@ func (r *Reshaper) waitIndex(ctx context.Context, opts IndexOptions) error {
 		if st.Elapsed > opts.MaxWait {
 			return fmt.Errorf("lake: reshape: index %s of %s is still %s after %s (backfilling %v, %d items); run apply again to wait on", r.spec.Index.Name, r.spec.Table, st.Status, opts.MaxWait, st.Backfilling, st.ItemCount)
 		}
-		if err := sleep(ctx, opts.PollInterval); err != nil {
+		if err := ddb.Sleep(ctx, opts.PollInterval); err != nil {
 			return err
 		}
 	}
@@ -185,15 +186,4 @@ func (r *Reshaper) refresh(ctx context.Context) error {
 	}
 	r.table.Store(t)
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // checkIndex queries the index for each sampled value and compares what it
@@ -71,7 +72,7 @@ func (r *Reshaper) checkIndex(ctx context.Context, s *sampler, opts VerifyOption
 			}
 			prev = reads
 			out.Retries++
-			if err := sleep(ctx, delay); err != nil {
+			if err := ddb.Sleep(ctx, delay); err != nil {
 				return err
 			}
 			delay *= 2

@@ -277,9 +277,3 @@ func (r *Rewrite) readPair(ctx context.Context, oldKey, newKey map[string]types.
 }
 
 func (r *Rewrite) attempts() int { return max(r.MaxAttempts, 1) }
-
-// backoff waits a little before the next attempt on a contended item, so
-// that two writers of one item do not keep cancelling each other.
-func backoff(ctx context.Context, attempt int) error {
-	return sleep(ctx, time.Duration(1<<min(attempt, 6))*time.Millisecond)
-}

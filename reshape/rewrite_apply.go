@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/sweep"
 )
 
@@ -134,7 +135,7 @@ func (r *Rewrite) copyItem(ctx context.Context, old map[string]types.AttributeVa
 		if !errors.Is(err, errRaced) {
 			return "", attempt, err
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := ddb.Backoff(ctx, attempt); err != nil {
 			return "", attempt, err
 		}
 		if old, err = r.read(ctx, oldKey); err != nil {
@@ -204,7 +205,7 @@ func (r *Rewrite) deleteCopy(ctx context.Context, cp, oldKey map[string]types.At
 		if !errors.Is(err, errRaced) {
 			return "", attempt, err
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := ddb.Backoff(ctx, attempt); err != nil {
 			return "", attempt, err
 		}
 		if cp, err = r.read(ctx, cpKey); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -222,7 +223,7 @@ func (r *Rewrite) retry(ctx context.Context, op string, key map[string]types.Att
 		if !errors.Is(err, errRaced) {
 			return err
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := ddb.Backoff(ctx, attempt); err != nil {
 			return err
 		}
 	}

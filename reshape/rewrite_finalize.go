@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/sweep"
 )
@@ -263,7 +264,7 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 			// changed both, or a dual-write fell between the two
 			// reads: judge again on fresh reads.
 			rereads++
-			if err := backoff(ctx, rereads); err != nil {
+			if err := ddb.Backoff(ctx, rereads); err != nil {
 				return "", attempt, err
 			}
 			if old, err = r.read(ctx, oldKey); err != nil {
@@ -291,7 +292,7 @@ func (r *Rewrite) finalizeItem(ctx context.Context, item map[string]types.Attrib
 		if !errors.Is(err, errRaced) {
 			return "", attempt, err
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := ddb.Backoff(ctx, attempt); err != nil {
 			return "", attempt, err
 		}
 		if old, err = r.read(ctx, oldKey); err != nil {

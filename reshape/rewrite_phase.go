@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -137,7 +138,7 @@ func (r *Rewrite) settle(ctx context.Context, d time.Duration) error {
 	if d < 0 {
 		return nil
 	}
-	return sleep(ctx, d)
+	return ddb.Sleep(ctx, d)
 }
 
 // VerifyRecord is the outcome of the last verify, kept in the state store:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/sweep"
 )
 
@@ -103,7 +104,7 @@ func (r *Rewrite) verifyItem(ctx context.Context, item map[string]types.Attribut
 	var out, detail string
 	for attempt := 0; attempt < reads; attempt++ {
 		if attempt > 0 {
-			if err := backoff(ctx, attempt+2); err != nil {
+			if err := ddb.Backoff(ctx, attempt+2); err != nil {
 				return "", "", err
 			}
 			var err error

@@ -11,11 +11,11 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/boltstore"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/nodeapi"
 )
 
@@ -39,7 +39,7 @@ func TestNodeChunkNeedsLiveIntent(t *testing.T) {
 		"dynamodb": func(t *testing.T) datastore.Driver {
 			table := ddblocal.TableName(t)
 			ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-			d, err := dynamofs.Open(t.Context(), dynamostore.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+			d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
 			if err != nil {
 				t.Fatal(err)
 			}

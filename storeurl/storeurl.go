@@ -23,6 +23,7 @@ package storeurl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/boltstore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -176,7 +178,7 @@ func ParseDynamo(rest string) (DynamoTarget, error) {
 
 // DynamoAPI returns a DynamoDB client and store options for a dynamodb://
 // URL, for tools (benchmarks, migration) that manage tables themselves.
-func DynamoAPI(ctx context.Context, raw string) (dynamostore.API, dynamostore.Options, error) {
+func DynamoAPI(ctx context.Context, raw string) (ddb.API, dynamostore.Options, error) {
 	rest, ok := strings.CutPrefix(raw, "dynamodb://")
 	if !ok {
 		return nil, dynamostore.Options{}, fmt.Errorf("%w: %q is not a dynamodb:// store URL", metastore.ErrInvalidArgument, raw)
@@ -184,23 +186,19 @@ func DynamoAPI(ctx context.Context, raw string) (dynamostore.API, dynamostore.Op
 	return dynamoTarget(ctx, rest)
 }
 
-func dynamoTarget(ctx context.Context, rest string) (dynamostore.API, dynamostore.Options, error) {
+func dynamoTarget(ctx context.Context, rest string) (ddb.API, dynamostore.Options, error) {
 	t, err := ParseDynamo(rest)
 	if err != nil {
 		return nil, dynamostore.Options{}, err
 	}
-	loaders := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger)}
-	if t.Region != "" {
-		loaders = append(loaders, config.WithRegion(t.Region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
-	if err != nil {
-		return nil, dynamostore.Options{}, fmt.Errorf("lake: AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
+	cfg, err := ddb.LoadConfig(ctx, t.Region, config.WithLogger(sdkLogger))
+	if errors.Is(err, ddb.ErrNoRegion) {
 		return nil, dynamostore.Options{}, fmt.Errorf("%w: no AWS region: set AWS_REGION or add ?region= to the store URL", metastore.ErrInvalidArgument)
 	}
-	c := dynamostore.NewClient(cfg, t.Endpoint)
+	if err != nil {
+		return nil, dynamostore.Options{}, err
+	}
+	c := ddb.NewClient(cfg, t.Endpoint)
 	// The migrator reads the v1 table's stream on the same endpoint.
 	return c, dynamostore.Options{Table: t.Table, Layout: t.Layout, Streams: dynamostore.StreamsClientOf(c)}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/boltstore"
@@ -124,7 +125,7 @@ func TestParseDynamo(t *testing.T) {
 // DynamoDB Local.
 func TestOpenDynamo(t *testing.T) {
 	ddblocal.Endpoint(t)
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	for _, layout := range []string{"v1", "v2", "auto"} {
 		table := ddblocal.LakeTable(t, api)
 		u := "dynamodb://" + table + "?layout=" + layout

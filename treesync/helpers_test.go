@@ -10,10 +10,10 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/treesync"
 )
 
@@ -37,7 +37,7 @@ func boltStore(t *testing.T) *datastore.Store {
 }
 
 func dynamoStore(t *testing.T) *datastore.Store {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
 	d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})

@@ -10,8 +10,8 @@ import (
 	"github.com/lakemeta/lake/bench"
 	"github.com/lakemeta/lake/bench/syncload"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestHotPartitionOnDynamoDB runs the seed's full pull (its GSI partition
@@ -22,7 +22,7 @@ import (
 // throttles, so the share of the load is what shows the hot partition.
 func TestHotPartitionOnDynamoDB(t *testing.T) {
 	run := func(pull syncload.Pull) []syncload.Row {
-		api := syncload.DynamoKeys(dynamostore.NewClient(ddblocal.Config(t), ""))
+		api := syncload.DynamoKeys(ddb.NewClient(ddblocal.Config(t), ""))
 		table := ddblocal.TableName(t)
 		ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
 		d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})

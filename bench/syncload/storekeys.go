@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore/s3fs"
-	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // The store's own view of the load: DynamoDB Local has no partitions and
@@ -46,9 +46,9 @@ func storeNote(ctx context.Context, key string, read int64) {
 // DynamoKeys wraps api so that every request is counted under the
 // partition key(s) it addresses (the "pk" attribute of lake's datastore
 // table), with DynamoDB's items read (ScannedCount for a query).
-func DynamoKeys(api dynamostore.API) dynamostore.API { return &ddbKeys{api} }
+func DynamoKeys(api ddb.API) ddb.API { return &ddbKeys{api} }
 
-type ddbKeys struct{ dynamostore.API }
+type ddbKeys struct{ ddb.API }
 
 // pkOf names the partition an item lands in: the seed's GSI partition
 // (gsi1pk) for the items of its index, else lake's partition key.

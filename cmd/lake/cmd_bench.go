@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/bench"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/storeurl"
@@ -101,7 +102,7 @@ func parseSizes(s string) ([]int, error) {
 
 // mustNotExist refuses to run the benchmark over an existing table: the
 // benchmark deletes its tables at the end.
-func mustNotExist(ctx context.Context, api dynamostore.API, table string) error {
+func mustNotExist(ctx context.Context, api ddb.API, table string) error {
 	_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/workload"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/spf13/cobra"
@@ -58,11 +58,7 @@ history is not linearizable.`,
 				}
 				seeds = append(seeds, n)
 			}
-			var loaders []func(*config.LoadOptions) error
-			if t.Region != "" {
-				loaders = append(loaders, config.WithRegion(t.Region))
-			}
-			cfg, err := config.LoadDefaultConfig(cmd.Context(), loaders...)
+			cfg, err := ddb.LoadConfig(cmd.Context(), t.Region)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,14 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/reshape"
 	"github.com/lakemeta/lake/storeurl"
 	"github.com/lakemeta/lake/sweep"
@@ -82,7 +79,7 @@ new keys collide; finalize without a clean verify; another run holds --state).`,
 }
 
 // client returns a DynamoDB client, and the table --store names if it is a
-// dynamodb:// URL. The client retries with the SDK's standard retryer:
+// dynamodb:// URL. The client retries with lake's DynamoDB retry policy:
 // every write of a reshape is conditional, so a retry is safe.
 func (o *reshapeOptions) client(ctx context.Context, g *globalOptions) (*dynamodb.Client, string, error) {
 	endpoint, region, table := o.endpoint, o.region, ""
@@ -99,33 +96,16 @@ func (o *reshapeOptions) client(ctx context.Context, g *globalOptions) (*dynamod
 			region = t.Region
 		}
 	}
-	var loaders []func(*config.LoadOptions) error
-	if region != "" {
-		loaders = append(loaders, config.WithRegion(region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
-	if err != nil {
-		return nil, "", fmt.Errorf("lake: AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
+	cfg, err := ddb.LoadConfig(ctx, region)
+	if errors.Is(err, ddb.ErrNoRegion) {
 		return nil, "", usagef("no AWS region: set AWS_REGION or pass --region")
 	}
-	c := dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
-		// A long sweep meets bursts of throttling: retry each request up to
-		// 8 times with backoff, and never let one burst's retries exhaust a
-		// client-wide quota that would fail every later request (as lake's
-		// own store does).
-		do.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 8
-			so.RateLimiter = ratelimit.None
-		})
-		if endpoint != "" {
-			do.BaseEndpoint = aws.String(endpoint)
-		}
-		if do.BaseEndpoint != nil && dynamostore.IsLoopback(*do.BaseEndpoint) {
-			do.DisableValidateResponseChecksum = true // DynamoDB Local omits the CRC header on errors
-		}
-	})
+	if err != nil {
+		return nil, "", err
+	}
+	// A long sweep meets bursts of throttling: the SDK retries each request
+	// with lake's DynamoDB retry policy.
+	c := ddb.NewRetryingClient(cfg, endpoint)
 	return c, table, nil
 }
 

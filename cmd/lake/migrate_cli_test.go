@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestMigrationRollout walks the README's rollout with the built binary on
@@ -17,7 +17,7 @@ import (
 // verify, finalize, reads through v2, refused transitions with exit 6.
 func TestMigrationRollout(t *testing.T) {
 	ddblocal.Endpoint(t)
-	table := ddblocal.LakeTable(t, dynamostore.NewClient(ddblocal.Config(t), ""))
+	table := ddblocal.LakeTable(t, ddb.NewClient(ddblocal.Config(t), ""))
 	dir := t.TempDir()
 	store := "--store=dynamodb://" + table
 	lake := func(args ...string) result { return run(t, dir, "", append([]string{store}, args...)...) }
@@ -67,7 +67,7 @@ func TestMigrationRollout(t *testing.T) {
 // working from v2.
 func TestMigrationRepairCLI(t *testing.T) {
 	ddblocal.Endpoint(t)
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.LakeTable(t, api)
 	dir := t.TempDir()
 	lake := func(args ...string) result {

@@ -12,21 +12,21 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // faultyPair opens one table twice: through faultapi (the store under test)
 // and directly (another process's store, for racing it).
 func faultyPair(t *testing.T) (*faultapi.API, *datastore.Store, *datastore.Store) {
 	t.Helper()
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
 	faulty := faultapi.New(api, nil)
-	open := func(api dynamostore.API) *datastore.Store {
+	open := func(api ddb.API) *datastore.Store {
 		d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})
 		if err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@
 //	g#SS          i#MS#VERSION    an upload intent (path) since MS
 //	g#SS          g#MS#VERSION    a version replaced at MS (chunks)
 //	g#SS          t#MS#HASH       a tombstone written at MS (path, pos)
-//	k#DIR         KEY             a lock record (v): DIR is KEY up to its last "/"
+//	k#DIR         KEY             a lock record (v; w: the token of the write that put it, see CASRecord): DIR is KEY up to its last "/"
 //	s#NS#f#…, s#NS#x#SS, …        namespace NS's items: every pk above but k#, prefixed
 //
 // SS is a shard, two digits, FNV-1a of the partition (or version, or path)
@@ -83,8 +83,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TableSuffix is appended to the metastore's table name to name the
@@ -116,7 +116,7 @@ type Options struct {
 	// Table is the datastore's table (the metastore's table + TableSuffix).
 	Table string
 	// Retryer decides which failures are retried; nil means
-	// dynamostore.NewRetryer's defaults.
+	// ddb.NewRetryer's defaults.
 	Retryer aws.Retryer
 }
 
@@ -133,7 +133,7 @@ type Driver struct {
 // shared is what every namespace of one table shares: the client, the
 // registration cache and the meter.
 type shared struct {
-	api        dynamostore.API
+	api        ddb.API
 	table      string
 	retryer    aws.Retryer
 	registered sync.Map // namespace NUL partition → struct{}: joined the registry
@@ -143,15 +143,21 @@ type shared struct {
 var _ datastore.Driver = (*Driver)(nil)
 
 // Open returns a driver over an existing table.
-func Open(ctx context.Context, api dynamostore.API, o Options) (*Driver, error) {
+func Open(ctx context.Context, api ddb.API, o Options) (*Driver, error) {
 	if o.Table == "" {
 		return nil, fmt.Errorf("%w: no table name", metastore.ErrInvalidArgument)
 	}
 	if o.Retryer == nil {
-		o.Retryer = dynamostore.NewRetryer(dynamostore.RetryOptions{})
+		o.Retryer = ddb.NewRetryer(ddb.RetryOptions{})
 	}
 	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer}}
-	if _, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)}); err != nil {
+	// Opening is a request like any other: under the retry policy, so a
+	// throttled or lost DescribeTable does not fail the command.
+	err := d.retry(ctx, func() error {
+		_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)})
+		return err
+	})
+	if err != nil {
 		return nil, d.classify(err, "")
 	}
 	return d, nil
@@ -185,7 +191,7 @@ func TableInput(table string) *dynamodb.CreateTableInput {
 }
 
 // Create creates the table if it does not exist and waits until it is ACTIVE.
-func Create(ctx context.Context, api dynamostore.API, table string) error {
+func Create(ctx context.Context, api ddb.API, table string) error {
 	_, err := api.CreateTable(ctx, TableInput(table))
 	var inUse *types.ResourceInUseException
 	if err != nil && !asErr(err, &inUse) {

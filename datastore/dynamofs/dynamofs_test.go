@@ -10,9 +10,9 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultapi"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // newDriver creates a fresh table on DynamoDB Local and opens it.
@@ -21,7 +21,7 @@ func newDriver(t *testing.T) *dynamofs.Driver { return newDriverTB(t) }
 // newDriverTB is newDriver for tests and benchmarks.
 func newDriverTB(t testing.TB) *dynamofs.Driver {
 	t.Helper()
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
 	d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})
@@ -42,7 +42,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestKilledWriter(t *testing.T) {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := os.Getenv("LAKE_DYNAMOFS_TEST_TABLE")
 	if table == "" {
 		table = ddblocal.TableName(t)
@@ -63,7 +63,7 @@ func TestKilledWriter(t *testing.T) {
 // throttles reads now and then: every Put reports success, and the feed holds
 // each change once, at dense positions.
 func TestCommitsApplyOnceWhenResponsesAreLost(t *testing.T) {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
 	var mu sync.Mutex

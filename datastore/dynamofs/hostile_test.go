@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestForeignSizeAndChunk (issue 26, hostile peer): a client lake did not
@@ -65,7 +65,7 @@ func rawStore(t *testing.T) (*dynamodb.Client, string, *datastore.Store) {
 	raw := ddblocal.Client(t)
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
-	d, err := dynamofs.Open(t.Context(), dynamostore.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,10 @@
 package dynamofs
 
 import (
-	"maps"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // Stats is the cost the driver asked of DynamoDB: requests by operation,
@@ -14,7 +13,7 @@ import (
 // met. Every namespace of a table shares one meter: a driver's Stats count
 // all of them.
 type Stats struct {
-	Requests   map[string]int64
+	ddb.OpRequests
 	ItemsRead  int64
 	ReadUnits  float64
 	WriteUnits float64
@@ -34,66 +33,41 @@ type Stats struct {
 	TransactRetries int64
 }
 
-// TotalRequests is the sum of Requests.
-func (s Stats) TotalRequests() int64 {
-	var n int64
-	for _, v := range s.Requests {
-		n += v
-	}
-	return n
-}
-
 // Sub returns s minus before.
 func (s Stats) Sub(before Stats) Stats {
-	out := Stats{Requests: map[string]int64{}, ItemsRead: s.ItemsRead - before.ItemsRead,
+	return Stats{OpRequests: s.SubRequests(before.OpRequests), ItemsRead: s.ItemsRead - before.ItemsRead,
 		ReadUnits: s.ReadUnits - before.ReadUnits, WriteUnits: s.WriteUnits - before.WriteUnits,
-		ItemsWritten: s.ItemsWritten - before.ItemsWritten, CommitRaces: s.CommitRaces - before.CommitRaces, TransactRetries: s.TransactRetries - before.TransactRetries}
-	for op, n := range s.Requests {
-		if d := n - before.Requests[op]; d != 0 {
-			out.Requests[op] = d
-		}
-	}
-	return out
+		ItemsWritten: s.ItemsWritten - before.ItemsWritten, CommitRaces: s.CommitRaces - before.CommitRaces,
+		TransactRetries: s.TransactRetries - before.TransactRetries}
 }
 
+// meter counts the driver's requests in the shared DynamoDB meter, and
+// the driver's own counters (contention, items written) beside it.
 type meter struct {
+	ddb.Meter
 	mu sync.Mutex
-	s  Stats
+	s  Stats // only ItemsWritten, CommitRaces and TransactRetries are kept here
 }
 
 // Stats returns what the driver has cost so far.
 func (d *Driver) Stats() Stats {
 	d.meter.mu.Lock()
-	defer d.meter.mu.Unlock()
-	out := d.meter.s
-	out.Requests = maps.Clone(d.meter.s.Requests)
-	if out.Requests == nil {
-		out.Requests = map[string]int64{}
+	out := Stats{ItemsWritten: d.meter.s.ItemsWritten, CommitRaces: d.meter.s.CommitRaces, TransactRetries: d.meter.s.TransactRetries}
+	d.meter.mu.Unlock()
+	out.Requests = map[string]int64{}
+	for op, c := range d.meter.Snapshot().ByOperation() {
+		if c.Requests != 0 {
+			out.Requests[op] = c.Requests
+		}
+		out.ItemsRead += c.Evaluated
+		out.ReadUnits += c.ReadUnits
+		out.WriteUnits += c.WriteUnits
 	}
 	return out
 }
 
 func (m *meter) add(op string, read int32, cc ...types.ConsumedCapacity) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.s.Requests == nil {
-		m.s.Requests = map[string]int64{}
-	}
-	m.s.Requests[op]++
-	m.s.ItemsRead += int64(read)
-	for _, c := range cc {
-		r, w := aws.ToFloat64(c.ReadCapacityUnits), aws.ToFloat64(c.WriteCapacityUnits)
-		if r == 0 && w == 0 {
-			switch op {
-			case "TransactWriteItems", "PutItem", "UpdateItem", "BatchWriteItem":
-				w = aws.ToFloat64(c.CapacityUnits)
-			default:
-				r = aws.ToFloat64(c.CapacityUnits)
-			}
-		}
-		m.s.ReadUnits += r
-		m.s.WriteUnits += w
-	}
+	m.Record(op, ddb.Use{Evaluated: int64(read), Capacity: cc})
 }
 
 func (m *meter) count(n *int64) { m.countN(n, 1) }
@@ -104,9 +78,4 @@ func (m *meter) countN(n *int64, by int) {
 	*n += int64(by)
 }
 
-func one(c *types.ConsumedCapacity) []types.ConsumedCapacity {
-	if c == nil {
-		return nil
-	}
-	return []types.ConsumedCapacity{*c}
-}
+func one(c *types.ConsumedCapacity) []types.ConsumedCapacity { return ddb.Capacity(c) }

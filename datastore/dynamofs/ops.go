@@ -2,8 +2,6 @@ package dynamofs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 type item = map[string]types.AttributeValue
@@ -140,9 +139,7 @@ func (d *Driver) batchDelete(ctx context.Context, keys []item) error {
 // transact sends one transaction under one idempotency token, reused by every
 // retry, so that a retry after a lost response cannot apply it twice.
 func (d *Driver) transact(ctx context.Context, items []types.TransactWriteItem) error {
-	var b [16]byte
-	rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	token := ddb.NewToken()
 	attempts := 0
 	return d.retry(ctx, func() error {
 		if attempts++; attempts > 1 {

@@ -2,6 +2,8 @@ package dynamofs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -47,16 +50,28 @@ func expectCond(expect metastore.Expect) expression.ConditionBuilder {
 	return expression.Name("v").Equal(expression.Value(expect.Value()))
 }
 
-// CASRecord writes a lock record with one conditional PutItem.
+// CASRecord writes a lock record with one conditional PutItem, exactly
+// once (ddb.Writer.PutOnce): the item carries the write's token ("w"), and
+// after an attempt whose response was lost the retry reads back instead of
+// re-checking expect. So a lock acquisition whose response was lost is
+// recognised as the holder's own (nil), never called a conflict; if the
+// record no longer carries the token, the outcome is unknown
+// (metastore.ErrUnavailable), which the lock reads back (issue 29). A
+// failed condition on an attempt that nothing ambiguous preceded is a
+// conflict.
 func (d *Driver) CASRecord(ctx context.Context, k string, expect metastore.Expect, value []byte) error {
-	c, err := build(expression.NewBuilder().WithCondition(expectCond(expect)))
-	if err != nil {
-		return err
-	}
 	it := recordKey(k)
 	it["v"] = &types.AttributeValueMemberB{Value: value}
-	err = d.putItem(ctx, &dynamodb.PutItemInput{Item: it, ConditionExpression: c.Condition(),
-		ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()})
+	cond := expectCond(expect)
+	w := ddb.Writer{API: d.api, Retryer: d.retryer, Meter: &d.meter.Meter}
+	err := w.PutOnce(ctx, ddb.Put{Table: d.table, Item: it, Condition: &cond, What: fmt.Sprintf("record %q", k)})
+	switch {
+	case err == nil:
+		d.meter.count(&d.meter.s.ItemsWritten)
+		return nil
+	case errors.Is(err, ddb.ErrUnknownOutcome):
+		return err
+	}
 	return d.classify(err, k)
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
@@ -244,7 +245,7 @@ func LakeTable(t testing.TB, api TableDeleter) string {
 // when empty, becomes a fresh LakeTable name, whose tables are deleted when
 // the test ends; a given name should come from LakeTable too. It returns opts with the table name set, ready for
 // dynamostore.Open.
-func Tables(t testing.TB, api dynamostore.API, opts dynamostore.Options) dynamostore.Options {
+func Tables(t testing.TB, api ddb.API, opts dynamostore.Options) dynamostore.Options {
 	t.Helper()
 	if opts.Table == "" {
 		opts.Table = LakeTable(t, api)

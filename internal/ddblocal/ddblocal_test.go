@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 )
@@ -215,7 +216,7 @@ func TestTableName(t *testing.T) {
 // both the v1 and the v2 table (made later, as a migration would) are gone
 // once the test that asked for them ends.
 func TestLakeTablesDeleted(t *testing.T) {
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	var table string
 	t.Run("inner", func(t *testing.T) {
 		opts := ddblocal.Tables(t, api, dynamostore.Options{})

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/lakemeta/lake/metastore/dynamostore"
+	"github.com/lakemeta/lake/internal/ddb"
 )
 
 // Fault is what happens to one call.
@@ -56,7 +56,7 @@ type Plan func(op, token string) Fault
 
 // API wraps a DynamoDB API and injects the faults its plan chooses.
 type API struct {
-	next     dynamostore.API
+	next     ddb.API
 	mu       sync.Mutex
 	plan     Plan
 	injected map[Fault]int
@@ -69,7 +69,7 @@ type API struct {
 }
 
 // New wraps next; plan may be nil (no faults) and be set later with SetPlan.
-func New(next dynamostore.API, plan Plan) *API {
+func New(next ddb.API, plan Plan) *API {
 	var b [6]byte
 	rand.Read(b[:])
 	return &API{next: next, plan: plan, injected: map[Fault]int{}, nonce: hex.EncodeToString(b[:])}
@@ -244,9 +244,9 @@ func (a *API) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, o 
 
 // Unwrap returns the wrapped client, so that a store derives its DynamoDB
 // Streams client from the real one.
-func (a *API) Unwrap() dynamostore.API { return a.next }
+func (a *API) Unwrap() ddb.API { return a.next }
 
-var _ dynamostore.API = (*API)(nil)
+var _ ddb.API = (*API)(nil)
 
 // putToken is the token a store stamped on the item of a PutItem.
 func putToken(in *dynamodb.PutItemInput) string {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultproxy"
 	"github.com/lakemeta/lake/metastore"
@@ -22,10 +23,10 @@ func TestFaultsOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	direct := dynamostore.NewClient(cfg, "")
-	api := dynamostore.NewClient(cfg, p.URL)
+	direct := ddb.NewClient(cfg, "")
+	api := ddb.NewClient(cfg, p.URL)
 	opts := ddblocal.Tables(t, direct, dynamostore.Options{Layout: dynamostore.LayoutV2,
-		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 12, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond})})
+		Retryer: ddb.NewRetryer(ddb.RetryOptions{MaxAttempts: 12, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond})})
 	d, err := dynamostore.Open(t.Context(), api, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/faultproxy"
 	"github.com/lakemeta/lake/internal/lincheck"
 	"github.com/lakemeta/lake/metastore"
@@ -55,7 +56,7 @@ type MigrationReport struct {
 // a restart), with faults on the wire, and checks the history.
 func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) {
 	var rep MigrationReport
-	direct := dynamostore.NewClient(r.AWS, r.Endpoint)
+	direct := ddb.NewClient(r.AWS, r.Endpoint)
 	if err := dynamostore.Create(ctx, direct, dynamostore.Options{Table: r.Table}); err != nil {
 		return rep, err
 	}
@@ -74,10 +75,10 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 		rates[f] = r.FaultRate / float64(len(faultproxy.All))
 	}
 	p.SetRates(rates)
-	api := dynamostore.NewClient(r.AWS, p.URL)
+	api := ddb.NewClient(r.AWS, p.URL)
 	const refresh = 100 * time.Millisecond
 	opts := dynamostore.Options{Table: r.Table, Refresh: refresh,
-		Retryer: dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: cmp.Or(r.Attempts, 10), BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})}
+		Retryer: ddb.NewRetryer(ddb.RetryOptions{MaxAttempts: cmp.Or(r.Attempts, 10), BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})}
 	openStore := func(ctx context.Context) (*metastore.Store, error) {
 		var err error
 		for range 10 { // opening crosses the faulty wire too
@@ -102,7 +103,7 @@ func RunMigration(ctx context.Context, r MigrationRun) (MigrationReport, error) 
 	// clients' attempts: the point of few attempts is unknown client
 	// outcomes, not a migration that never gets through.
 	mopts := opts
-	mopts.Retryer = dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})
+	mopts.Retryer = ddb.NewRetryer(ddb.RetryOptions{MaxAttempts: 10, BaseDelay: 2 * time.Millisecond, MaxDelay: 50 * time.Millisecond})
 	md, err := dynamostore.Open(ctx, api, mopts)
 	if err != nil {
 		return rep, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/lock/locktest"
@@ -38,7 +39,7 @@ func TestMetastoreBolt(t *testing.T) {
 
 func TestMetastoreDynamoDB(t *testing.T) {
 	locktest.RunStorageTests(t, func(t *testing.T) lock.Storage {
-		api := dynamostore.NewClient(ddblocal.Config(t), "")
+		api := ddb.NewClient(ddblocal.Config(t), "")
 		opts := dynamostore.Options{Table: ddblocal.TableName(t), Layout: dynamostore.LayoutV2}
 		if err := dynamostore.Create(context.Background(), api, opts); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -132,7 +133,7 @@ func (d *Driver) registeredFamilies(ctx context.Context) ([]string, error) {
 // waits until they are ACTIVE; for v2 it also freezes the layout parameters
 // into the table. It is idempotent: existing tables are checked, not
 // changed, and parameters that differ from the table's give ErrLayoutMismatch.
-func Create(ctx context.Context, api API, opts Options) error {
+func Create(ctx context.Context, api ddb.API, opts Options) error {
 	if err := opts.fill(); err != nil {
 		return err
 	}

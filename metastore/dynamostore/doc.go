@@ -35,8 +35,10 @@
 //
 // Where a mutation changes one item and checks nothing else (a Put or CAS in
 // state v1, in v2-only, or on a standalone v2 table), it is one conditional
-// PutItem (single.go): one request, one write unit per KB. The item carries
-// the token of the write that wrote it (attribute "w") and the request asks
+// PutItem (single.go, through internal/ddb's Writer.PutOnce, the one copy of
+// these rules that every DynamoDB user shares): one request, one write unit
+// per KB. The item carries the token of the write that wrote it (attribute
+// "w") and the request asks
 // for the old item on a failed condition, which decides every retry: a
 // failed condition on a first attempt (or after refusals that surely
 // applied nothing) is a conflict; after an ambiguous attempt (a lost

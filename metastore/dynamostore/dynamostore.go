@@ -2,8 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -40,8 +39,8 @@ const (
 	attrPK       = "pk"
 	attrBucket   = "bucket"
 	attrValue    = "v"
-	attrWrite    = "w" // the token of the write that wrote the item: lake's stamp
-	attrTime     = "t" // when lake wrote the item, unix milliseconds
+	attrWrite    = ddb.TokenAttr // "w": the token of the write that wrote the item: lake's stamp
+	attrTime     = "t"           // when lake wrote the item, unix milliseconds
 	attrFamilies = "fams"
 	attrExpires  = "expires" // TTL of change-log entries, unix seconds
 )
@@ -70,7 +69,7 @@ type Options struct {
 	// Layout selects the layout; empty means LayoutAuto.
 	Layout Layout
 	// Retryer decides which failures are retried and how long to wait; nil
-	// means NewRetryer(RetryOptions{}). The API client itself should not
+	// means ddb.NewRetryer(ddb.RetryOptions{}). The API client itself should not
 	// retry (its retries would hide the attempts from the idempotency
 	// bookkeeping); NewClient makes such a client.
 	Retryer aws.Retryer
@@ -88,7 +87,7 @@ type Options struct {
 
 // Driver is the DynamoDB implementation of metastore.Driver.
 type Driver struct {
-	api     API
+	api     ddb.API
 	streams StreamsAPI
 	retryer aws.Retryer
 	layout  Layout
@@ -121,7 +120,7 @@ func (o *Options) fill() error {
 		return fmt.Errorf("%w: unknown layout %q (want auto, v1 or v2)", metastore.ErrInvalidArgument, o.Layout)
 	}
 	if o.Retryer == nil {
-		o.Retryer = NewRetryer(RetryOptions{})
+		o.Retryer = ddb.NewRetryer(ddb.RetryOptions{})
 	}
 	if o.Params == nil {
 		p := keyspace.DefaultParams()
@@ -145,7 +144,7 @@ func validTableName(name string) error {
 	return nil
 }
 
-func newDriver(api API, opts Options) *Driver {
+func newDriver(api ddb.API, opts Options) *Driver {
 	if opts.Streams == nil {
 		opts.Streams = streamsFor(api)
 	}
@@ -156,7 +155,7 @@ func newDriver(api API, opts Options) *Driver {
 // Open opens the store over existing tables; Create makes them. A missing
 // table is an error matching ErrNoTable; v2 layout parameters that differ
 // from opts.Params give ErrLayoutMismatch.
-func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
+func Open(ctx context.Context, api ddb.API, opts Options) (*Driver, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
@@ -287,11 +286,4 @@ func (d *Driver) GuardedMutate(ctx context.Context, guard metastore.Guard, targe
 	}
 	e := target.Expect
 	return d.mutate(ctx, mutation{key: target.Key, expect: &e, value: target.Value, del: target.Delete, guard: &guard})
-}
-
-// newToken returns a fresh ClientRequestToken (at most 36 characters).
-func newToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

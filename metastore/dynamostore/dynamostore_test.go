@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -21,15 +22,15 @@ func TestConformanceV2(t *testing.T) {
 
 // client returns a non-retrying client of DynamoDB Local.
 func client(t testing.TB) *dynamodb.Client {
-	return dynamostore.NewClient(ddblocal.Config(t), "")
+	return ddb.NewClient(ddblocal.Config(t), "")
 }
 
 // newTables creates fresh tables for layout and deletes them after the test.
-func newTables(t testing.TB, api dynamostore.API, layout dynamostore.Layout) dynamostore.Options {
+func newTables(t testing.TB, api ddb.API, layout dynamostore.Layout) dynamostore.Options {
 	return ddblocal.Tables(t, api, dynamostore.Options{Layout: layout})
 }
 
-func openDriver(t testing.TB, api dynamostore.API, opts dynamostore.Options) *dynamostore.Driver {
+func openDriver(t testing.TB, api ddb.API, opts dynamostore.Options) *dynamostore.Driver {
 	d, err := dynamostore.Open(context.Background(), api, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/faultapi"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -16,7 +17,7 @@ import (
 )
 
 // fastRetries keeps fault tests quick; the classification is the real one.
-var fastRetries = dynamostore.NewRetryer(dynamostore.RetryOptions{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})
+var fastRetries = ddb.NewRetryer(ddb.RetryOptions{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})
 
 func faultyStore(t *testing.T, layout dynamostore.Layout) (*metastore.Store, *faultapi.API) {
 	api := faultapi.New(client(t), nil)

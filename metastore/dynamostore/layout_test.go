@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/keyspace"
 	"github.com/lakemeta/lake/metastore"
@@ -344,7 +345,7 @@ func drainKeys(t *testing.T, s *metastore.Store, prefix string, limit int) []str
 // countingAPI records what the store asks of DynamoDB, seen from outside
 // the store.
 type countingAPI struct {
-	dynamostore.API
+	ddb.API
 	mu  sync.Mutex
 	qs  []queryCall
 	nsc int

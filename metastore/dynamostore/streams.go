@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -60,12 +61,12 @@ func StreamsClientOf(c *dynamodb.Client) *dynamodbstreams.Client {
 
 // streamsFor derives a streams client from api when the caller gave none:
 // the SDK's client, or the one a test wrapper unwraps to.
-func streamsFor(api API) StreamsAPI {
+func streamsFor(api ddb.API) StreamsAPI {
 	for api != nil {
 		switch a := api.(type) {
 		case *dynamodb.Client:
 			return StreamsClientOf(a)
-		case interface{ Unwrap() API }:
+		case interface{ Unwrap() ddb.API }:
 			api = a.Unwrap()
 		default:
 			return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/sweep"
 )
@@ -141,38 +142,32 @@ func (c sweepCheckpoints) Save(ctx context.Context, segment int, cur sweep.Curso
 	return c.put(ctx, fmt.Sprintf("%s%04d", sweepSegPrefix, segment), b, false)
 }
 
-// put writes one item of the sweep's state; with create, only if absent.
+// put writes one item of the sweep's state; with create, only if absent,
+// exactly once (ddb.Writer.PutOnce: a lost response is read back by the
+// write's token). A checkpoint (not create) has one writer, its segment's
+// sweep, and is written unconditionally: a retry may repeat it.
 func (c sweepCheckpoints) put(ctx context.Context, pk string, value []byte, create bool) error {
 	d := c.d
-	token := newToken()
 	item := c.key(pk)
 	item[attrValue] = &types.AttributeValueMemberB{Value: value}
-	item[attrWrite] = &types.AttributeValueMemberS{Value: token}
 	item[attrTime] = &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}
-	in := &dynamodb.PutItemInput{TableName: aws.String(d.v2), Item: item,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	if create {
-		e, err := conditionExpr(*condAbsent())
-		if err != nil {
+		d.meter.control()
+		w := ddb.Writer{API: d.api, Retryer: d.retryer}
+		err := w.PutOnce(ctx, ddb.Put{Table: d.v2, Item: item, Condition: condAbsent(), What: strconv.Quote(pk)})
+		if err == nil || errors.Is(err, ddb.ErrUnknownOutcome) {
 			return err
 		}
-		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.Condition(), e.Names(), e.Values()
+		return d.classify(err, d.v2, pk)
 	}
+	item[attrWrite] = &types.AttributeValueMemberS{Value: ddb.NewToken()}
+	in := &dynamodb.PutItemInput{TableName: aws.String(d.v2), Item: item}
 	err := d.retry(ctx, func(int) error {
 		d.meter.control()
 		_, err := d.api.PutItem(ctx, in)
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if w, ok := ccf.Item[attrWrite].(*types.AttributeValueMemberS); ok && w.Value == token {
-			return nil // our own earlier attempt
-		}
-	}
-	if err != nil {
-		return d.classify(err, d.v2, pk)
-	}
-	return nil
+	return d.classify(err, d.v2, pk)
 }
 
 // SweepClient returns the client a sweep over this store's tables scans

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -148,7 +149,7 @@ func (d *Driver) transact(ctx context.Context, items []txItem) error {
 // transactUnits is transact that also returns the write units DynamoDB
 // reported for the attempt that succeeded (0 when it did not say).
 func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, error) {
-	token := newToken()
+	token := ddb.NewToken()
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	in := &dynamodb.TransactWriteItemsInput{
 		ClientRequestToken:     aws.String(token),
@@ -182,7 +183,7 @@ func (d *Driver) transactUnits(ctx context.Context, items []txItem) (float64, er
 			return nil
 		}
 		d.meter.request("TransactWriteItems", 0, 0)
-		if !surelyNotApplied(err) {
+		if !ddb.SurelyNotApplied(err) {
 			ambiguous = true
 		}
 		return err

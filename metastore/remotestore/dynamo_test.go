@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -19,7 +20,7 @@ import (
 // live node backed by DynamoDB (layout v2, on DynamoDB Local).
 func TestConformanceOverDynamoDB(t *testing.T) {
 	storetest.RunConformanceTests(t, func(t *testing.T) *metastore.Store {
-		api := dynamostore.NewClient(ddblocal.Config(t), "")
+		api := ddb.NewClient(ddblocal.Config(t), "")
 		opts := ddblocal.Tables(t, api, dynamostore.Options{Layout: dynamostore.LayoutV2})
 		d, err := dynamostore.Open(context.Background(), api, opts)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
@@ -25,7 +26,7 @@ import (
 // a restart. The nodes heartbeat into the registry and export the state.
 func TestNodesFollowFinalization(t *testing.T) {
 	const refresh = 50 * time.Millisecond
-	api := dynamostore.NewClient(ddblocal.Config(t), "")
+	api := ddb.NewClient(ddblocal.Config(t), "")
 	table := ddblocal.Tables(t, api, dynamostore.Options{}).Table
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var urls []string
