@@ -1,9 +1,9 @@
 // Package nodeapi is the wire format of the HTTP API of a lake node (`lake
 // serve`): paths, headers, JSON bodies, error codes and the ETag function.
-// The server (package server) and its client (package
-// metastore/remotestore) both use it, so that the two sides cannot drift
-// apart; docs/node.md describes the same API for people and other
-// languages.
+// The server (package server) and its clients (internal/nodeclient, under
+// metastore/remotestore and datastore/remotefs) all use it, and no wire
+// name is written anywhere else, so that the sides cannot drift apart;
+// docs/node.md describes the same API for people and other languages.
 //
 // NB: everything here is on the wire between nodes and clients of different
 // versions; names, codes and the ETag format must not change meaning.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // authorized reports whether r carries the node's token (always true on a
@@ -17,8 +18,8 @@ func (s *Server) authorized(r *http.Request) bool {
 	if !s.hasToken {
 		return true
 	}
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	scheme, tok, ok := strings.Cut(r.Header.Get(nodeapi.AuthorizationHeader), " ")
+	if !ok || !strings.EqualFold(scheme, nodeapi.BearerScheme) {
 		return false
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))

@@ -47,7 +47,7 @@ func (s *Server) handleData(rq *request, path string) {
 	if !s.allow(rq, http.MethodPost) {
 		return
 	}
-	q, err := query(rq, dataNamespaceParam)
+	q, err := query(rq, nodeapi.DataNamespaceParam)
 	if err != nil {
 		s.fail(rq, err)
 		return
@@ -64,13 +64,15 @@ func (s *Server) handleData(rq *request, path string) {
 	}
 	var out any
 	switch op {
-	case nodeapi.DataUpload, nodeapi.DataCommit, nodeapi.DataReclaim, dataDrop:
+	case nodeapi.DataUpload, nodeapi.DataCommit, nodeapi.DataReclaim, nodeapi.DataDrop:
 		out, err = s.dataWrite(rq, ns, op, body)
 	case nodeapi.DataRecord:
 		// Records are the root's in every namespace (a commit in any
 		// namespace is fenced on any lock record): the namespace, checked
 		// above, changes nothing here.
 		out, err = s.dataRecord(rq, body)
+	case nodeapi.DataCheck:
+		out, err = s.dataCheck(rq, ns, body)
 	case nodeapi.DataStat, nodeapi.DataList, nodeapi.DataHead, nodeapi.DataChanges, nodeapi.DataPartitions, nodeapi.DataChangedPartitions:
 		out, err = s.dataRead(rq, ns, op, body)
 	default:
@@ -90,7 +92,7 @@ var dataOps = map[string]bool{
 	nodeapi.DataInfo: true, nodeapi.DataUpload: true, nodeapi.DataChunk: true, nodeapi.DataCommit: true,
 	nodeapi.DataStat: true, nodeapi.DataList: true, nodeapi.DataHead: true, nodeapi.DataChanges: true,
 	nodeapi.DataPartitions: true, nodeapi.DataChangedPartitions: true, nodeapi.DataReclaim: true, nodeapi.DataRecord: true,
-	dataDrop: true,
+	nodeapi.DataDrop: true, nodeapi.DataCheck: true,
 }
 
 func (s *Server) dataMaxCommit() int { return min(s.data.Driver().MaxCommit(), nodeapi.DataMaxCommit) }
@@ -110,7 +112,7 @@ func (s *Server) dataWrite(rq *request, ns, op string, body []byte) (any, error)
 	}
 	ctx, d := rq.r.Context(), ds.Driver()
 	switch op {
-	case dataDrop:
+	case nodeapi.DataDrop:
 		return s.dataDropPartition(rq, ds, body)
 	case nodeapi.DataUpload:
 		var st datastore.Staged
@@ -247,8 +249,8 @@ func (s *Server) dataRecord(rq *request, body []byte) (any, error) {
 	if req.ExpectAbsent {
 		expect = metastore.ExpectAbsent()
 	}
-	if req.Op == "get" || req.Op == "list" {
-		if req.Op == "get" {
+	if req.Op == nodeapi.DataRecordGet || req.Op == nodeapi.DataRecordList {
+		if req.Op == nodeapi.DataRecordGet {
 			v, err := r.GetRecord(ctx, req.Key)
 			if err != nil {
 				return nil, err
@@ -271,11 +273,11 @@ func (s *Server) dataRecord(rq *request, body []byte) (any, error) {
 	}
 	defer release()
 	switch req.Op {
-	case "cas":
+	case nodeapi.DataRecordCAS:
 		return nil, r.CASRecord(ctx, req.Key, expect, req.Value)
-	case "delete":
+	case nodeapi.DataRecordDelete:
 		return nil, r.DeleteRecord(ctx, req.Key, req.Expect)
-	case "fenced":
+	case nodeapi.DataRecordFenced:
 		if req.Fence == nil {
 			return nil, fmt.Errorf("%w: a fenced record write needs a fence", metastore.ErrInvalidArgument)
 		}
@@ -286,7 +288,7 @@ func (s *Server) dataRecord(rq *request, body []byte) (any, error) {
 
 // handleChunk stores (PUT) or returns (GET) one chunk as raw bytes.
 func (s *Server) handleChunk(rq *request) {
-	q, err := query(rq, "version", "i", nodeapi.DataChunkStarted, dataNamespaceParam)
+	q, err := query(rq, nodeapi.DataChunkVersion, nodeapi.DataChunkIndex, nodeapi.DataChunkStarted, nodeapi.DataNamespaceParam)
 	if err != nil {
 		s.fail(rq, err)
 		return
@@ -296,14 +298,14 @@ func (s *Server) handleChunk(rq *request) {
 		s.fail(rq, err)
 		return
 	}
-	version := q.Get("version")
-	i, ierr := strconv.Atoi(q.Get("i"))
+	version := q.Get(nodeapi.DataChunkVersion)
+	i, ierr := strconv.Atoi(q.Get(nodeapi.DataChunkIndex))
 	if err := datastore.CheckVersion(version); err != nil {
 		s.fail(rq, err)
 		return
 	}
 	if ierr != nil || i < 0 || i > 1<<30 {
-		s.fail(rq, fmt.Errorf("%w: chunk number %q", metastore.ErrInvalidArgument, q.Get("i")))
+		s.fail(rq, fmt.Errorf("%w: chunk number %q", metastore.ErrInvalidArgument, q.Get(nodeapi.DataChunkIndex)))
 		return
 	}
 	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodPut {

@@ -9,26 +9,8 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
 )
-
-// Wire names of the datastore's namespaces and drop, shared with package
-// datastore/remotefs (docs/node.md, "The datastore").
-const (
-	// dataNamespaceParam names the namespace of a datastore request; a
-	// request without it is the root's (the default namespace).
-	dataNamespaceParam = "namespace"
-	// dataDrop is the operation of Driver.DropPartition.
-	dataDrop = "drop"
-)
-
-// dataDropRequest is the body of dataDrop. Now is the client's clock, as
-// a commit's is (the dropped versions are replaced at it); zero means the
-// node's.
-type dataDropRequest struct {
-	Fence     *datastore.Fence `json:"fence,omitempty"`
-	Partition string           `json:"partition"`
-	Now       time.Time        `json:"now"`
-}
 
 // maxCachedNamespaces bounds the node's namespace Stores: past it one
 // entry is forgotten per new name, so a client naming ever new namespaces
@@ -49,7 +31,7 @@ type nsCache struct {
 // it names none (the root), else a valid namespace or the catalog's scope.
 // Anything else is invalid, so that a typo never reaches another tree.
 func dataNamespace(q url.Values) (string, error) {
-	vs, ok := q[dataNamespaceParam]
+	vs, ok := q[nodeapi.DataNamespaceParam]
 	if !ok {
 		return "", nil
 	}
@@ -123,7 +105,7 @@ func (s *Server) dataScope(name string) (*datastore.Store, error) {
 // dataDropPartition runs DropPartition after the checks Store.DropPartition
 // makes, with the client's clock as Commit does.
 func (s *Server) dataDropPartition(rq *request, ds *datastore.Store, body []byte) (any, error) {
-	var req dataDropRequest
+	var req nodeapi.DataDropRequest
 	if err := decodeJSON(body, &req); err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func TestDataNamespaceRefused(t *testing.T) {
 	for _, q := range bad {
 		want(t, "partitions?"+q, n.call(t, "POST", dataPath(nodeapi.DataPartitions, q), []byte(`{}`)), 400, nodeapi.CodeInvalidArgument)
 		want(t, "record?"+q, n.call(t, "POST", dataPath(nodeapi.DataRecord, q), []byte(`{"op":"get","key":"rec/a/b"}`)), 400, nodeapi.CodeInvalidArgument)
-		want(t, "drop?"+q, n.call(t, "POST", dataPath(dataDrop, q), []byte(`{"partition":"m/1"}`)), 400, nodeapi.CodeInvalidArgument)
+		want(t, "drop?"+q, n.call(t, "POST", dataPath(nodeapi.DataDrop, q), []byte(`{"partition":"m/1"}`)), 400, nodeapi.CodeInvalidArgument)
 		want(t, "chunk?"+q, n.call(t, "GET", dataPath(nodeapi.DataChunk, "version=ab&i=0&"+q), nil), 400, nodeapi.CodeInvalidArgument)
 	}
 	want(t, "info?namespace=alpha", n.call(t, "GET", dataPath(nodeapi.DataInfo, "namespace=alpha"), nil), 400, nodeapi.CodeInvalidArgument)
@@ -161,19 +161,19 @@ func TestDataNamespaceScopes(t *testing.T) {
 	// Drop: a stale fence drops nothing; a bad partition or body is 400;
 	// then alpha's m/1 goes and no one else's does.
 	stale := `{"fence":{"Key":"rec/alpha/sync","Token":"dDA="},"partition":"m/1"}`
-	r = n.call(t, "POST", dataPath(dataDrop, "namespace=alpha"), []byte(stale))
+	r = n.call(t, "POST", dataPath(nodeapi.DataDrop, "namespace=alpha"), []byte(stale))
 	want(t, "drop under a stale fence", r, 409, nodeapi.CodeConflict)
 	if e := r.errBody(t); e.Key != "rec/alpha/sync" || e.Reason != datastore.FenceReason {
 		t.Fatalf("the stale drop's conflict = %+v, want the fence's", e)
 	}
 	for _, body := range []string{`{"partition":"a/b/c"}`, `{"partition":""}`, `{"partition":"m/1","bogus":1}`, `{"Partition":"m/1"}`} {
-		want(t, "drop "+body, n.call(t, "POST", dataPath(dataDrop, "namespace=alpha"), []byte(body)), 400, nodeapi.CodeInvalidArgument)
+		want(t, "drop "+body, n.call(t, "POST", dataPath(nodeapi.DataDrop, "namespace=alpha"), []byte(body)), 400, nodeapi.CodeInvalidArgument)
 	}
-	want(t, "drop with an empty fence key", n.call(t, "POST", dataPath(dataDrop, "namespace=alpha"), []byte(`{"fence":{"Key":""},"partition":"m/1"}`)), 400, nodeapi.CodeInvalidKey)
+	want(t, "drop with an empty fence key", n.call(t, "POST", dataPath(nodeapi.DataDrop, "namespace=alpha"), []byte(`{"fence":{"Key":""},"partition":"m/1"}`)), 400, nodeapi.CodeInvalidKey)
 	if got := stat("namespace=alpha"); got != "data/m/1/f,data/m/2/f" {
 		t.Fatalf("after refused drops alpha stats %q", got)
 	}
-	r = n.call(t, "POST", dataPath(dataDrop, "namespace=alpha"), []byte(`{"fence":{"Key":"rec/alpha/sync","Token":"dDE="},"partition":"m/1","now":"2026-11-30T12:00:00Z"}`))
+	r = n.call(t, "POST", dataPath(nodeapi.DataDrop, "namespace=alpha"), []byte(`{"fence":{"Key":"rec/alpha/sync","Token":"dDE="},"partition":"m/1","now":"2026-11-30T12:00:00Z"}`))
 	want(t, "drop", r, 200, "")
 	var st datastore.DropStats
 	if err := json.Unmarshal(r.body, &st); err != nil || st.Files != 1 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lakemeta/lake/metastore"
+	"github.com/lakemeta/lake/nodeapi"
 )
 
 // condition is a parsed If-Match or If-None-Match header: absent, "*", or
@@ -87,4 +88,4 @@ func (c condition) matches(etag string, weak bool) bool {
 
 // setETag sets the ETag header spelled as RFC 9110 and docs/node.md spell it
 // (Header.Set would send "Etag").
-func setETag(h http.Header, etag string) { h["ETag"] = []string{etag} }
+func setETag(h http.Header, etag string) { h[nodeapi.ETagHeader] = []string{etag} }

@@ -26,7 +26,7 @@ func (s *Server) handleGet(rq *request, path string) {
 		s.fail(rq, err)
 		return
 	}
-	inm, err := parseCondition(rq.r, "If-None-Match")
+	inm, err := parseCondition(rq.r, nodeapi.IfNoneMatchHeader)
 	if err != nil {
 		s.fail(rq, err)
 		return
@@ -184,9 +184,9 @@ func (s *Server) handleDelete(rq *request, path string) {
 
 // bothConditions parses If-Match and If-None-Match strictly.
 func bothConditions(rq *request) (ifMatch, ifNoneMatch condition, err error) {
-	if ifMatch, err = parseCondition(rq.r, "If-Match"); err != nil {
+	if ifMatch, err = parseCondition(rq.r, nodeapi.IfMatchHeader); err != nil {
 		return
 	}
-	ifNoneMatch, err = parseCondition(rq.r, "If-None-Match")
+	ifNoneMatch, err = parseCondition(rq.r, nodeapi.IfNoneMatchHeader)
 	return
 }

@@ -23,7 +23,7 @@ func (s *Server) handleList(rq *request) {
 		s.fail(rq, err)
 		return
 	}
-	page, err := s.store.List(rq.r.Context(), q.Get("prefix"), limit, q.Get("cursor"))
+	page, err := s.store.List(rq.r.Context(), q.Get(nodeapi.ListPrefixParam), limit, q.Get(nodeapi.ListCursorParam))
 	if err != nil {
 		s.fail(rq, err)
 		return
@@ -40,13 +40,14 @@ func (s *Server) handleList(rq *request) {
 	st.end(tail + "}\n")
 }
 
-// limitOf returns the limit parameter of q, or def when absent. The range
-// is the store's to check (List) or the caller's.
+// limitOf returns the limit parameter of q (nodeapi.ListLimitParam, which
+// is nodeapi.CatalogLimitParam too), or def when absent. The range is the
+// store's to check (List) or the caller's.
 func limitOf(q url.Values, def int) (int, error) {
-	if !q.Has("limit") {
+	if !q.Has(nodeapi.ListLimitParam) {
 		return def, nil
 	}
-	l := q.Get("limit")
+	l := q.Get(nodeapi.ListLimitParam)
 	n, err := strconv.Atoi(l)
 	if err != nil {
 		return 0, fmt.Errorf("%w: limit %q is not a number", metastore.ErrInvalidArgument, l)
@@ -64,10 +65,10 @@ func (s *Server) handleCatalog(rq *request) {
 	case err != nil:
 		s.fail(rq, err)
 		return
-	case rq.query.Has("limit") && (limit < 1 || limit > metastore.MaxListLimit):
+	case rq.query.Has(nodeapi.CatalogLimitParam) && (limit < 1 || limit > metastore.MaxListLimit):
 		s.fail(rq, fmt.Errorf("%w: catalog limit %d is outside 1..%d", metastore.ErrInvalidArgument, limit, metastore.MaxListLimit))
 		return
-	case rq.query.Has("after") && !rq.query.Has("limit"):
+	case rq.query.Has(nodeapi.CatalogAfterParam) && !rq.query.Has(nodeapi.CatalogLimitParam):
 		s.fail(rq, fmt.Errorf("%w: catalog: after is the cursor of a paged read; give limit too", metastore.ErrInvalidArgument))
 		return
 	}
@@ -93,10 +94,10 @@ func (s *Server) handleCatalog(rq *request) {
 	if limit > 0 {
 		// Keys are sorted: a page starts after the key given, so paging
 		// goes on in key order even across refreshes of the copy.
-		from, _ := slices.BinarySearchFunc(items, rq.query.Get("after"), func(it metastore.Item, k string) int {
+		from, _ := slices.BinarySearchFunc(items, rq.query.Get(nodeapi.CatalogAfterParam), func(it metastore.Item, k string) int {
 			return strings.Compare(it.Key, k)
 		})
-		if from < len(items) && rq.query.Has("after") && items[from].Key == rq.query.Get("after") {
+		if from < len(items) && rq.query.Has(nodeapi.CatalogAfterParam) && items[from].Key == rq.query.Get(nodeapi.CatalogAfterParam) {
 			from++
 		}
 		items = items[from:]

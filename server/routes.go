@@ -48,8 +48,8 @@ func (s *Server) route(rq *request) {
 		s.fail(rq, err)
 		return
 	}
-	if strings.HasPrefix(path, "/v1/") && !s.authorized(rq.r) {
-		rq.w.Header().Set("WWW-Authenticate", `Bearer realm="lake"`)
+	if strings.HasPrefix(path, nodeapi.APIPrefix) && !s.authorized(rq.r) {
+		rq.w.Header().Set("WWW-Authenticate", nodeapi.BearerScheme+` realm="lake"`)
 		s.fail(rq, httpErr(http.StatusUnauthorized, nodeapi.CodeUnauthorized, "lake: unauthorized: this node needs Authorization: Bearer TOKEN (LAKE_TOKEN or LAKE_TOKEN_FILE on the client)"))
 		return
 	}
@@ -80,7 +80,7 @@ func (s *Server) route(rq *request) {
 		if !s.allow(rq, ep.method) {
 			return
 		}
-		if strings.HasPrefix(path, "/v1/") {
+		if strings.HasPrefix(path, nodeapi.APIPrefix) {
 			// Every /v1/ endpoint names the parameters it takes and refuses
 			// the rest rather than ignore them.
 			q, err := query(rq, ep.params...)
@@ -107,8 +107,8 @@ type endpoint struct {
 // endpoints maps each fixed path to its endpoint.
 var endpoints = map[string]endpoint{
 	nodeapi.GuardedPath: {"guarded_mutate", http.MethodPost, (*Server).handleGuarded, nil},
-	nodeapi.ListPath:    {"list", http.MethodGet, (*Server).handleList, []string{"prefix", "limit", "cursor"}},
-	nodeapi.CatalogPath: {"catalog", http.MethodGet, (*Server).handleCatalog, []string{"after", "limit"}},
+	nodeapi.ListPath:    {"list", http.MethodGet, (*Server).handleList, []string{nodeapi.ListPrefixParam, nodeapi.ListLimitParam, nodeapi.ListCursorParam}},
+	nodeapi.CatalogPath: {"catalog", http.MethodGet, (*Server).handleCatalog, []string{nodeapi.CatalogAfterParam, nodeapi.CatalogLimitParam}},
 	nodeapi.PausePath:   {"pause", http.MethodPost, (*Server).handlePause, nil},
 	nodeapi.ResumePath:  {"resume", http.MethodPost, (*Server).handleResume, nil},
 	nodeapi.HealthPath:  {"healthz", http.MethodGet, func(s *Server, rq *request) { s.text(rq, http.StatusOK, "ok\n") }, nil},

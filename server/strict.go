@@ -16,14 +16,14 @@ import (
 // endpoint does not take (a condition silently ignored makes a conditional
 // request unconditional). It runs on every method and path.
 func checkEdges(r *http.Request, path string) error {
-	if n := len(r.Header.Values("Authorization")); n > 1 {
+	if n := len(r.Header.Values(nodeapi.AuthorizationHeader)); n > 1 {
 		return fmt.Errorf("%w: %d Authorization headers; send exactly one", metastore.ErrInvalidArgument, n)
 	}
 	takesMatch, takesNoneMatch := conditionsTaken(r.Method, path)
 	for _, h := range []struct {
 		name  string
 		taken bool
-	}{{"If-Match", takesMatch}, {"If-None-Match", takesNoneMatch}} {
+	}{{nodeapi.IfMatchHeader, takesMatch}, {nodeapi.IfNoneMatchHeader, takesNoneMatch}} {
 		c, err := parseCondition(r, h.name)
 		if err != nil {
 			return err

@@ -213,7 +213,7 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 }
 
 func checkEmpty(cmd *cobra.Command, url string, full bool) error {
-	s, _, err := openBenchData(cmd.Context(), url, true, full)
+	s, _, err := syncload.OpenData(cmd.Context(), url, true, full)
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func runOne(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions, cfg syncl
 		err = syncload.RunProcesses(ctx, cfg, o.processes, command, stderr, emit)
 		return samples, err
 	}
-	s, fi, err := openBenchData(ctx, url, true, fullPull(cfg))
+	s, fi, err := syncload.OpenData(ctx, url, true, fullPull(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func newBenchSyncWorkerCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return usagef("%v", err)
 			}
-			s, fi, err := openBenchData(cmd.Context(), g.store, false, fullPull(cfg))
+			s, fi, err := syncload.OpenData(cmd.Context(), g.store, false, fullPull(cfg))
 			if err != nil {
 				return err
 			}

@@ -27,8 +27,10 @@ namespace's lock NAMESPACE/sync, rebuild what can be derived (a head or an
 index entry from the log, commits not rolled forward, a forged fence token
 lowered to its lock record's) and move aside what cannot (garbage moved to
 x/TIME/…, named in the report). --catalog checks the namespace's catalog
-scope too. Exit 0 when nothing is left to repair, 1 otherwise; a driver
-without a check exits 6. See docs/datastore.md.`,
+scope too. Through a node (--store http://HOST:PORT) the check runs on the
+node's own driver and the node sends the report back. Exit 0 when nothing is
+left to repair, 1 otherwise; a driver without a check exits 6. See
+docs/datastore.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withNamespace(cmd, func(ns *datastore.Store) error {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -120,11 +118,6 @@ func (o *reshapeOptions) reshaper(cmd *cobra.Command, g *globalOptions, specPath
 		return nil, err
 	}
 	return reshape.New(cmd.Context(), c, spec)
-}
-
-// besideSpec names a file next to the spec: saas-comments.json → saas-comments<suffix>.
-func besideSpec(specPath, suffix string) string {
-	return strings.TrimSuffix(specPath, filepath.Ext(specPath)) + suffix
 }
 
 // progressPrinter prints a sweep's progress on w at most once a second.
@@ -411,7 +404,7 @@ before reporting it, and records the outcome in --state: finalize needs it clean
 			var cutoff time.Time
 			if vo.obsoleteBefore != "" {
 				var err error
-				if cutoff, err = parseCutoff(vo.obsoleteBefore); err != nil {
+				if cutoff, err = reshape.ParseCutoff(vo.obsoleteBefore); err != nil {
 					return err
 				}
 			}
@@ -431,7 +424,7 @@ before reporting it, and records the outcome in --state: finalize needs it clean
 				return usagef("--obsolete-before needs the spec's \"timestamp\" attribute")
 			}
 			if vo.report == "" {
-				vo.report = besideSpec(args[0], ".verify.json")
+				vo.report = reshape.BesideSpec(args[0], reshape.ReportSuffix)
 			}
 			pp := &progressPrinter{w: cmd.ErrOrStderr(), verb: "verify"}
 			rep, err := r.Verify(cmd.Context(), reshape.VerifyOptions{
@@ -441,7 +434,7 @@ before reporting it, and records the outcome in --state: finalize needs it clean
 			if err != nil {
 				return err
 			}
-			if err := writeReport(vo.report, rep); err != nil {
+			if err := reshape.WriteReport(vo.report, rep); err != nil {
 				return err
 			}
 			if vo.json {
@@ -464,36 +457,6 @@ before reporting it, and records the outcome in --state: finalize needs it clean
 	cmd.Flags().BoolVar(&vo.json, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&vo.state, "state", "", "key rewrite: store URL of its state, where the outcome is recorded (default bolt://SPEC-without-extension.state.db)")
 	return cmd
-}
-
-func parseCutoff(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, usagef("--obsolete-before %q: want an RFC 3339 time or a date like 2026-01-31", s)
-}
-
-// writeReport writes the report atomically: a crash leaves the old report or
-// the new one, never half of one.
-func writeReport(path string, rep *reshape.VerifyReport) error { return writeJSONFile(path, rep) }
-
-// writeJSONFile writes v as indented JSON to path, atomically.
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("lake: write report: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("lake: write report: %w", err)
-	}
-	return nil
 }
 
 func printVerify(w io.Writer, rep *reshape.VerifyReport, list int, path string) {

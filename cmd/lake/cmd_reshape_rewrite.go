@@ -47,7 +47,7 @@ func (f *rewriteFlags) options(pp *progressPrinter) reshape.RewriteOptions {
 // a reshape command on the same spec, and the error says so.
 func openState(ctx context.Context, url, specPath string) (*metastore.Store, error) {
 	if url == "" {
-		url = "bolt://" + besideSpec(specPath, ".state.db")
+		url = reshape.DefaultStateURL(specPath)
 	}
 	st, err := storeurl.Open(ctx, url, &storeurl.Options{Create: strings.HasPrefix(url, "bolt://")})
 	if errors.Is(err, boltstore.ErrLocked) {
@@ -119,10 +119,7 @@ func runRewritePlan(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spe
 			fmt.Fprintf(w, "collision: %s ← %s\n", c.NewKey, strings.Join(c.Claims, ", "))
 		}
 	}
-	if len(plan.Collisions) > 0 {
-		return fmt.Errorf("%w: reshape plan: %d new keys collide: fix the templates (or the data) before apply", metastore.ErrRefused, len(plan.Collisions))
-	}
-	return plan.Err()
+	return plan.Verdict()
 }
 
 func runRewriteApply(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spec *reshape.Spec, specPath string, f rewriteFlags) error {
@@ -168,9 +165,9 @@ func runRewriteVerify(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, s
 		return err
 	}
 	if vo.report == "" {
-		vo.report = besideSpec(specPath, ".verify.json")
+		vo.report = reshape.BesideSpec(specPath, reshape.ReportSuffix)
 	}
-	if err := writeJSONFile(vo.report, rep); err != nil {
+	if err := reshape.WriteReport(vo.report, rep); err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
@@ -223,7 +220,7 @@ It sweeps again until a whole pass writes nothing, then records "finalized": the
 helpers read the new key alone. Killed at any point and run again, it resumes.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRewriteEnd(cmd, g, o, args[0], f, "finalize")
+			return runRewriteEnd(cmd, g, o, args[0], f, reshape.EndFinalize)
 		},
 	}
 	f.add(cmd, true)
@@ -243,14 +240,14 @@ whole pass writes nothing, then records "rolled-back"; apply may start again
 later. Refused once finalize has begun. Killed and run again, it resumes.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRewriteEnd(cmd, g, o, args[0], f, "rollback")
+			return runRewriteEnd(cmd, g, o, args[0], f, reshape.EndRollback)
 		},
 	}
 	f.add(cmd, true)
 	return cmd
 }
 
-func runRewriteEnd(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, specPath string, f rewriteFlags, verb string) error {
+func runRewriteEnd(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, specPath string, f rewriteFlags, end reshape.End) error {
 	if f.maxWCU < 0 || f.workers < 0 {
 		return usagef("--max-wcu and --workers must not be negative")
 	}
@@ -258,24 +255,20 @@ func runRewriteEnd(cmd *cobra.Command, g *globalOptions, o *reshapeOptions, spec
 	if err != nil {
 		return err
 	}
-	if spec.Kind != reshape.KindRewriteKey {
-		return usagef("%s is for a key rewrite (kind %q); %s is of kind %q", verb, reshape.KindRewriteKey, specPath, spec.Kind)
+	if err := spec.RequireRewrite(specPath, string(end)); err != nil {
+		return err
 	}
 	rw, state, err := o.rewriter(cmd, g, spec, specPath, f.state)
 	if err != nil {
 		return err
 	}
 	defer state.Close()
-	work := reshape.OutMoved
-	run := rw.Finalize
-	if verb == "rollback" {
-		work, run = reshape.OutRemoved, rw.Rollback
-	}
-	pp := &progressPrinter{w: cmd.ErrOrStderr(), verb: verb, names: []string{work, reshape.OutOrphanRemoved, reshape.OutSkipped}}
-	res, err := run(cmd.Context(), f.options(pp))
+	work := end.Work()
+	pp := &progressPrinter{w: cmd.ErrOrStderr(), verb: string(end), names: []string{work, reshape.OutOrphanRemoved, reshape.OutSkipped}}
+	res, err := rw.End(cmd.Context(), end, f.options(pp))
 	w := cmd.OutOrStdout()
 	c := res.Counts()
 	fmt.Fprintf(w, "%s: %d passes; %s %d, orphans removed %d, skipped %d, gone %d, contended %d; phase %s\n",
-		verb, len(res.Passes), work, c[work], c[reshape.OutOrphanRemoved], c[reshape.OutSkipped], c[reshape.OutGone], c[reshape.OutContended], res.Phase)
+		end, len(res.Passes), work, c[work], c[reshape.OutOrphanRemoved], c[reshape.OutSkipped], c[reshape.OutGone], c[reshape.OutContended], res.Phase)
 	return err
 }

@@ -1,5 +1,17 @@
 // Command lake is the command-line tool of lake's metadata plane: it reads
 // and writes a metadata store named by a store URL. Run `lake --help`.
+//
+// # Wiring only
+//
+// This package parses flags, opens what the store URLs name (storeurl,
+// dsurl, the lock storage of a URL), calls one package function per
+// command, prints its result and maps its error to an exit code. Anything
+// a test of the behaviour would want to call without the binary (a
+// protocol, a retry, a verdict, a file a command keeps, how a benchmark's
+// store is opened) lives in the package it belongs to: reshape (its files
+// beside the spec, a plan's verdict, the ends of a rewrite), bench/syncload
+// (OpenData), datastore (Check), and so on. One cobra command per file,
+// cmd_<verb>.go.
 package main
 
 import (

@@ -3,30 +3,12 @@ package remotefs
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"regexp"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
-
-// Wire names the node's datastore endpoints share with this driver (see
-// docs/node.md, "The datastore"); server/data_namespace.go has the same.
-const (
-	// namespaceParam is the query parameter that names the namespace of
-	// a request; a request without it is the root's.
-	namespaceParam = "namespace"
-	// dataDrop is the operation of DropPartition.
-	dataDrop = "drop"
-)
-
-// dropRequest is the body of dataDrop.
-type dropRequest struct {
-	Fence     *datastore.Fence `json:"fence,omitempty"`
-	Partition string           `json:"partition"`
-	Now       time.Time        `json:"now"`
-}
 
 // scopeRE is the shape of an internal scope (datastore.CatalogScope): a
 // user's namespace shape behind a '_'. Which scopes exist is the node's to
@@ -45,7 +27,7 @@ func (d *Driver) Namespace(name string) (datastore.Driver, error) {
 		}
 	}
 	nd := *d
-	nd.ns, nd.ownClient = name, false
+	nd.ns, nd.c = name, d.c.Shared()
 	return &nd, nil
 }
 
@@ -53,23 +35,6 @@ func (d *Driver) Namespace(name string) (datastore.Driver, error) {
 // runs as one call of its own driver's DropPartition.
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
 	var st datastore.DropStats
-	err := d.call(ctx, http.MethodPost, dataDrop, dropRequest{Fence: fence, Partition: partition, Now: now}, &st)
+	err := d.call(ctx, http.MethodPost, nodeapi.DataDrop, nodeapi.DataDropRequest{Fence: fence, Partition: partition, Now: now}, &st)
 	return st, err
-}
-
-// target returns the URL of op with query q (nil: none) in d's namespace.
-// Records are the root's in every namespace (datastore.Driver.Namespace),
-// so a record request never carries one.
-func (d *Driver) target(op string, q url.Values) string {
-	if d.ns != "" && op != nodeapi.DataRecord {
-		if q == nil {
-			q = url.Values{}
-		}
-		q.Set(namespaceParam, d.ns)
-	}
-	t := d.base + nodeapi.DataPrefix + op
-	if len(q) > 0 {
-		t += "?" + q.Encode()
-	}
-	return t
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/nodeclient"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
@@ -26,7 +27,7 @@ func expectReq(req nodeapi.DataRecordRequest, expect metastore.Expect) nodeapi.D
 
 // GetRecord implements datastore.Records.
 func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
-	r, err := d.record(ctx, nodeapi.DataRecordRequest{Op: "get", Key: key})
+	r, err := d.record(ctx, nodeapi.DataRecordRequest{Op: nodeapi.DataRecordGet, Key: key})
 	if err != nil {
 		return nil, err
 	}
@@ -38,35 +39,27 @@ func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
 
 // CASRecord implements datastore.Records.
 func (d *Driver) CASRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) error {
-	_, err := d.record(ctx, expectReq(nodeapi.DataRecordRequest{Op: "cas", Key: key, Value: value}, expect))
+	_, err := d.record(ctx, expectReq(nodeapi.DataRecordRequest{Op: nodeapi.DataRecordCAS, Key: key, Value: value}, expect))
 	return err
 }
 
 // DeleteRecord implements datastore.Records.
 func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) error {
-	_, err := d.record(ctx, nodeapi.DataRecordRequest{Op: "delete", Key: key, Expect: expected})
+	_, err := d.record(ctx, nodeapi.DataRecordRequest{Op: nodeapi.DataRecordDelete, Key: key, Expect: expected})
 	return err
 }
 
 // ListRecords implements datastore.Records.
 func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
-	r, err := d.record(ctx, nodeapi.DataRecordRequest{Op: "list", Prefix: prefix})
+	r, err := d.record(ctx, nodeapi.DataRecordRequest{Op: nodeapi.DataRecordList, Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]metastore.Item, len(r.Items))
-	for i, it := range r.Items {
-		v := it.Value
-		if v == nil {
-			v = []byte{}
-		}
-		out[i] = metastore.Item{Key: it.Key, Value: v}
-	}
-	return out, nil
+	return nodeclient.Items(r.Items), nil
 }
 
 // FencedRecord implements datastore.Records.
 func (d *Driver) FencedRecord(ctx context.Context, fence datastore.Fence, key string, expect metastore.Expect, value []byte) error {
-	_, err := d.record(ctx, expectReq(nodeapi.DataRecordRequest{Op: "fenced", Key: key, Value: value, Fence: &fence}, expect))
+	_, err := d.record(ctx, expectReq(nodeapi.DataRecordRequest{Op: nodeapi.DataRecordFenced, Key: key, Value: value, Fence: &fence}, expect))
 	return err
 }

@@ -11,7 +11,8 @@
 // *metastore.ConflictError with its key and reason, so
 // datastore.IsFenceConflict works on the client. A request that fails in
 // transport is metastore.ErrUnavailable: for a write, its outcome is
-// unknown. The driver does not retry.
+// unknown. The driver does not retry. These rules are the node client's
+// (package internal/nodeclient), which metastore/remotestore shares.
 package remotefs
 
 import (
@@ -22,11 +23,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/nodeclient"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
@@ -44,10 +45,9 @@ type Options struct {
 
 // Driver is the HTTP client implementation of datastore.Driver.
 type Driver struct {
-	base      string
-	auth      string
-	client    *http.Client
-	ownClient bool
+	// c is the node client (package internal/nodeclient, shared with
+	// metastore/remotestore): base URL, token, errors.
+	c         *nodeclient.Client
 	maxCommit int
 	backend   string
 	// ns is the namespace every request but a record's names ("" for the
@@ -68,20 +68,11 @@ func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: node URL %q: want http://HOST:PORT or https://HOST:PORT (no user info: give the token with LAKE_TOKEN or LAKE_TOKEN_FILE)", metastore.ErrInvalidArgument, nodeapi.RedactURL(base))
+	c, err := nodeclient.New(base, &nodeclient.Options{Token: opts.Token, Client: opts.Client})
+	if err != nil {
+		return nil, err
 	}
-	d := &Driver{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), client: opts.Client, started: new(sync.Map)}
-	if opts.Token != "" {
-		d.auth = "Bearer " + opts.Token
-	}
-	if d.client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost, t.MaxIdleConns = 64, 64
-		d.client = &http.Client{Transport: t}
-		d.ownClient = true
-	}
+	d := &Driver{c: c, started: new(sync.Map)}
 	var info nodeapi.DataInfoResponse
 	if err := d.call(ctx, http.MethodGet, nodeapi.DataInfo, nil, &info); err != nil {
 		d.Close()
@@ -89,7 +80,7 @@ func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
 	}
 	if info.MaxCommit < 1 {
 		d.Close()
-		return nil, fmt.Errorf("lake: node %s answered a max commit of %d", d.base, info.MaxCommit)
+		return nil, fmt.Errorf("lake: node %s answered a max commit of %d", d.c.Base(), info.MaxCommit)
 	}
 	d.maxCommit, d.backend = info.MaxCommit, info.Backend
 	return d, nil
@@ -114,7 +105,7 @@ func (d *Driver) BeginUpload(ctx context.Context, s datastore.Staged) error {
 }
 
 func chunkQuery(version string, i int) url.Values {
-	return url.Values{"version": {version}, "i": {strconv.Itoa(i)}}
+	return url.Values{nodeapi.DataChunkVersion: {version}, nodeapi.DataChunkIndex: {strconv.Itoa(i)}}
 }
 
 // PutChunk implements datastore.Driver. It names when the upload's intent
@@ -124,33 +115,33 @@ func (d *Driver) PutChunk(ctx context.Context, version string, i int, data []byt
 	if t, ok := d.started.Load(version); ok {
 		q.Set(nodeapi.DataChunkStarted, t.(time.Time).Format(time.RFC3339Nano))
 	}
-	resp, err := d.do(ctx, http.MethodPut, nodeapi.DataChunk, q, data, nodeapi.ValueMIMEType)
+	resp, err := d.do(ctx, http.MethodPut, nodeapi.DataChunk, q, data, http.Header{"Content-Type": {nodeapi.ValueMIMEType}})
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
-		return d.errorOf(resp, "")
+		return d.c.ErrorOf(resp, "")
 	}
 	return nil
 }
 
 // GetChunk implements datastore.Driver.
 func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, error) {
-	resp, err := d.do(ctx, http.MethodGet, nodeapi.DataChunk, chunkQuery(version, i), nil, "")
+	resp, err := d.do(ctx, http.MethodGet, nodeapi.DataChunk, chunkQuery(version, i), nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, d.errorOf(resp, "")
+		return nil, d.c.ErrorOf(resp, "")
 	}
 	// At most one byte more than a chunk: a longer chunk (a foreign
 	// object under the node's store) comes back as ChunkSize+1 bytes,
 	// which the datastore's checks call a damaged file.
 	b, err := io.ReadAll(io.LimitReader(resp.Body, datastore.ChunkSize+1))
 	if err != nil || (len(b) <= datastore.ChunkSize && resp.ContentLength >= 0 && int64(len(b)) != resp.ContentLength) {
-		return nil, fmt.Errorf("%w: reading chunk %d of %s from %s: %v", metastore.ErrUnavailable, i, version, d.base, err)
+		return nil, fmt.Errorf("%w: reading chunk %d of %s from %s: %v", metastore.ErrUnavailable, i, version, d.c.Base(), err)
 	}
 	return b, nil
 }
@@ -199,7 +190,7 @@ func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, er
 		return datastore.Head{}, err
 	}
 	if len(r.Heads) != 1 {
-		return datastore.Head{}, fmt.Errorf("%w: node %s answered %d heads for one partition", metastore.ErrUnavailable, d.base, len(r.Heads))
+		return datastore.Head{}, fmt.Errorf("%w: node %s answered %d heads for one partition", metastore.ErrUnavailable, d.c.Base(), len(r.Heads))
 	}
 	return r.Heads[0], nil
 }
@@ -237,8 +228,6 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 
 // Close releases the driver's idle connections (of its own client only).
 func (d *Driver) Close() error {
-	if d.ownClient {
-		d.client.CloseIdleConnections()
-	}
+	d.c.Close()
 	return nil
 }

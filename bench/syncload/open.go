@@ -1,4 +1,4 @@
-package main
+package syncload
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/lakemeta/lake/bench"
-	"github.com/lakemeta/lake/bench/syncload"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/datastore/dynamofs"
@@ -19,13 +18,13 @@ import (
 	"github.com/lakemeta/lake/storeurl"
 )
 
-// openBenchData opens the datastore of url as dsurl.Open does, except that
-// on DynamoDB and S3 the driver's client is wrapped to count the store's
-// own requests by partition key or key prefix (syncload.DynamoKeys,
-// syncload.S3Keys): the hot key seen from the store's side. With full, on
-// DynamoDB, it also opens (creating) the seed's GSI index beside the
-// datastore's table, TABLE_gsifeed, for the full pull.
-func openBenchData(ctx context.Context, url string, create, full bool) (*datastore.Store, syncload.FullIndex, error) {
+// OpenData opens the datastore of url as dsurl.Open does, except that on
+// DynamoDB and S3 the driver's client is wrapped to count the store's own
+// requests by partition key or key prefix (DynamoKeys, S3Keys): the hot key
+// seen from the store's side. With create it creates the table or bucket
+// first. With full, on DynamoDB, it also opens (creating) the seed's GSI
+// index beside the datastore's table, TABLE_gsifeed, for the full pull.
+func OpenData(ctx context.Context, url string, create, full bool) (*datastore.Store, FullIndex, error) {
 	scheme, rest, _ := strings.Cut(url, "://")
 	switch scheme {
 	case "dynamodb":
@@ -33,7 +32,7 @@ func openBenchData(ctx context.Context, url string, create, full bool) (*datasto
 		if err != nil {
 			return nil, nil, err
 		}
-		api = syncload.DynamoKeys(api)
+		api = DynamoKeys(api)
 		table := o.Table + dynamofs.TableSuffix
 		if create {
 			if err := dynamofs.Create(ctx, api, table); err != nil {
@@ -44,7 +43,7 @@ func openBenchData(ctx context.Context, url string, create, full bool) (*datasto
 		if err != nil {
 			return nil, nil, err
 		}
-		var fi syncload.FullIndex
+		var fi FullIndex
 		if full {
 			if fi, err = bench.OpenGSIFeed(ctx, api, o.Table+bench.GSIFeedSuffix); err != nil {
 				d.Close()
@@ -73,7 +72,7 @@ func openBenchData(ctx context.Context, url string, create, full bool) (*datasto
 				return nil, nil, fmt.Errorf("%w: create s3 bucket %q: %v", metastore.ErrUnavailable, bucket, err)
 			}
 		}
-		d, err := s3fs.Open(ctx, syncload.S3Keys(c, s3KeyPrefix(prefix)), s3fs.Options{Bucket: bucket, Prefix: prefix})
+		d, err := s3fs.Open(ctx, S3Keys(c, s3KeyPrefix(prefix)), s3fs.Options{Bucket: bucket, Prefix: prefix})
 		if err != nil {
 			return nil, nil, err
 		}
