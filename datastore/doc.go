@@ -11,9 +11,12 @@
 // # Paths and partitions
 //
 // A path is a slash-separated UTF-8 name such as
-// data/{type}/{id}/{name}/{version}/raw. The partition of data/T/I/… is the
-// model T/I; any other path belongs to its first segment's partition
-// (definitions/x is in partition "definitions"). Model partitions contain a
+// data/{type}/{id}/{name}/{version}/raw, the type of one segment or more.
+// The partition of a path under data/ is its model, found from the path's
+// end by the datastore's Layout (data/command/shell/u1/result/1/raw is in
+// the model command/shell/u1; layout.go), which the datastore records so
+// that every client agrees; any other path belongs to its first segment's
+// partition (definitions/x is in partition "definitions"). Model partitions contain a
 // "/" and the others do not, so the two never collide. Each partition has
 // its own change feed, its own position counter and, on DynamoDB, its own
 // item collection: one model's writes never touch another model's items.

@@ -71,18 +71,13 @@ func hasControl(p string) bool {
 	return strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
-// Partition returns the partition of a valid path: "T/I" for data/T/I/…
-// (at least one segment below I), otherwise the path's first segment.
-func Partition(p string) string {
-	if rest, ok := strings.CutPrefix(p, ModelPrefix); ok {
-		segs := strings.SplitN(rest, "/", 3)
-		if len(segs) == 3 {
-			return segs[0] + "/" + segs[1]
-		}
-	}
-	first, _, _ := strings.Cut(p, "/")
-	return first
-}
+// Partition returns the partition of a valid path under the default layout,
+// LayoutModels (layout.go): its model for data/{model}/… (types of one or
+// more segments), otherwise its first segment. A datastore made before
+// issue 30 may have another layout: code that serves a datastore computes
+// partitions with its Store.Partition (or the layout its driver was given),
+// never with this function.
+func Partition(p string) string { return LayoutModels.Partition(p) }
 
 // PartitionPrefix returns the prefix every path of partition starts with.
 func PartitionPrefix(partition string) string {
@@ -92,12 +87,14 @@ func PartitionPrefix(partition string) string {
 	return partition + "/"
 }
 
-// ValidatePartition returns nil if name can be a partition: a model "T/I",
-// or a first segment (which may be "data": the partition of the odd paths
-// under data/ that name no model, such as data/README).
+// ValidatePartition returns nil if name can be a partition: a model
+// (TYPE/ID, the type of one or more segments: command/shell/u1) or a first
+// segment (which may be "data": the partition of the odd paths under data/
+// that name no model, such as data/README), that is any valid path. Which
+// names a datastore actually uses depends on its layout.
 func ValidatePartition(name string) error {
-	if err := ValidatePath(name); err != nil || strings.Count(name, "/") > 1 {
-		return fmt.Errorf("%w: partition %q: want a model TYPE/ID or a top-level directory", metastore.ErrInvalidArgument, name)
+	if err := ValidatePath(name); err != nil {
+		return fmt.Errorf("%w: partition %q: want a model TYPE/ID (TYPE of one or more segments) or a top-level directory", metastore.ErrInvalidArgument, name)
 	}
 	return nil
 }

@@ -36,11 +36,17 @@ func (c checkedRecords) CASRecord(ctx context.Context, key string, expect metast
 	if err := metastore.ValidateValue(value); err != nil {
 		return err
 	}
+	if err := checkLayoutWrite(key, expect.Absent(), value); err != nil { // layout.go
+		return err
+	}
 	return c.d.CASRecord(ctx, key, expect, nonNil(value))
 }
 
 func (c checkedRecords) DeleteRecord(ctx context.Context, key string, expected []byte) error {
 	if err := metastore.ValidateKey(key); err != nil {
+		return err
+	}
+	if err := checkLayoutWrite(key, false, nil); err != nil {
 		return err
 	}
 	return c.d.DeleteRecord(ctx, key, nonNil(expected))
@@ -63,6 +69,9 @@ func (c checkedRecords) FencedRecord(ctx context.Context, fence Fence, key strin
 		return fmt.Errorf("%w: fence and target are the same record %q", metastore.ErrInvalidArgument, key)
 	}
 	if err := metastore.ValidateValue(value); err != nil {
+		return err
+	}
+	if err := checkLayoutWrite(key, false, nil); err != nil {
 		return err
 	}
 	return c.d.FencedRecord(ctx, fence, key, expect, nonNil(value))

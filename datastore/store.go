@@ -35,6 +35,9 @@ type Store struct {
 	// vouched holds the uploads s made itself, which Commit need not read
 	// back (verify.go).
 	vouched vouched
+	// layout is the datastore's partition rule (layout.go); set on the
+	// root by Open, read by every namespace through root.
+	layout Layout
 }
 
 // New returns a Store over d, the root of its namespaces.

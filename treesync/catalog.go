@@ -214,7 +214,7 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 // by the next sync, which starts the partition again).
 func (t *Tree) forgetPartition(st *state, part string) {
 	for p := range st.Files {
-		if datastore.Partition(p) != part {
+		if t.store.Partition(p) != part {
 			continue
 		}
 		if _, changed, err := t.check(st, p); err == nil && !changed {

@@ -27,6 +27,8 @@ type pullPlan struct {
 	unscoped bool
 	read     int
 	sk       *skips
+	// layout is the datastore's, which a change's path must agree with.
+	layout datastore.Layout
 }
 
 // plan reads the feed of the scope: the named partitions from their own
@@ -40,7 +42,7 @@ type pullPlan struct {
 // is skipped into sk and not planned; so is a partition whose name is not
 // valid. The paths skipped by earlier syncs (st.Skipped) are planned again.
 func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk *skips) (*pullPlan, error) {
-	pl := &pullPlan{changes: map[string]datastore.Info{}, positions: map[string]uint64{}, sk: sk}
+	pl := &pullPlan{changes: map[string]datastore.Info{}, positions: map[string]uint64{}, sk: sk, layout: t.store.Layout()}
 	parts := models
 	if len(models) == 0 {
 		cur := ""
@@ -79,8 +81,8 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk
 	}
 	// Retry what earlier syncs skipped: the latest remote state of each.
 	for p := range st.Skipped {
-		if _, ok := pl.changes[p]; !ok && inScope(models, p) && checkLocalPath(p) == nil {
-			pl.changes[p] = datastore.Info{Path: p, Partition: datastore.Partition(p)}
+		if _, ok := pl.changes[p]; !ok && t.inScope(models, p) && checkLocalPath(p) == nil {
+			pl.changes[p] = datastore.Info{Path: p, Partition: t.store.Partition(p)}
 		}
 	}
 	return pl, nil
@@ -90,7 +92,7 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk
 // tree must never write it.
 func (pl *pullPlan) add(part string, c datastore.Info) {
 	pl.read++
-	if pl.sk.entry(checkRemotePath(c.Path, part)) {
+	if pl.sk.entry(checkRemotePath(pl.layout, c.Path, part)) {
 		return
 	}
 	if prev, ok := pl.changes[c.Path]; !ok || c.Pos > prev.Pos {
@@ -133,19 +135,19 @@ func (t *Tree) resync(ctx context.Context, st *state, pl *pullPlan, part string)
 	if err != nil {
 		return err
 	}
-	files, err := t.store.ListAll(ctx, datastore.PartitionPrefix(part))
+	files, err := t.store.ListPartitionAll(ctx, part, "")
 	if err != nil {
 		return err
 	}
 	live := map[string]bool{}
 	for _, f := range files {
-		if datastore.Partition(f.Path) == part {
+		if t.store.Partition(f.Path) == part {
 			live[f.Path] = true
 			pl.add(part, f)
 		}
 	}
 	for p, fs := range st.Files {
-		if datastore.Partition(p) == part && !live[p] {
+		if t.store.Partition(p) == part && !live[p] {
 			pl.add(part, datastore.Info{Path: p, Partition: part, Deleted: true, Pos: fs.Pos})
 		}
 	}

@@ -73,14 +73,14 @@ func reservedSegment(p string) bool {
 // one the tree may write: a valid path of that partition, nothing under
 // .lake. The store refuses such paths from lake's clients; only a foreign
 // writer that bypassed it can have put them there.
-func checkRemotePath(p, part string) error {
+func checkRemotePath(l datastore.Layout, p, part string) error {
 	if reservedSegment(p) {
 		return &entryError{path: p, why: fmt.Sprintf("is under the reserved %s (the tree's private state), written by a client that bypassed the store's checks; it is never pulled (delete it in the backend)", StateDir)}
 	}
 	if err := datastore.ValidatePath(p); err != nil {
 		return &entryError{path: fmt.Sprintf("%q", p), why: fmt.Sprintf("is not a valid path (%v), written by a client that bypassed the store's checks; it is never pulled (delete it in the backend)", err)}
 	}
-	if datastore.Partition(p) != part {
+	if l.Partition(p) != part {
 		return &entryError{path: p, why: fmt.Sprintf("was listed in the feed of partition %s, not its own; it is not pulled (a foreign writer's entry)", part)}
 	}
 	return nil

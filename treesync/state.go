@@ -187,9 +187,9 @@ func (t *Tree) lockDir() (func(), error) {
 }
 
 // inScope reports whether p is in one of the scope's partitions.
-func inScope(models []string, p string) bool {
+func (t *Tree) inScope(models []string, p string) bool {
 	if len(models) == 0 {
 		return true
 	}
-	return slices.Contains(models, datastore.Partition(p))
+	return slices.Contains(models, t.store.Partition(p))
 }

@@ -48,7 +48,7 @@ func (t *Tree) dirty(st *state, models []string, walk bool, sk *skips, warn *[]s
 	}
 	var out []LocalChange
 	for _, p := range hints {
-		if !inScope(models, p) {
+		if !t.inScope(models, p) {
 			continue
 		}
 		c, changed, err := t.check(st, p)
@@ -121,7 +121,7 @@ func (t *Tree) walk(st *state, models []string, sk *skips) ([]LocalChange, error
 	var out []LocalChange
 	for _, root := range roots {
 		err := t.fs.walk(root, func(p string, d fs.DirEntry) error {
-			if !inScope(models, p) {
+			if !t.inScope(models, p) {
 				return nil
 			}
 			seen[p] = true
@@ -149,7 +149,7 @@ func (t *Tree) walk(st *state, models []string, sk *skips) ([]LocalChange, error
 		}
 	}
 	for p := range st.Files {
-		if !seen[p] && inScope(models, p) {
+		if !seen[p] && t.inScope(models, p) {
 			c, changed, err := t.check(st, p)
 			if sk.entry(err) {
 				continue

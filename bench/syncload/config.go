@@ -2,8 +2,10 @@ package syncload
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -99,6 +101,11 @@ type Config struct {
 	Lock     LockScope
 	Commit   Commit
 	Models   Models
+	// ModelType is the type of the workers' models, of one segment or
+	// more ("" is "bench"; the seed's own is "@webframp/system"): a model
+	// is data/TYPE/wW-iI/…, one partition each on a datastore of the
+	// models layout.
+	ModelType string `json:",omitempty"`
 	// Catalog runs on every sync, under its lock (see catalog.go).
 	Catalog CatalogMode
 	// Lifecycle runs after every iteration's delete (see lifecycle.go).
@@ -156,6 +163,11 @@ func (c Config) Validate() error {
 	}
 	if err := oneOf("models", string(c.Models), ModelsDisposable, ModelsLongLived); err != nil {
 		return err
+	}
+	if c.ModelType != "" {
+		if err := datastore.ValidatePath(c.ModelType); err != nil || strings.HasSuffix("/"+c.ModelType, "/"+datastore.DefinitionFile) {
+			return bad("model type %q: want segments of a valid path, such as bench or @webframp/system", c.ModelType)
+		}
 	}
 	if _, err := newCatalogStep(c.Catalog); err != nil {
 		return err
@@ -224,4 +236,12 @@ func LockFloor(base Config, d time.Duration) []Config {
 	c.Workers *= 2
 	c.Name = fmt.Sprintf("global lock, %d workers", c.Workers)
 	return append(out, c)
+}
+
+// modelType is the type of the workers' models.
+func (c Config) modelType() string {
+	if c.ModelType == "" {
+		return "bench"
+	}
+	return c.ModelType
 }

@@ -22,6 +22,9 @@ type meter struct {
 	datastore.Driver
 	cfg       Config
 	namespace string
+	// layout is the datastore's partition rule, for the keys of a commit
+	// (the root meter's counts).
+	layout datastore.Layout
 
 	// full is the seed's one-partition index, when the store has one
 	// (DynamoDB); nil means the full pull reads the datastore's listing.
@@ -149,11 +152,11 @@ func (m *meter) note(step string, start time.Time, read, written int, keys ...st
 
 func partKey(p string) string { return "f#" + p }
 
-func pathKeys(paths []string) []string {
+func (m *meter) pathKeys(paths []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range paths {
-		k := partKey(datastore.Partition(p))
+		k := partKey(m.root().layout.Partition(p))
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)
@@ -207,7 +210,7 @@ func (m *meter) Commit(ctx context.Context, fence *datastore.Fence, entries []da
 	for i, e := range entries {
 		paths[i] = e.Path()
 	}
-	m.note("commit", t, 0, len(entries), pathKeys(paths)...)
+	m.note("commit", t, 0, len(entries), m.pathKeys(paths)...)
 	if err != nil {
 		return out, err
 	}
@@ -300,7 +303,7 @@ func (m *meter) Stat(ctx context.Context, paths []string) (map[string]datastore.
 	ctx = withTally(ctx, m)
 	t := time.Now()
 	out, err := m.Driver.Stat(ctx, paths)
-	m.note("push", t, len(out), 0, pathKeys(paths)...)
+	m.note("push", t, len(out), 0, m.pathKeys(paths)...)
 	return out, err
 }
 
@@ -310,6 +313,24 @@ func (m *meter) List(ctx context.Context, prefix string, limit int, pos []byte) 
 	t := time.Now()
 	files, next, err := m.Driver.List(ctx, prefix, limit, pos)
 	m.note("pull", t, len(files), 0, "list:"+prefix)
+	return files, next, err
+}
+
+// ListPartition implements datastore.PartitionLister: the driver's own
+// when it has one (DynamoDB: one Query of the partition), else a listing of
+// the partition's directory, which the Store filters to the partition.
+func (m *meter) ListPartition(ctx context.Context, partition, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
+	pl, ok := m.Driver.(datastore.PartitionLister)
+	if !ok {
+		if prefix == "" {
+			prefix = datastore.PartitionPrefix(partition)
+		}
+		return m.List(ctx, prefix, limit, pos)
+	}
+	ctx = withTally(ctx, m)
+	t := time.Now()
+	files, next, err := pl.ListPartition(ctx, partition, prefix, limit, pos)
+	m.note("pull", t, len(files), 0, partKey(partition))
 	return files, next, err
 }
 

@@ -50,7 +50,12 @@ func OpenData(ctx context.Context, url string, create, full bool) (*datastore.St
 				return nil, nil, err
 			}
 		}
-		return datastore.New(d), fi, nil
+		s, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		return s, fi, nil
 	case "s3":
 		bucket, prefix, err := s3fs.ParseURL(rest)
 		if err != nil {
@@ -76,7 +81,12 @@ func OpenData(ctx context.Context, url string, create, full bool) (*datastore.St
 		if err != nil {
 			return nil, nil, err
 		}
-		return datastore.New(d), nil, nil
+		s, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		return s, nil, nil
 	}
 	s, err := dsurl.Open(ctx, url, &dsurl.Options{Create: create})
 	return s, nil, err

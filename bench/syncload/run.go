@@ -25,6 +25,10 @@ type FullIndex interface {
 type Env struct {
 	Driver    datastore.Driver
 	FullIndex FullIndex
+	// Layout is the datastore's layout (datastore.Store.Layout of the
+	// Store that opened Driver): every worker's Store computes partitions
+	// with it.
+	Layout datastore.Layout
 }
 
 // RunWorkers runs the workers ids of cfg concurrently over the shared

@@ -39,7 +39,9 @@ func newWorker(id int, cfg Config, env Env, root string, start time.Time) (*work
 	}
 	ns := cfg.Namespace(id)
 	m := newMeter(env.Driver, cfg, ns, env.FullIndex)
+	m.layout = env.Layout
 	s := datastore.New(m)
+	s.SetLayout(env.Layout) // the meter is no LayoutSetter: Driver has it already
 	cat, err := newCatalogStep(cfg.Catalog)
 	if err != nil {
 		return nil, err
@@ -139,7 +141,7 @@ func (w *worker) steps(ctx context.Context, it int, s *Sample) error {
 				return err
 			}
 		}
-		return tidy(dir)
+		return tidy(dir, w.cfg.modelType())
 	})
 	w.meter.setPhase("")
 	s.Prune += time.Since(t)
@@ -162,9 +164,9 @@ func (w *worker) modelFiles(it int) (string, []string) {
 	}
 	files := make([]string, w.cfg.Files)
 	for i := range files {
-		files[i] = fmt.Sprintf("data/bench/%s/out%d/%d/raw", id, i, version)
+		files[i] = fmt.Sprintf("data/%s/%s/out%d/%d/raw", w.cfg.modelType(), id, i, version)
 	}
-	return "bench/" + id, files
+	return w.cfg.modelType() + "/" + id, files
 }
 
 // sync runs one Run: under the lock, the catalog step, then work in the
@@ -209,10 +211,10 @@ func writeFile(dir, p string, b []byte) error {
 }
 
 // tidy removes the empty directories that pruned models leave under
-// data/bench (a pull removes files, not directories), so that the local
+// data/TYPE (a pull removes files, not directories), so that the local
 // walk stays as small as what the datastore holds.
-func tidy(dir string) error {
-	root := filepath.Join(dir, "data", "bench")
+func tidy(dir, modelType string) error {
+	root := filepath.Join(dir, "data", filepath.FromSlash(modelType))
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -95,6 +95,7 @@ http://HOST:PORT). The datastore of a single run must hold no files.`,
 	f.StringVar(&o.lock, "lock", string(c.Lock), "namespace (a lock per worker) or global (one lock)")
 	f.StringVar(&o.commit, "commit", string(c.Commit), "changed (only the changed entries) or full (rewrite the namespace's whole index)")
 	f.StringVar(&o.models, "models", string(c.Models), "disposable (a model per iteration) or long-lived (a model per worker)")
+	f.StringVar(&c.ModelType, "model-type", "bench", "type of the workers' models, one segment or more (the seed's: @webframp/system): a model is data/TYPE/wW-iI/…")
 	f.StringVar(&o.catalog, "catalog", string(c.Catalog), "export (read the whole catalog on every sync), incremental or none")
 	f.StringVar(&o.lifecycle, "lifecycle", string(c.Lifecycle), "off (deleted models' data stays), prune (the harness deletes it each iteration) or on (the namespace's lifecycle drops the deleted model)")
 	f.DurationVar(&c.Lease, "lease", c.Lease, "sync lock lease")
@@ -260,7 +261,7 @@ func runOne(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions, cfg syncl
 	for i := range ids {
 		ids[i] = i
 	}
-	err = syncload.RunWorkers(ctx, cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi}, ids, time.Now(), emit)
+	err = syncload.RunWorkers(ctx, cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi, Layout: s.Layout()}, ids, time.Now(), emit)
 	return samples, err
 }
 
@@ -281,7 +282,7 @@ func newBenchSyncWorkerCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			return syncload.ServeWorkers(cmd.Context(), cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi}, list, t0, cmd.OutOrStdout())
+			return syncload.ServeWorkers(cmd.Context(), cfg, syncload.Env{Driver: s.Driver(), FullIndex: fi, Layout: s.Layout()}, list, t0, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&config, "config-json", "", "the run's configuration, as JSON")

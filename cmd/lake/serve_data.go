@@ -25,7 +25,9 @@ func serveData(ctx context.Context, url string, store *metastore.Store, logger *
 		if err != nil {
 			return nil, err
 		}
-		return datastore.New(d), nil
+		// The node records the datastore's layout if the file has none
+		// yet (datastore.Open), so that every client reads the same one.
+		return datastore.Open(ctx, d, nil)
 	}
 	if !strings.HasPrefix(url, "dynamodb://") {
 		return nil, nil

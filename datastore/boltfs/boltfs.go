@@ -104,6 +104,8 @@ type Driver struct {
 	maxCommit int
 	// ns is the namespace's bucket in datastore.ns; nil for the root.
 	ns []byte
+	// layout is the datastore's partition rule (SetLayout, layout.go).
+	layout datastore.Layout
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -202,7 +204,7 @@ func (d *Driver) Close() error {
 // same file. It writes nothing: a namespace that does not exist reads as
 // empty, and its first write creates its buckets.
 func (d *Driver) Namespace(name string) (datastore.Driver, error) {
-	nd := &Driver{f: d.f, maxCommit: d.maxCommit}
+	nd := &Driver{f: d.f, maxCommit: d.maxCommit, layout: d.layout}
 	if name != "" {
 		nd.ns = []byte(name)
 	}

@@ -164,7 +164,7 @@ func (c *boltChecker) run() error {
 		return err
 	}
 	for _, f := range live {
-		p := datastore.Partition(f.path)
+		p := d.partition(f.path)
 		bp := part(p)
 		bp.maxPos = max(bp.maxPos, f.rec.Pos)
 		fk := feedKey(p, f.rec.Pos)
@@ -264,7 +264,7 @@ func (c *boltChecker) run() error {
 		p, pos := string(k[:i]), binary.BigEndian.Uint64(k[i+1:])
 		var rec fileRec
 		ok, err := getJSON(files, v, &rec)
-		if err != nil || !ok || rec.Pos != pos || datastore.Partition(string(v)) != p {
+		if err != nil || !ok || rec.Pos != pos || d.partition(string(v)) != p {
 			stale = append(stale, bytes.Clone(k))
 		}
 		return nil

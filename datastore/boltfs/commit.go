@@ -64,7 +64,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 		var order []string
 		for _, e := range entries {
 			path := e.Path()
-			part := datastore.Partition(path)
+			part := d.partition(path)
 			var cur fileRec
 			exists, err := getJSON(files, []byte(path), &cur)
 			if err != nil {
@@ -116,7 +116,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			if err := feed.Put(feedKey(part, rec.Pos), []byte(path)); err != nil {
 				return err
 			}
-			out = append(out, rec.info(path))
+			out = append(out, rec.info(path, part))
 		}
 		if err := checkClash(files, entries); err != nil { // clash.go
 			return err

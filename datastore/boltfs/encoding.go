@@ -32,8 +32,8 @@ type intentRec struct {
 	Started int64  `json:"started"`
 }
 
-func (r fileRec) info(path string) datastore.Info {
-	return datastore.Info{Path: path, Partition: datastore.Partition(path), Pos: r.Pos, Deleted: r.Deleted,
+func (r fileRec) info(path, part string) datastore.Info {
+	return datastore.Info{Path: path, Partition: part, Pos: r.Pos, Deleted: r.Deleted,
 		Version: r.Version, Size: r.Size, Chunks: r.Chunks, SHA256: r.SHA256, Meta: r.Meta, Time: time.Unix(0, r.Time)}
 }
 

@@ -77,7 +77,7 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 			if !ok || r.Pos != binary.BigEndian.Uint64(k[len(k)-8:]) {
 				return damagef("datastore feed entry %d of %q disagrees with its file record", binary.BigEndian.Uint64(k[len(k)-8:]), partition)
 			}
-			out = append(out, r.info(string(v)))
+			out = append(out, r.info(string(v), partition))
 		}
 		return nil
 	})

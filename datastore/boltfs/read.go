@@ -40,7 +40,7 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 				return err
 			}
 			if ok {
-				out[p] = r.info(p)
+				out[p] = r.info(p, d.partition(p))
 			}
 		}
 		return nil
@@ -79,7 +79,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 				return err
 			}
 			if !r.Deleted {
-				files = append(files, r.info(string(k)))
+				files = append(files, r.info(string(k), d.partition(string(k))))
 			}
 		}
 		return nil

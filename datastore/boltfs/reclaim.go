@@ -105,7 +105,7 @@ func (d *Driver) purgeTombstone(tx *boltfile.Tx, path string, pos uint64) error 
 	if err != nil || !ok || !r.Deleted || r.Pos != pos {
 		return err
 	}
-	part := datastore.Partition(path)
+	part := d.partition(path)
 	if err := d.bkt(tx, bFiles).Delete([]byte(path)); err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 	}
 	var models []datastore.Head
 	for _, h := range heads {
-		if strings.Contains(h.Partition, "/") {
+		if strings.Contains(h.Partition, "/") && validModel(h.Partition) {
 			models = append(models, h)
 		}
 	}
@@ -133,7 +133,7 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		files, err := ns.ListAll(ctx, datastore.PartitionPrefix(h.Partition))
+		files, err := modelFiles(ctx, ns, h.Partition)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -161,4 +161,21 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		written = append(written, row)
 	}
 	return entries, written, gone, nil
+}
+
+// modelFiles returns the live files of model's partition: the listing of
+// its directory without the files of other models in it (a deeper model
+// data/TYPE/ID/… of a type with more segments, or a shorter reading: see
+// datastore.LayoutModels).
+func modelFiles(ctx context.Context, ns *datastore.Store, model string) ([]datastore.Info, error) {
+	return ns.ListPartitionAll(ctx, model, "")
+}
+
+// validModel reports whether a model partition can have a row: a foreign
+// writer can file a path under a partition lake never makes (data/m/1/../..
+// names the model m/1/../..), and its definition path must be a valid path
+// too (a model near the longest path has none). Such a partition is left
+// out of the catalog; a sync skips it and names it.
+func validModel(model string) bool {
+	return datastore.ValidatePartition(model) == nil && datastore.ValidatePath(DefinitionPath(model)) == nil
 }

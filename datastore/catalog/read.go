@@ -177,7 +177,7 @@ func Model(ctx context.Context, ns *datastore.Store, model string) (Row, error) 
 	if err != nil {
 		return Row{}, err
 	}
-	files, err := ns.ListAll(ctx, datastore.PartitionPrefix(model))
+	files, err := modelFiles(ctx, ns, model)
 	if err != nil {
 		return Row{}, err
 	}

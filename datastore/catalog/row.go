@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -10,8 +11,9 @@ import (
 	"github.com/lakemeta/lake/datastore"
 )
 
-// DefinitionFile is the name of a model's definition in its partition.
-const DefinitionFile = "model.yaml"
+// DefinitionFile is the name of a model's definition in its partition
+// (datastore.DefinitionFile, which the layout reads as the model's).
+const DefinitionFile = datastore.DefinitionFile
 
 // DefinitionPath returns the path of model's definition:
 // data/TYPE/ID/model.yaml.
@@ -72,13 +74,29 @@ type Version struct {
 	Pos   uint64 `json:"pos"`
 }
 
-// rowPath is the catalog path of a model's row.
-func rowPath(namespace, model string) string { return namespace + "/" + model }
+// rowPath is the catalog path of a model's row: NAMESPACE/TYPE/ID for a
+// model of two segments (as rows always were), and NAMESPACE/ then the
+// model escaped as one segment (url.PathEscape: command%2Fshell%2Fu1) for a
+// model of more, whose directory may hold another model's (command/shell
+// and command/shell/u1): a row path is never a directory of another.
+func rowPath(namespace, model string) string {
+	if strings.Count(model, "/") == 1 {
+		return namespace + "/" + model
+	}
+	return namespace + "/" + url.PathEscape(model)
+}
 
 // parseRowPath splits a catalog path into namespace and model.
 func parseRowPath(p string) (namespace, model string, ok bool) {
 	namespace, model, ok = strings.Cut(p, "/")
-	return namespace, model, ok && strings.Count(model, "/") == 1
+	if !ok {
+		return "", "", false
+	}
+	if strings.Contains(model, "/") {
+		return namespace, model, strings.Count(model, "/") == 1
+	}
+	m, err := url.PathUnescape(model)
+	return namespace, m, err == nil && strings.Count(m, "/") > 1 && url.PathEscape(m) == model
 }
 
 // decodeRow reads the row in a catalog file's metadata.

@@ -56,7 +56,9 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"CommitProvedAgainstUpload", testCommitProved},
 		{"ChunksImmutable", testChunksImmutable},
 		{"DamagedReads", testDamagedReads},
-		{"FileOrDirectory", testFileOrDirectory}, // clash.go
+		{"FileOrDirectory", testFileOrDirectory},                 // clash.go
+		{"ModelsOfSeveralSegments", testModelsOfSeveralSegments}, // models.go
+		{"LayoutOfOlderDatastore", testLayoutOfOlderDatastore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

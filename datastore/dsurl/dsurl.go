@@ -58,7 +58,7 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 		if err != nil {
 			return nil, err
 		}
-		return datastore.New(d), nil
+		return open(ctx, d, opts)
 	case "dynamodb":
 		api, o, err := storeurl.DynamoAPI(ctx, raw)
 		if err != nil {
@@ -74,13 +74,13 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 		if err != nil {
 			return nil, err
 		}
-		return datastore.New(d), nil
+		return open(ctx, d, opts)
 	case "s3":
 		d, err := openS3(ctx, rest, opts.Create)
 		if err != nil {
 			return nil, err
 		}
-		return datastore.New(d), nil
+		return open(ctx, d, opts)
 	case "http", "https":
 		token, err := remotestore.TokenFromEnv()
 		if err != nil {
@@ -90,8 +90,19 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 		if err != nil {
 			return nil, err
 		}
-		return datastore.New(d), nil
+		return open(ctx, d, opts)
 	default:
 		return nil, fmt.Errorf("%w: the datastore does not support %s://; use bolt://PATH, dynamodb://TABLE, s3://BUCKET/PREFIX or http(s)://HOST:PORT", metastore.ErrInvalidArgument, scheme)
 	}
+}
+
+// open returns the Store over d with the datastore's layout (datastore.Open:
+// one record read), closing d if that fails.
+func open(ctx context.Context, d datastore.Driver, opts *Options) (*datastore.Store, error) {
+	s, err := datastore.Open(ctx, d, &datastore.OpenOptions{ReadOnly: opts.ReadOnly && !opts.Create})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return s, nil
 }

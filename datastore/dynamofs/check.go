@@ -89,7 +89,7 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: "a file item without a position"})
 			case !f.Deleted && f.Version == "":
 				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: "a live file item without a version"})
-			case datastore.Partition(f.Path) != part || datastore.ValidatePath(f.Path) != nil:
+			case d.partition(f.Path) != part || datastore.ValidatePath(f.Path) != nil:
 				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: "a file item whose path is not one of partition " + part})
 			case at[f.Pos] != "":
 				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: fmt.Sprintf("at position %d, like %q", f.Pos, at[f.Pos])})

@@ -33,6 +33,12 @@ import (
 //     be in every commit of every model): a put of the file data/T racing
 //     the very first files of a model T/I can let both through. That pair is
 //     the one clash DynamoDB does not refuse atomically.
+//   - Under LayoutModels a model's directory is data/MODEL at any depth:
+//     the ConditionCheck above is on data/ plus the put's own partition,
+//     and a put of a short path (two to four segments below data/, not a
+//     definition: modelDirOf) Queries the model it names too. Files of a
+//     deeper model below a put of a data file or a definition are not
+//     looked for (that would be a registry read per new file).
 //
 // Cost per put: the directories above it in the BatchGetItem the commit
 // makes anyway, one Query for a new file, and at most one ConditionCheck.
@@ -41,9 +47,22 @@ import (
 // conformance suite's FileOrDirectory).
 func (d *Driver) ChecksClashes() bool { return true }
 
-// modelDir reports whether a is a model's own directory data/T/I.
-func modelDir(a string) bool {
-	return strings.HasPrefix(a, datastore.ModelPrefix) && strings.Count(a, "/") == 2
+// modelDirOf returns the model whose own directory a put of p would be
+// made a file of, if p can be one: data/T/I under either layout, and under
+// LayoutModels also data/T1/T2/I and data/T1/T2/T3/I (paths shorter than
+// a data file, n <= 4 segments below data/, which is where a deeper
+// model's directory falls; a data file or a definition is taken for what
+// it is, and a model below it is not looked for: see the doc above).
+func (d *Driver) modelDirOf(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, datastore.ModelPrefix)
+	if !ok {
+		return "", false
+	}
+	n := strings.Count(rest, "/") + 1
+	if n == 2 || (d.layout != datastore.LayoutTypeID && n <= 4 && !strings.HasSuffix(rest, "/"+datastore.DefinitionFile)) {
+		return rest, n >= 2
+	}
+	return "", false
 }
 
 // clashKeys returns the items a commit of entries reads for its clash
@@ -54,7 +73,7 @@ func (d *Driver) clashKeys(entries []datastore.Entry) []item {
 	in, parts := map[string]bool{}, map[string]bool{}
 	for _, e := range entries {
 		in[e.Path()] = true
-		parts[datastore.Partition(e.Path())] = true
+		parts[d.partition(e.Path())] = true
 	}
 	seen := map[string]bool{}
 	var keys []item
@@ -65,11 +84,11 @@ func (d *Driver) clashKeys(entries []datastore.Entry) []item {
 		for _, a := range datastore.Ancestors(e.Put.Path) {
 			if !in[a] && !seen[a] {
 				seen[a] = true
-				keys = append(keys, key(d.filePK(datastore.Partition(a)), a))
+				keys = append(keys, key(d.filePK(d.partition(a)), a))
 			}
 		}
-		if p := e.Put.Path; modelDir(p) {
-			if model := strings.TrimPrefix(p, datastore.ModelPrefix); !parts[model] && !seen["\x00"+model] {
+		if model, ok := d.modelDirOf(e.Put.Path); ok {
+			if !parts[model] && !seen["\x00"+model] {
 				seen["\x00"+model] = true // its head is read with the commit's own otherwise
 				keys = append(keys, d.headKey(model))
 			}
@@ -93,16 +112,16 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		if e.Put == nil {
 			continue
 		}
-		p, part := e.Put.Path, datastore.Partition(e.Put.Path)
+		p, part := e.Put.Path, d.partition(e.Put.Path)
 		for _, a := range datastore.Ancestors(p) {
 			if in[a] {
 				continue
 			}
-			k := key(d.filePK(datastore.Partition(a)), a)
+			k := key(d.filePK(d.partition(a)), a)
 			if live(lookup(k)) {
 				return nil, datastore.Clash(p, a)
 			}
-			if datastore.Partition(a) != part && modelDir(a) && !checked[a] {
+			if d.partition(a) != part && a == datastore.ModelPrefix+part && !checked[a] {
 				checked[a] = true
 				c, err := build(expression.NewBuilder().WithCondition(
 					expression.AttributeNotExists(expression.Name(attrPK)).Or(expression.Name("del").Equal(expression.Value(true)))))
@@ -121,9 +140,9 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		} else if below != "" {
 			return nil, datastore.Clash(p, below)
 		}
+		model, isDir := d.modelDirOf(p)
 		switch {
-		case modelDir(p):
-			model := strings.TrimPrefix(p, datastore.ModelPrefix)
+		case isDir && model != part:
 			if below, err := d.liveBelow(ctx, d.filePK(model), "", in); err != nil {
 				return nil, err
 			} else if below != "" {

@@ -102,7 +102,7 @@ const maxCommitAttempts = 100
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
 	var parts []string
 	for _, e := range entries {
-		parts = append(parts, datastore.Partition(e.Path()))
+		parts = append(parts, d.partition(e.Path()))
 	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
@@ -165,7 +165,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	shards := map[string]bool{}
 	var keys []item
 	for _, e := range entries {
-		keys = append(keys, key(d.filePK(datastore.Partition(e.Path())), e.Path()))
+		keys = append(keys, key(d.filePK(d.partition(e.Path())), e.Path()))
 	}
 	for _, p := range parts {
 		keys = append(keys, d.headKey(p))
@@ -211,7 +211,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	var out []datastore.Info
 	for _, e := range entries {
 		path := e.Path()
-		part := datastore.Partition(path)
+		part := d.partition(path)
 		old := lookup(key(d.filePK(part), path))
 		if e.Put == nil && (old == nil || getBool(old, "del")) {
 			continue

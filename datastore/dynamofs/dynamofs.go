@@ -137,7 +137,10 @@ type shared struct {
 	table      string
 	retryer    aws.Retryer
 	registered sync.Map // namespace NUL partition → struct{}: joined the registry
-	meter      meter
+	// layout is the datastore's partition rule (SetLayout, layout.go),
+	// one for every namespace.
+	layout datastore.Layout
+	meter  meter
 }
 
 var _ datastore.Driver = (*Driver)(nil)

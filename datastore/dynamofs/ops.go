@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -213,7 +214,22 @@ func fileInfo(it item) datastore.Info {
 	if meta == nil && !getBool(it, "del") {
 		meta = []byte{}
 	}
-	return datastore.Info{Path: path, Partition: datastore.Partition(path), Pos: getN(it, attrPos), Deleted: getBool(it, "del"),
+	return datastore.Info{Path: path, Partition: itemPartition(it, path), Pos: getN(it, attrPos), Deleted: getBool(it, "del"),
 		Version: getS(it, "ver"), Size: getI(it, "size"), Chunks: int(getN(it, "chunks")), SHA256: getS(it, "sha"),
 		Meta: meta, Time: time.Unix(0, getI(it, "t"))}
+}
+
+// itemPartition returns the partition a file item is stored in: its pk
+// after the namespace's prefix (s#NS#) and f#, so that what a reader
+// reports is where the item lives, whatever the layout; path's partition
+// under the default layout for an item without one.
+func itemPartition(it item, path string) string {
+	pk := getS(it, attrPK)
+	if rest, ok := strings.CutPrefix(pk, "s#"); ok {
+		_, pk, _ = strings.Cut(rest, "#")
+	}
+	if part, ok := strings.CutPrefix(pk, "f#"); ok && part != "" {
+		return part
+	}
+	return datastore.Partition(path)
 }

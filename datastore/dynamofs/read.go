@@ -29,7 +29,7 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
 	keys := make([]item, len(paths))
 	for i, p := range paths {
-		keys[i] = key(d.filePK(datastore.Partition(p)), p)
+		keys[i] = key(d.filePK(d.partition(p)), p)
 	}
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
@@ -44,9 +44,13 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 }
 
 // pinned returns the one partition every path under prefix belongs to, if
-// there is one.
-func pinned(prefix string) (string, bool) {
+// there is one. Under LayoutModels no prefix under data/ pins one (a
+// deeper path may name a deeper model), so List reads the registry.
+func (d *Driver) pinned(prefix string) (string, bool) {
 	if rest, ok := strings.CutPrefix(prefix, datastore.ModelPrefix); ok {
+		if d.layout != datastore.LayoutTypeID {
+			return "", false
+		}
 		segs := strings.SplitN(rest, "/", 3)
 		if len(segs) == 3 {
 			return segs[0] + "/" + segs[1], true
@@ -69,7 +73,7 @@ type listPos struct {
 // one Query.
 func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
 	var parts []string
-	if p, ok := pinned(prefix); ok {
+	if p, ok := d.pinned(prefix); ok {
 		parts = []string{p}
 	} else {
 		all, err := d.Partitions(ctx)

@@ -128,7 +128,7 @@ func (d *Driver) deleteAllChunks(ctx context.Context, version string) (int, erro
 // purgeTombstone deletes path's tombstone at pos, if it is still the path's
 // state, and raises the partition's floor to pos, in one transaction.
 func (d *Driver) purgeTombstone(ctx context.Context, path string, pos uint64) (bool, error) {
-	part := datastore.Partition(path)
+	part := d.partition(path)
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		h, err := d.Head(ctx, part)
 		if err != nil {

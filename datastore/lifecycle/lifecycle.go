@@ -135,7 +135,9 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 			st.Dropped = append(st.Dropped, a.Model)
 		case DeleteVersion:
 			prefix := datastore.ModelPrefix + a.Model + "/" + a.Entry + "/" + a.Version + "/"
-			files, err := ns.ListAll(ctx, prefix)
+			// Only the version's own files: under the models layout a
+			// deeper model's files can lie below the same prefix.
+			files, err := ns.ListPartitionAll(ctx, a.Model, prefix)
 			if err != nil {
 				return st, err
 			}

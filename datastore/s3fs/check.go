@@ -328,7 +328,7 @@ func (c *checker) checkIndex(ctx context.Context, parts map[string]*partLog) err
 		}
 		c.rep.Objects++
 		have[path] = true
-		part := datastore.Partition(path)
+		part := c.d.partition(path)
 		pl := parts[part]
 		e, _, err := d.readIndex(ctx, path)
 		var de *datastore.DamageError

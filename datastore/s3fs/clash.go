@@ -47,7 +47,7 @@ func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries [
 			if in[a] {
 				continue
 			}
-			if datastore.Partition(a) == part {
+			if d.partition(a) == part {
 				same = append(same, a)
 			} else {
 				other = append(other, a)

@@ -40,7 +40,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	var order []string
 	byPart := map[string][]int{}
 	for i, e := range entries {
-		p := datastore.Partition(e.Path())
+		p := d.partition(e.Path())
 		if _, ok := byPart[p]; !ok {
 			order = append(order, p)
 		}

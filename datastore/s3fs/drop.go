@@ -104,7 +104,7 @@ func (d *Driver) partitionFiles(ctx context.Context, part string) ([]string, err
 	}
 	var out []string
 	for _, k := range keys {
-		if p := unleaf(trimPrefix(k.key, dir)); datastore.Partition(p) == part {
+		if p := unleaf(trimPrefix(k.key, dir)); d.partition(p) == part {
 			out = append(out, p)
 		}
 	}

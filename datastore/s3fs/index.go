@@ -174,7 +174,7 @@ func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[str
 	}
 	part := ""
 	if len(paths) > 0 {
-		part = datastore.Partition(paths[0])
+		part = d.partition(paths[0])
 	}
 	seen := map[string]uint64{}
 	for _, o := range t.objects {

@@ -143,14 +143,14 @@ func (d *Driver) readLog(ctx context.Context, part, key string, pos uint64) (*lo
 	if err := json.Unmarshal(o.body, &l); err != nil {
 		return nil, datastore.Damaged(d.c.bucket+"/"+key, "not a log object: %v", err)
 	}
-	if err := checkLog(part, pos, &l); err != nil {
+	if err := checkLog(d.layout, part, pos, &l); err != nil {
 		return nil, datastore.Damaged(d.c.bucket+"/"+key, "%s", err)
 	}
 	return &l, nil
 }
 
 // checkLog says what is wrong with l as the log object of part at pos.
-func checkLog(part string, pos uint64, l *logObject) error {
+func checkLog(layout datastore.Layout, part string, pos uint64, l *logObject) error {
 	if l.First != pos {
 		return fmt.Errorf("names position %d, not its own %d", l.First, pos)
 	}
@@ -158,7 +158,7 @@ func checkLog(part string, pos uint64, l *logObject) error {
 		return fmt.Errorf("holds %d entries, more than %d", len(l.Entries), MaxCommit)
 	}
 	for i, e := range l.Entries {
-		if e.Path == "" || datastore.Partition(e.Path) != part {
+		if e.Path == "" || layout.Partition(e.Path) != part {
 			return fmt.Errorf("entry %d names path %q, not one of partition %q", i, e.Path, part)
 		}
 		if !e.Deleted && e.Version == "" {

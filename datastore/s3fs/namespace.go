@@ -17,7 +17,7 @@ const nsDir = "n/"
 // request: a namespace's objects appear with its first upload or commit.
 // An internal scope ("_catalog") is a valid name after its leading "_".
 func (d *Driver) Namespace(name string) (datastore.Driver, error) {
-	nd := &Driver{c: d.c, prefix: d.root, root: d.root, window: d.window}
+	nd := &Driver{c: d.c, prefix: d.root, root: d.root, window: d.window, layout: d.layout}
 	if name == "" {
 		return nd, nil
 	}

@@ -60,7 +60,7 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
 	byPart := map[string][]string{}
 	for _, p := range paths {
-		part := datastore.Partition(p)
+		part := d.partition(p)
 		byPart[part] = append(byPart[part], p)
 	}
 	out := map[string]datastore.Info{}
@@ -109,7 +109,7 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 			return nil, nil, err
 		}
 		if e != nil && !e.Deleted {
-			out = append(out, e.info(datastore.Partition(p), e.Pos, e.Time))
+			out = append(out, e.info(d.partition(p), e.Pos, e.Time))
 		}
 	}
 	if !more || len(keys) == 0 {

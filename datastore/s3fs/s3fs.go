@@ -44,6 +44,8 @@ type Driver struct {
 	prefix string
 	root   string
 	window time.Duration
+	// layout is the datastore's partition rule (SetLayout, layout.go).
+	layout datastore.Layout
 }
 
 var _ datastore.Driver = (*Driver)(nil)

@@ -1,0 +1,259 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Layout is a datastore's partition rule: which model a path under data/
+// belongs to. Every client of a datastore, every driver and the node MUST
+// compute partitions with the same Layout, so a datastore records its own
+// (the record LayoutKey) and Open reads it once, before anything else.
+//
+// NB: the names are stored; they must not change.
+type Layout uint8
+
+const (
+	// LayoutModels is the layout of seed 004 with model types of one or
+	// more segments (command/shell, @webframp/system): the model of a path
+	// is found from its end. Under data/, with segs the segments after
+	// data/ and n their number:
+	//
+	//   - a definition, segs ending in DefinitionFile with n >= 3, belongs
+	//     to the model of all its segments but the last
+	//     (data/command/shell/u1/model.yaml → command/shell/u1);
+	//   - otherwise, with n >= 5, the path is a data file
+	//     {model}/{data-name}/{version}/{file} and belongs to the model of
+	//     all its segments but the last three
+	//     (data/command/shell/u1/result/1/raw → command/shell/u1);
+	//   - otherwise, with n = 3 or 4 (a path shorter than the layout), the
+	//     model of its first two segments, as LayoutTypeID reads it
+	//     (data/x/i/f → x/i);
+	//   - otherwise (n < 3: data/README, data/x/y) the partition "data".
+	//
+	// A definition is always a definition: a data version holding a file
+	// named model.yaml would name another, deeper model. A model is
+	// therefore at least two segments, a type of one or more and an id.
+	// It is the zero Layout: a datastore made since issue 30 uses it.
+	LayoutModels Layout = iota
+	// LayoutTypeID is the rule of datastores made before issue 30: the
+	// model of data/T/I/… (n >= 3) is T/I, whatever follows. Open gives it
+	// to a datastore that held data before it recorded a layout, so that
+	// every path keeps the partition it was written in.
+	LayoutTypeID
+)
+
+// DefinitionFile is the name of a model's definition, directly under the
+// model: data/MODEL/model.yaml.
+const DefinitionFile = "model.yaml"
+
+// LayoutKey is the record (Store.Records) that holds a datastore's Layout
+// by name ("models" or "type-id"), written once by the first Open that
+// finds none, with a create-only compare-and-swap, and never changed.
+const LayoutKey = "datastore/layout"
+
+var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id"}
+
+// String returns the layout's stored name.
+func (l Layout) String() string {
+	if int(l) < len(layoutNames) {
+		return layoutNames[l]
+	}
+	return fmt.Sprintf("layout(%d)", uint8(l))
+}
+
+// ParseLayout returns the layout named name, or an error matching
+// metastore.ErrInvalidArgument for a name this lake does not know (a
+// datastore made by a newer lake).
+func ParseLayout(name string) (Layout, error) {
+	for l, n := range layoutNames {
+		if n == name {
+			return Layout(l), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id", metastore.ErrInvalidArgument, name)
+}
+
+// Model returns the model a valid path belongs to under l ("command/shell/u1"
+// for data/command/shell/u1/result/1/raw under LayoutModels), and false for
+// a path that names no model (outside data/, or fewer than three segments
+// below it).
+func (l Layout) Model(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, ModelPrefix)
+	if !ok {
+		return "", false
+	}
+	n := strings.Count(rest, "/") + 1
+	if n < 3 {
+		return "", false
+	}
+	keep := 2 // segments of the model
+	if l != LayoutTypeID {
+		switch {
+		case strings.HasSuffix(rest, "/"+DefinitionFile):
+			keep = n - 1
+		case n >= 5:
+			keep = n - 3
+		}
+	}
+	return firstSegments(rest, keep), true
+}
+
+// firstSegments returns the first k (>= 1) segments of s, which has more.
+func firstSegments(s string, k int) string {
+	i := 0
+	for ; k > 0; k-- {
+		j := strings.IndexByte(s[i:], '/')
+		i += j + 1
+	}
+	return s[:i-1]
+}
+
+// Partition returns the partition of a valid path under l: its model
+// (Model) if it names one, otherwise its first segment (definitions/x.yaml
+// → definitions; data/README → data). Model partitions contain a '/' and
+// the others do not, so the two never collide.
+func (l Layout) Partition(p string) string {
+	if m, ok := l.Model(p); ok {
+		return m
+	}
+	first, _, _ := strings.Cut(p, "/")
+	return first
+}
+
+// InPartition reports whether path belongs to partition under l. A listing
+// of PartitionPrefix(partition) can hold paths of other partitions under
+// LayoutModels (data/a/b/c/1/raw is model a/b, data/a/b/c/d/1/raw model
+// a/b/c), so a caller that wants one partition's files keeps those for
+// which InPartition holds.
+func (l Layout) InPartition(path, partition string) bool { return l.Partition(path) == partition }
+
+// LayoutSetter is the optional ability of a driver that computes partitions
+// itself: Open calls SetLayout with the datastore's layout before any other
+// call, and the driver MUST compute every partition with it (and pass it to
+// the drivers of its namespaces). A driver without it (a node's client)
+// leaves partitions to the node.
+type LayoutSetter interface {
+	SetLayout(Layout)
+}
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	// ReadOnly records nothing: a datastore without a layout record is
+	// read with the layout it would get, and the next writable Open
+	// records it.
+	ReadOnly bool
+}
+
+// Open returns a Store over d with the datastore's layout: the one its
+// record LayoutKey names, or, when there is none yet, LayoutTypeID if the
+// datastore already holds data (a partition in the root, or a registered
+// namespace: it was made before layouts were recorded) and LayoutModels if
+// not; that choice is then recorded (create-only, so of two first opens the
+// second reads the first's). It costs one record read per Open, and the
+// first Open of a datastore a few more (Partitions, the namespace
+// registry, one record write). opts may be nil.
+func Open(ctx context.Context, d Driver, opts *OpenOptions) (*Store, error) {
+	if opts == nil {
+		opts = &OpenOptions{}
+	}
+	s := New(d)
+	l, err := s.resolveLayout(ctx, opts.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	s.SetLayout(l)
+	return s, nil
+}
+
+// maxLayoutTries bounds resolveLayout's read-decide-create rounds: a create
+// that loses a race is followed by a read that finds the winner's record.
+const maxLayoutTries = 3
+
+func (s *Store) resolveLayout(ctx context.Context, readOnly bool) (Layout, error) {
+	recs := s.Records()
+	var last error
+	for range maxLayoutTries {
+		v, err := recs.GetRecord(ctx, LayoutKey)
+		if err == nil {
+			return ParseLayout(string(v))
+		}
+		if !errors.Is(err, metastore.ErrNotFound) {
+			return 0, fmt.Errorf("read the datastore's layout: %w", err)
+		}
+		l, err := s.layoutOfUnrecorded(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if readOnly {
+			return l, nil
+		}
+		err = recs.CASRecord(ctx, LayoutKey, metastore.ExpectAbsent(), []byte(l.String()))
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) {
+			return 0, fmt.Errorf("record the datastore's layout: %w", err)
+		}
+		last = err // another Open recorded one first: read it
+	}
+	return 0, fmt.Errorf("lake: the datastore's layout record %s changed under %d reads: %w", LayoutKey, maxLayoutTries, last)
+}
+
+// layoutOfUnrecorded decides the layout of a datastore without a record.
+func (s *Store) layoutOfUnrecorded(ctx context.Context) (Layout, error) {
+	parts, err := s.d.Partitions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("decide the datastore's layout: %w", err)
+	}
+	if len(parts) > 0 {
+		return LayoutTypeID, nil
+	}
+	nss, err := s.Records().ListRecords(ctx, nsRegistryPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("decide the datastore's layout: %w", err)
+	}
+	if len(nss) > 0 {
+		return LayoutTypeID, nil
+	}
+	return LayoutModels, nil
+}
+
+// SetLayout sets the layout of s's datastore (every namespace's) and of its
+// driver (if it computes partitions, LayoutSetter). Open calls it; a test
+// may, on a fresh Store, before any other call.
+func (s *Store) SetLayout(l Layout) {
+	s.root.layout = l
+	if ls, ok := s.root.d.(LayoutSetter); ok {
+		ls.SetLayout(l)
+	}
+}
+
+// Layout returns the layout of s's datastore: LayoutModels unless Open (or
+// SetLayout) found another.
+func (s *Store) Layout() Layout { return s.root.layout }
+
+// Partition returns the partition of a valid path in s's datastore
+// (Layout.Partition with s's layout).
+func (s *Store) Partition(p string) string { return s.root.layout.Partition(p) }
+
+// checkLayoutWrite refuses, before any I/O, every write of the layout record
+// but its creation with a known layout: the record is written once and never
+// changed, since every client read it once and computes partitions with it
+// for its lifetime (a node checks its clients' writes through the same
+// Records). A writer with the backend's own credentials can still change
+// it; lake cannot stop that.
+func checkLayoutWrite(key string, create bool, value []byte) error {
+	if key != LayoutKey {
+		return nil
+	}
+	if !create {
+		return fmt.Errorf("%w: the datastore's layout record %s is written once, when the datastore is first opened, and never changed or deleted", metastore.ErrInvalidArgument, LayoutKey)
+	}
+	_, err := ParseLayout(string(value))
+	return err
+}
