@@ -60,7 +60,9 @@
 // package's fenced write guards on the lock record's exact bytes). A commit
 // given a fence is refused with ErrConflict, changing nothing, unless the
 // record holds those bytes at the instant of the commit, checked in the same
-// atomic write. A commit of more files than one atomic write holds
+// atomic write. On a driver that commits whole (WholeCommitter: bolt,
+// DynamoDB, a node on either) a commit of any size is atomic. On another
+// (S3), a commit of more files than one atomic write holds
 // (Driver.MaxCommit) goes in several fenced writes, each path whole, in
 // order: a crash between them leaves the commit partly applied, and the next
 // sync, which pushes what is still dirty, completes it.

@@ -16,7 +16,9 @@ type Driver interface {
 	Name() string
 
 	// MaxCommit is the most entries one atomic Commit accepts; the Store
-	// splits larger commits into fenced chunks of at most this many.
+	// splits larger commits into fenced chunks of at most this many, unless
+	// the driver commits whole (WholeCommitter), when it is only the size
+	// of the driver's one-write fast path.
 	MaxCommit() int
 
 	// BeginUpload records the upload intent of s (its version, path and

@@ -127,8 +127,11 @@ func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byt
 }
 
 // Commit applies entries (staged files and deletes, paths distinct), fenced
-// by fence if it is not nil. Up to Driver.MaxCommit entries go in one atomic
-// write; a larger commit goes in several, in order, each fenced and each path
+// by fence if it is not nil. On a driver that commits whole (WholeCommitter:
+// bolt, DynamoDB, a node on either) a commit of any size is atomic: readers
+// see all of it or none, and a crash leaves all or nothing visible. On
+// another driver (S3) up to Driver.MaxCommit entries go in one atomic write
+// and a larger commit goes in several, in order, each fenced and each path
 // whole: a crash in between leaves it partly applied, and the next sync
 // completes it. It returns the changes applied.
 func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]Info, error) {
@@ -178,6 +181,9 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 		return nil, err
 	}
 	defer s.vouched.forget(versions)
+	if commitsWhole(s.d) { // whole.go
+		return s.d.Commit(ctx, fence, entries, s.now())
+	}
 	var out []Info
 	for start := 0; start < len(entries); start += s.d.MaxCommit() {
 		part := entries[start:min(start+s.d.MaxCommit(), len(entries))]

@@ -37,6 +37,11 @@ const DataChunkStarted = "started"
 // commit body (each entry's metadata up to 64 KiB) stays bounded.
 const DataMaxCommit = 100
 
+// DataMaxWholeCommit bounds the entries of one commit through a node whose
+// datastore commits whole (issue 30: a commit of any size is atomic there,
+// so a client sends it in one request rather than DataMaxCommit at a time).
+const DataMaxWholeCommit = 10000
+
 // DataBodyLimit bounds a JSON request body of the datastore endpoints.
 const DataBodyLimit = 16 << 20
 
@@ -44,6 +49,9 @@ const DataBodyLimit = 16 << 20
 type DataInfoResponse struct {
 	Backend   string `json:"backend"`
 	MaxCommit int    `json:"max_commit"`
+	// Whole says the node's datastore commits whole: one commit request
+	// takes up to DataMaxWholeCommit entries, atomically.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // DataCommitRequest is the body of DataCommit.

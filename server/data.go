@@ -41,7 +41,7 @@ func (s *Server) handleData(rq *request, path string) {
 			s.fail(rq, err)
 			return
 		}
-		s.json(rq, http.StatusOK, nodeapi.DataInfoResponse{Backend: s.data.Driver().Name(), MaxCommit: s.dataMaxCommit()})
+		s.json(rq, http.StatusOK, nodeapi.DataInfoResponse{Backend: s.data.Driver().Name(), MaxCommit: s.dataMaxCommit(), Whole: s.data.CommitsWhole()})
 		return
 	}
 	if !s.allow(rq, http.MethodPost) {
@@ -133,7 +133,11 @@ func (s *Server) dataWrite(rq *request, ns, op string, body []byte) (any, error)
 		if err := decodeJSON(body, &req); err != nil {
 			return nil, err
 		}
-		if err := datastore.CheckCommit(req.Fence, req.Entries, s.dataMaxCommit()); err != nil {
+		bound := s.dataMaxCommit()
+		if s.data.CommitsWhole() { // a commit of any size is atomic there (issue 30)
+			bound = nodeapi.DataMaxWholeCommit
+		}
+		if err := datastore.CheckCommit(req.Fence, req.Entries, bound); err != nil {
 			return nil, err
 		}
 		// The node is the trust boundary for remote clients: it proves each

@@ -106,6 +106,8 @@ type Driver struct {
 	ns []byte
 	// layout is the datastore's partition rule (SetLayout, layout.go).
 	layout datastore.Layout
+	// fault is the test hook of datastore.WriteFaulter (whole.go).
+	fault *faultHook
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -150,7 +152,7 @@ func New(f *boltfile.File) (*Driver, error) {
 	if err := f.Poisoned(); err != nil {
 		return nil, err
 	}
-	return &Driver{f: f, maxCommit: maxCommit}, nil
+	return &Driver{f: f, maxCommit: maxCommit, fault: &faultHook{}}, nil
 }
 
 // Init creates the datastore's buckets (of the root) if they do not exist;
@@ -204,7 +206,7 @@ func (d *Driver) Close() error {
 // same file. It writes nothing: a namespace that does not exist reads as
 // empty, and its first write creates its buckets.
 func (d *Driver) Namespace(name string) (datastore.Driver, error) {
-	nd := &Driver{f: d.f, maxCommit: d.maxCommit, layout: d.layout}
+	nd := &Driver{f: d.f, maxCommit: d.maxCommit, layout: d.layout, fault: d.fault}
 	if name != "" {
 		nd.ns = []byte(name)
 	}
@@ -292,6 +294,9 @@ func (d *Driver) view(ctx context.Context, fn func(tx *boltfile.Tx) error) error
 // creating the buckets it needs.
 func (d *Driver) update(ctx context.Context, fn func(tx *boltfile.Tx) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.fault.check(); err != nil {
 		return err
 	}
 	return d.poisonOn("datastore write", d.f.Update("datastore write", func(tx *boltfile.Tx) error {

@@ -134,6 +134,9 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 			add(datastore.Problem{Object: hname, What: fmt.Sprintf("index position %d is beyond shard %s's counter %d (ChangedPartitions misses it)", getN(h, attrPos), shard(part), counters[shard(part)])})
 		}
 	}
+	if err := d.checkCommits(ctx, o, add); err != nil { // whole.go
+		return rep, err
+	}
 	return rep, nil
 }
 

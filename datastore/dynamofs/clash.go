@@ -100,12 +100,12 @@ func (d *Driver) clashKeys(entries []datastore.Entry) []item {
 // clashChecks returns the Clash of a put of entries with the state read
 // (lookup), or the ConditionChecks that keep that state true until the
 // transaction (touched: the partitions whose heads the commit CASes).
-func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, touched map[string]bool, lookup func(item) item) ([]types.TransactWriteItem, error) {
+func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, touched map[string]bool, lookup func(item) item, tx string) ([]types.TransactWriteItem, error) {
 	in := map[string]bool{}
 	for _, e := range entries {
 		in[e.Path()] = true
 	}
-	live := func(it item) bool { return it != nil && !getBool(it, "del") }
+	live := func(it item) bool { return clashLive(it, tx) } // whole.go
 	checked := map[string]bool{}
 	var checks []types.TransactWriteItem
 	for _, e := range entries {
@@ -124,7 +124,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 			if d.partition(a) != part && a == datastore.ModelPrefix+part && !checked[a] {
 				checked[a] = true
 				c, err := build(expression.NewBuilder().WithCondition(
-					expression.AttributeNotExists(expression.Name(attrPK)).Or(expression.Name("del").Equal(expression.Value(true)))))
+					expression.AttributeNotExists(expression.Name(attrPK)).Or(expression.Name("del").Equal(expression.Value(true)).And(notStagedByOther(tx)))))
 				if err != nil {
 					return nil, err
 				}
@@ -135,7 +135,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		if live(lookup(key(d.filePK(part), p))) {
 			continue // a file already: nothing is below it
 		}
-		if below, err := d.liveBelow(ctx, d.filePK(part), p+"/", in); err != nil {
+		if below, err := d.liveBelow(ctx, d.filePK(part), p+"/", in, tx); err != nil {
 			return nil, err
 		} else if below != "" {
 			return nil, datastore.Clash(p, below)
@@ -143,7 +143,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		model, isDir := d.modelDirOf(p)
 		switch {
 		case isDir && model != part:
-			if below, err := d.liveBelow(ctx, d.filePK(model), "", in); err != nil {
+			if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
 				return nil, err
 			} else if below != "" {
 				return nil, datastore.Clash(p, below)
@@ -156,7 +156,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 				checks = append(checks, w)
 			}
 		case p == "data" || (strings.HasPrefix(p, datastore.ModelPrefix) && strings.Count(p, "/") == 1):
-			if below, err := d.liveInModels(ctx, strings.TrimPrefix(strings.TrimPrefix(p, "data"), "/"), in); err != nil {
+			if below, err := d.liveInModels(ctx, strings.TrimPrefix(strings.TrimPrefix(p, "data"), "/"), in, tx); err != nil {
 				return nil, err
 			} else if below != "" {
 				return nil, datastore.Clash(p, below)
@@ -187,15 +187,17 @@ const maxBelowPages = 1000
 
 // liveBelow returns a live file of the item collection pk whose path
 // starts with prefix ("" for any) and is not in gone (the commit's own
-// deletes), or "" if there is none.
-func (d *Driver) liveBelow(ctx context.Context, pk, prefix string, gone map[string]bool) (string, error) {
+// deletes), or "" if there is none. A path staged by a commit other than tx
+// counts as live if either of its states is (clashLive).
+func (d *Driver) liveBelow(ctx context.Context, pk, prefix string, gone map[string]bool, tx string) (string, error) {
 	kc := expression.Key(attrPK).Equal(expression.Value(pk))
 	if prefix != "" {
 		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
 	}
-	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false)))
+	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false))).
+		Or(expression.AttributeExists(expression.Name(attrTx)))
 	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filt).
-		WithProjection(expression.NamesList(expression.Name(attrSK))).Build()
+		WithProjection(expression.NamesList(expression.Name(attrSK), expression.Name("del"), expression.Name(attrTx), expression.Name(attrOld))).Build()
 	if err != nil {
 		return "", fmt.Errorf("lake: build expression: %w", err)
 	}
@@ -208,7 +210,7 @@ func (d *Driver) liveBelow(ctx context.Context, pk, prefix string, gone map[stri
 			return "", err
 		}
 		for _, it := range out.Items {
-			if p := getS(it, attrSK); !gone[p] {
+			if p := getS(it, attrSK); !gone[p] && clashLive(it, tx) {
 				return p, nil
 			}
 		}
@@ -222,7 +224,7 @@ func (d *Driver) liveBelow(ctx context.Context, pk, prefix string, gone map[stri
 
 // liveInModels returns a live file of a registered model partition whose
 // type is typ ("" for every model), or "".
-func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]bool) (string, error) {
+func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]bool, tx string) (string, error) {
 	parts, err := d.Partitions(ctx)
 	if err != nil {
 		return "", err
@@ -231,7 +233,7 @@ func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]b
 		if !strings.Contains(m, "/") || (typ != "" && !strings.HasPrefix(m, typ+"/")) {
 			continue
 		}
-		if below, err := d.liveBelow(ctx, d.filePK(m), "", gone); err != nil || below != "" {
+		if below, err := d.liveBelow(ctx, d.filePK(m), "", gone, tx); err != nil || below != "" {
 			return below, err
 		}
 	}

@@ -62,6 +62,9 @@ func (d *Driver) register(ctx context.Context, partition string) error {
 	if err != nil {
 		return err
 	}
+	if err := d.fault.check(); err != nil { // whole.go
+		return err
+	}
 	err = d.retry(ctx, func() error {
 		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &d.table, Key: d.registryKey(shard(partition)),
 			UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values(), ReturnConsumedCapacity: total})
@@ -111,8 +114,31 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			return nil, err
 		}
 	}
+	if len(entries) > d.maxCommit {
+		return d.commitWhole(ctx, fence, entries, now) // whole.go
+	}
+	return d.commitOnce(ctx, fence, entries, parts, now, "")
+}
+
+// commitOnce applies entries in one TransactWriteItems, or, with tx set,
+// stages them under commit tx (whole.go). A path staged by another commit
+// is settled first: rolled forward or back if that commit is decided or
+// dead, a conflict if it is in flight.
+func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]datastore.Info, error) {
 	for attempt := 1; ; attempt++ {
-		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now)
+		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
+		var st *stagedError
+		if errors.As(err, &st) && attempt < maxCommitAttempts {
+			if err := d.settle(ctx, st.tx, now); errors.Is(err, errInFlight) {
+				return nil, metastore.Conflict(st.path, "another commit in flight stages this path")
+			} else if err != nil {
+				return nil, err
+			}
+			if err := d.rollBackOrphan(ctx, st.tx, st.path); err != nil { // whole.go
+				return nil, err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +187,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 // buildCommit reads the current state of the commit's paths, heads and shard
 // counters and returns the transaction that applies entries over it, the
 // role of each item, and the changes it makes (none: nothing to do).
-func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time) ([]types.TransactWriteItem, []role, []datastore.Info, error) {
+func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]types.TransactWriteItem, []role, []datastore.Info, error) {
 	shards := map[string]bool{}
 	var keys []item
 	for _, e := range entries {
@@ -184,6 +210,11 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		cur[getS(it, attrPK)+"\x00"+getS(it, attrSK)] = it
 	}
 	lookup := func(k item) item { return cur[getS(k, attrPK)+"\x00"+getS(k, attrSK)] }
+	for _, e := range entries {
+		if old := lookup(key(d.filePK(datastore.Partition(e.Path())), e.Path())); getS(old, attrTx) != "" {
+			return nil, nil, nil, &stagedError{tx: getS(old, attrTx), path: e.Path()}
+		}
+	}
 
 	var items []types.TransactWriteItem
 	var roles []role
@@ -192,7 +223,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	for _, p := range parts {
 		touched[p] = true
 	}
-	checks, err := d.clashChecks(ctx, entries, touched, lookup) // clash.go
+	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx) // clash.go
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -224,19 +255,29 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		if e.Put != nil {
 			s := e.Put
 			info.Version, info.Size, info.Chunks, info.SHA256, info.Meta = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta
-			c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
-			if err != nil {
-				return nil, nil, nil, err
+			if tx != "" {
+				w, err := d.stageIntent(*s, tx) // whole.go
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				add(roleIntent, w)
+			} else {
+				c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				add(roleIntent, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.intentKey(*s),
+					ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}})
 			}
-			add(roleIntent, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.intentKey(*s),
-				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}})
 		} else {
 			info.Deleted = true
-			t := d.tombKey(path, now)
-			t["path"], t["p"] = str(path), num(info.Pos)
-			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: t}})
+			if tx == "" { // a staged delete's tombstone is handed to Reclaim by its roll-forward
+				t := d.tombKey(path, now)
+				t["path"], t["p"] = str(path), num(info.Pos)
+				add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: t}})
+			}
 		}
-		if old != nil && !getBool(old, "del") && getN(old, "chunks") > 0 {
+		if tx == "" && old != nil && !getBool(old, "del") && getN(old, "chunks") > 0 {
 			ver := getS(old, "ver")
 			g := d.garbageKey(ver, now)
 			g["chunks"] = num(getN(old, "chunks"))
@@ -250,7 +291,12 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.fileItem(info),
+		fi := d.fileItem(info)
+		if tx != "" {
+			fi = d.stagedItem(fi, old, tx) // whole.go
+			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.listItem(tx, e)}})
+		}
+		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: fi,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
 		out = append(out, info)
 	}

@@ -118,6 +118,14 @@ type Options struct {
 	// Retryer decides which failures are retried; nil means
 	// ddb.NewRetryer's defaults.
 	Retryer aws.Retryer
+	// MaxCommit is the most entries a commit applies in one
+	// TransactWriteItems (the fast path); a larger commit is staged under
+	// a commit record (whole.go). Zero means 16; tests lower it.
+	MaxCommit int
+	// CommitWindow is how long a staged commit that was never flipped is
+	// taken for one in flight; after it the next writer of its paths or a
+	// reclaim gives it up. Zero means 5 minutes.
+	CommitWindow time.Duration
 }
 
 // Driver is the DynamoDB implementation of datastore.Driver: the root
@@ -141,6 +149,10 @@ type shared struct {
 	// one for every namespace.
 	layout datastore.Layout
 	meter  meter
+	// maxCommit, window and fault: see Options and whole.go.
+	maxCommit int
+	window    time.Duration
+	fault     faultHook
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -153,7 +165,13 @@ func Open(ctx context.Context, api ddb.API, o Options) (*Driver, error) {
 	if o.Retryer == nil {
 		o.Retryer = ddb.NewRetryer(ddb.RetryOptions{})
 	}
-	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer}}
+	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer, maxCommit: maxCommit, window: defaultCommitWindow}}
+	if o.MaxCommit > 0 {
+		d.maxCommit = min(o.MaxCommit, maxCommit)
+	}
+	if o.CommitWindow > 0 {
+		d.window = o.CommitWindow
+	}
 	// Opening is a request like any other: under the retry policy, so a
 	// throttled or lost DescribeTable does not fail the command.
 	err := d.retry(ctx, func() error {
@@ -216,7 +234,7 @@ func (d *Driver) Name() string { return Name }
 func (d *Driver) Table() string { return d.table }
 
 // MaxCommit returns the most entries of one atomic commit.
-func (d *Driver) MaxCommit() int { return maxCommit }
+func (d *Driver) MaxCommit() int { return d.maxCommit }
 
 // Close releases nothing: the client is the caller's.
 func (d *Driver) Close() error { return nil }

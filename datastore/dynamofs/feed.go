@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -52,8 +53,22 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, it := range page.Items {
-			out = append(out, fileInfo(it))
+		vs, err := d.view(ctx, page.Items) // whole.go
+		if err != nil {
+			return nil, 0, err
+		}
+		for i, v := range vs {
+			if v.pending {
+				// A change not yet decided: stop right before it, so
+				// that no puller moves past its position.
+				return out, getN(page.Items[i], attrPos) - 1, nil
+			}
+			if v.it == nil {
+				continue // a new path of an aborted commit
+			}
+			info := fileInfo(v.it)
+			info.Pos = getN(page.Items[i], attrPos)
+			out = append(out, info)
 		}
 		if len(out) >= limit {
 			return out[:limit], out[limit-1].Pos, nil
@@ -113,12 +128,30 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	for _, sh := range names {
 		keys = append(keys, d.counterKey(sh))
 	}
+	keys = append(keys, d.liveKey()) // whole.go
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, it := range got {
+		if ids := liveCommits(it); getS(it, attrSK) == "live" && len(ids) > 0 {
+			// Commits flipped but maybe not rolled forward: roll them
+			// forward first, which moves their partitions' index
+			// entries, so that no changed partition goes unreported.
+			if err := d.settleLive(ctx, ids, time.Now()); err != nil {
+				return nil, nil, err
+			}
+			if got, err = d.batchGet(ctx, keys); err != nil {
+				return nil, nil, err
+			}
+			break
+		}
+	}
 	var now [Shards]uint64
 	for _, it := range got {
+		if getS(it, attrSK) == "live" {
+			continue
+		}
 		var i int
 		fmt.Sscanf(strings.TrimPrefix(getS(it, attrPK), d.pfx), "n#%02d", &i)
 		now[i] = getN(it, "n")

@@ -6,9 +6,9 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/faultproxy"
-	"github.com/lakemeta/lake/metastore/dynamostore"
 )
 
 // TestPausedHolderAtEveryRequest (issue 28, item 1, on DynamoDB): the
@@ -26,7 +26,7 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 	cfgA.BaseEndpoint = &proxy.URL
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-	open := func(api dynamostore.API) *datastore.Store {
+	open := func(api ddb.API) *datastore.Store {
 		d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})
 		if err != nil {
 			t.Fatal(err)
@@ -35,5 +35,5 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	dstest.RunPausedTakeover(t, open(dynamostore.NewClient(cfgA, "")), open(dynamostore.NewClient(ddblocal.Config(t), "")), &p)
+	dstest.RunPausedTakeover(t, open(ddb.NewClient(cfgA, "")), open(ddb.NewClient(ddblocal.Config(t), "")), &p)
 }

@@ -35,6 +35,9 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 	if err != nil {
 		return nil, err
 	}
+	if got, err = d.visible(ctx, got); err != nil { // whole.go
+		return nil, err
+	}
 	out := make(map[string]datastore.Info, len(got))
 	for _, it := range got {
 		info := fileInfo(it)
@@ -120,8 +123,12 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 	if err != nil {
 		return nil, nil, err
 	}
+	its, err := d.visible(ctx, out.Items) // whole.go
+	if err != nil {
+		return nil, nil, err
+	}
 	var files []datastore.Info
-	for _, it := range out.Items {
+	for _, it := range its {
 		if info := fileInfo(it); !info.Deleted {
 			files = append(files, info)
 		}

@@ -17,12 +17,24 @@ import (
 // sort keys ordered by time, so it reads only what is due.
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
+	// Commits of any size left unsettled (whole.go) first: done ones roll
+	// forward, dead ones back, before their uploads' intents are looked at.
+	live, err := d.getItem(ctx, d.liveKey())
+	if err != nil {
+		return st, err
+	}
+	if err := d.settleLive(ctx, liveCommits(live), now); err != nil {
+		return st, err
+	}
 	for _, sh := range shardNames() {
 		pk := d.reclaimPK(sh)
 		err := d.due(ctx, pk, "i#", now.Add(-o.UploadGrace), func(it item) error {
 			// The intent goes first, conditionally: a commit that consumes
 			// it at the same time wins or loses as a whole.
-			c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
+			// An intent a staged commit holds (tx) is that commit's to
+			// settle, never an expired upload's.
+			c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK)).
+				And(expression.AttributeNotExists(expression.Name(attrTx)))))
 			if err != nil {
 				return err
 			}

@@ -49,6 +49,7 @@ type Driver struct {
 	// metastore/remotestore): base URL, token, errors.
 	c         *nodeclient.Client
 	maxCommit int
+	whole     bool // the node commits whole (whole.go)
 	backend   string
 	// ns is the namespace every request but a record's names ("" for the
 	// root).
@@ -82,7 +83,7 @@ func Open(ctx context.Context, base string, opts *Options) (*Driver, error) {
 		d.Close()
 		return nil, fmt.Errorf("lake: node %s answered a max commit of %d", d.c.Base(), info.MaxCommit)
 	}
-	d.maxCommit, d.backend = info.MaxCommit, info.Backend
+	d.maxCommit, d.backend, d.whole = info.MaxCommit, info.Backend, info.Whole
 	return d, nil
 }
 
@@ -152,6 +153,9 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 		if e.Put != nil {
 			d.started.Delete(e.Put.Version) // its chunks are all PUT by now
 		}
+	}
+	if d.whole && len(entries) > nodeapi.DataMaxWholeCommit {
+		return d.commitParts(ctx, fence, entries, now) // whole.go
 	}
 	var out nodeapi.DataInfos
 	err := d.call(ctx, http.MethodPost, nodeapi.DataCommit, nodeapi.DataCommitRequest{Fence: fence, Entries: entries, Now: now}, &out)

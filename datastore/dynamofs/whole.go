@@ -1,0 +1,814 @@
+package dynamofs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// Commits of any size (issue 30).
+//
+// A commit of at most MaxCommit entries is one TransactWriteItems, as
+// before. A larger one is staged under a commit record and made visible by
+// one conditional write that flips it:
+//
+//	o#ID   o        the commit record: st = p (pending), d (done) or a (aborted); t = its start (ms)
+//	o#ID   e#PATH   one per entry: the path, and a put's upload intent key (ipk, isk)
+//	o#     live     ids: the string set of commit records not yet settled
+//
+//  1. One transaction creates the record (pending) and adds its id to the
+//     live set, under the fence's ConditionCheck.
+//  2. The entries are staged MaxCommit at a time, each batch a transaction
+//     exactly like a small commit's (fence, the position it read, heads and
+//     shard counters moved, clash checks) except that each path's item gets
+//     the new state with tx = ID and old = its previous state (absent for
+//     a new path), its upload intent is marked tx = ID (so that Reclaim
+//     leaves it alone) instead of deleted, its entry item is written, and no
+//     replaced version or tombstone is handed to Reclaim yet. Positions are
+//     thereby reserved, dense, per partition.
+//  3. The flip: one transaction moves the record from p to d under the
+//     fence's ConditionCheck. Before it, every reader sees each staged path
+//     as its old state; after it, as its new state.
+//  4. Roll-forward: each staged item loses tx and old (condition tx = ID),
+//     with its replaced version's reclaim entry, its tombstone's purge entry
+//     and its intent's delete in the same transaction; each partition's
+//     index entry moves (so that ChangedPartitions reports the commit
+//     again); the entry items, the record and its live-set id go.
+//
+// Readers (Stat, List, Changes, ChangedPartitions) resolve an item with tx
+// through its record (one GetItem per commit met): done is the new state;
+// pending or aborted the old one. Changes stops before an item of a pending
+// commit (upTo is the position before it), so a puller never moves past a
+// position whose change is not decided; an aborted commit's item is its old
+// state at the reserved position. ChangedPartitions reads the live set in
+// its BatchGetItem of shard counters and rolls forward every done commit in
+// it first.
+//
+// A writer that meets a staged path settles its commit first: done is
+// rolled forward, aborted rolled back; pending and younger than the commit
+// window is a conflict (a concurrent commit of the same path); pending and
+// older is aborted (p to a, conditional: exactly one of the flip and the
+// abort wins) and rolled back. Reclaim settles every commit of the live set
+// the same way before it reclaims uploads. Roll-back restores each item's
+// old state (or deletes a new path's item) under tx = ID and releases the
+// intents, which then expire as any upload that never committed.
+
+const (
+	attrTx  = "tx"
+	attrOld = "old"
+	// defaultCommitWindow is how long a pending commit record is taken for
+	// a commit in flight.
+	defaultCommitWindow = 5 * time.Minute
+	// rollBatch is how many entries one roll-forward or roll-back
+	// transaction settles (at most four items each).
+	rollBatch = 24
+)
+
+// errInFlight is settle's answer for a pending commit within its window.
+var errInFlight = errors.New("lake: a commit is in flight")
+
+// stagedError is buildCommit's: a path of the commit is staged by commit tx.
+type stagedError struct{ tx, path string }
+
+func (e *stagedError) Error() string {
+	return fmt.Sprintf("lake: path %q is staged by commit %s", e.path, e.tx)
+}
+
+// CommitsWhole implements datastore.WholeCommitter.
+func (d *Driver) CommitsWhole() bool { return true }
+
+// faultHook is the test hook of datastore.WriteFaulter.
+type faultHook struct {
+	mu sync.Mutex
+	f  func() error
+}
+
+func (h *faultHook) check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		return nil
+	}
+	return h.f()
+}
+
+// SetWriteFault implements datastore.WriteFaulter: f runs before each write
+// request (PutItem, UpdateItem, BatchWriteItem, TransactWriteItems).
+func (d *Driver) SetWriteFault(f func() error) {
+	d.fault.mu.Lock()
+	defer d.fault.mu.Unlock()
+	d.fault.f = f
+}
+
+var (
+	_ datastore.WholeCommitter = (*Driver)(nil)
+	_ datastore.WriteFaulter   = (*Driver)(nil)
+)
+
+func (d *Driver) txPK(id string) string { return d.pk("o#" + id) }
+func (d *Driver) txKey(id string) item  { return key(d.txPK(id), "o") }
+func (d *Driver) liveKey() item         { return key(d.pk("o#"), "live") }
+
+// stageIntent marks a staged file's upload intent with the commit's id
+// (condition: it still exists, else the upload expired).
+func (d *Driver) stageIntent(s datastore.Staged, tx string) (types.TransactWriteItem, error) {
+	e, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))).
+		WithUpdate(expression.Set(expression.Name(attrTx), expression.Value(tx))))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.intentKey(s), UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}, nil
+}
+
+// stagedItem is fi (the new state) staged by tx over old (nil: a new path).
+func (d *Driver) stagedItem(fi, old item, tx string) item {
+	fi[attrTx] = str(tx)
+	if old != nil {
+		m := item{}
+		for k, v := range old {
+			if b, ok := v.(*types.AttributeValueMemberB); ok && len(b.Value) == 0 {
+				continue // DynamoDB refuses an empty binary in a map; fileInfo reads it back as empty
+			}
+			if k != attrPK && k != attrSK && k != attrTx && k != attrOld {
+				m[k] = v
+			}
+		}
+		fi[attrOld] = &types.AttributeValueMemberM{Value: m}
+	}
+	return fi
+}
+
+// listItem is e's entry item under commit tx.
+func (d *Driver) listItem(tx string, e datastore.Entry) item {
+	it := key(d.txPK(tx), "e#"+e.Path())
+	if e.Put != nil {
+		ik := d.intentKey(*e.Put)
+		it["ipk"], it["isk"] = ik[attrPK], ik[attrSK]
+	}
+	return it
+}
+
+// oldOf returns the state a staged item replaces, as an item, or nil.
+func oldOf(it item) item {
+	m, ok := it[attrOld].(*types.AttributeValueMemberM)
+	if !ok {
+		return nil
+	}
+	out := item{attrPK: it[attrPK], attrSK: it[attrSK]}
+	for k, v := range m.Value {
+		out[k] = v
+	}
+	return out
+}
+
+// newOf returns a staged item's new state, without its staging attributes.
+func newOf(it item) item {
+	out := make(item, len(it))
+	for k, v := range it {
+		if k != attrTx && k != attrOld {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func newTxID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (d *Driver) fenceCheck(fence *datastore.Fence) (types.TransactWriteItem, error) {
+	c, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key),
+		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}, nil
+}
+
+// commitWhole stages entries under a new commit record, flips it, and rolls
+// it forward (see above).
+func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	id := newTxID()
+	rec := d.txKey(id)
+	rec["st"], rec["t"] = str("p"), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}
+	if fence != nil {
+		// A fenced commit's flip is fenced: once the lock record holds
+		// other bytes it can never flip, so settle may give it up at
+		// once rather than after the commit window.
+		rec["fk"], rec["fv"] = str(fence.Key), &types.AttributeValueMemberB{Value: fence.Token}
+	}
+	c, err := build(expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrPK))))
+	if err != nil {
+		return nil, err
+	}
+	u, err := build(expression.NewBuilder().WithUpdate(expression.Add(expression.Name("ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{id}}))))
+	if err != nil {
+		return nil, err
+	}
+	items := []types.TransactWriteItem{
+		{Put: &types.Put{TableName: &d.table, Item: rec, ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}},
+		{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}},
+	}
+	if fence != nil {
+		f, err := d.fenceCheck(fence)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, f)
+	}
+	if err := d.transact(ctx, items); err != nil {
+		if idx, ok := failedIndexes(err); ok && slices.Contains(idx, 2) {
+			return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
+		}
+		return nil, d.classify(err, "")
+	}
+	var out []datastore.Info
+	for start := 0; start < len(entries); start += d.maxCommit {
+		batch := entries[start:min(start+d.maxCommit, len(entries))]
+		var parts []string
+		for _, e := range batch {
+			parts = append(parts, datastore.Partition(e.Path()))
+		}
+		slices.Sort(parts)
+		infos, err := d.commitOnce(ctx, fence, batch, slices.Compact(parts), now, id)
+		if err != nil {
+			d.giveUp(ctx, id, now)
+			return nil, err
+		}
+		out = append(out, infos...)
+	}
+	// The flip: the one write that makes the commit visible.
+	e, err := build(expression.NewBuilder().WithCondition(expression.Name("st").Equal(expression.Value("p"))).
+		WithUpdate(expression.Set(expression.Name("st"), expression.Value("d"))))
+	if err != nil {
+		return nil, err
+	}
+	items = []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: d.txKey(id), UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}}
+	if fence != nil {
+		f, err := d.fenceCheck(fence)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, f)
+	}
+	if err := d.transact(ctx, items); err != nil {
+		idx, ok := failedIndexes(err)
+		switch {
+		case ok && slices.Contains(idx, 1):
+			d.giveUp(ctx, id, now)
+			return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
+		case ok && slices.Contains(idx, 0):
+			d.giveUp(ctx, id, now)
+			return nil, metastore.Conflict(fmt.Sprintf("commit %s", id), "another writer gave this commit up as dead (it took longer than the commit window); nothing of it was applied")
+		}
+		// Unknown outcome (a lost response): readers and the next
+		// writer resolve the record whichever way it went.
+		return nil, d.classify(err, "")
+	}
+	// Done and visible; a failed roll-forward is left to readers, the next
+	// writer and Reclaim, never reported as a failed commit.
+	_ = d.settle(ctx, id, now)
+	return out, nil
+}
+
+// giveUp aborts a commit this writer staged and rolls it back, best effort:
+// what it leaves, the next writer or Reclaim settles.
+func (d *Driver) giveUp(ctx context.Context, id string, now time.Time) {
+	if ok, err := d.abort(ctx, id); err == nil && ok {
+		_ = d.rollBack(ctx, id)
+		_ = d.forget(ctx, id)
+	}
+}
+
+// txState reads commit id's record: its state ("" if it is gone) and start.
+func (d *Driver) txState(ctx context.Context, id string) (string, time.Time, error) {
+	it, err := d.getItem(ctx, d.txKey(id))
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return getS(it, "st"), time.UnixMilli(getI(it, "t")), nil
+}
+
+// fenceGone reports whether commit id is fenced on a lock record that no
+// longer holds its token: its flip can never succeed.
+func (d *Driver) fenceGone(ctx context.Context, id string) (bool, error) {
+	it, err := d.getItem(ctx, d.txKey(id))
+	if err != nil || getS(it, "st") != "p" || getS(it, "fk") == "" {
+		return false, err
+	}
+	v, err := d.GetRecord(ctx, getS(it, "fk"))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !bytes.Equal(v, getB(it, "fv")), nil
+}
+
+// abort moves commit id from pending to aborted; ok is false if it was not
+// pending (flipped meanwhile, or already aborted).
+func (d *Driver) abort(ctx context.Context, id string) (bool, error) {
+	e, err := build(expression.NewBuilder().WithCondition(expression.Name("st").Equal(expression.Value("p"))).
+		WithUpdate(expression.Set(expression.Name("st"), expression.Value("a"))))
+	if err != nil {
+		return false, err
+	}
+	err = d.transact(ctx, []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: d.txKey(id), UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}})
+	if idx, ok := failedIndexes(err); ok && len(idx) > 0 {
+		return false, nil
+	}
+	return err == nil, d.classify(err, "")
+}
+
+// settle finishes commit id: rolled forward if done, back if aborted or
+// pending past the commit window (aborted first); errInFlight if pending
+// within it.
+func (d *Driver) settle(ctx context.Context, id string, now time.Time) error {
+	for range 3 {
+		st, started, err := d.txState(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch st {
+		case "":
+			return d.forget(ctx, id)
+		case "d":
+			if err := d.rollForward(ctx, id, now); err != nil {
+				return err
+			}
+			return d.forget(ctx, id)
+		case "a":
+			if err := d.rollBack(ctx, id); err != nil {
+				return err
+			}
+			return d.forget(ctx, id)
+		}
+		if now.Sub(started) <= d.window {
+			gone, err := d.fenceGone(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !gone {
+				return errInFlight
+			}
+		}
+		if _, err := d.abort(ctx, id); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: commit %s would not settle", metastore.ErrUnavailable, id)
+}
+
+// staged returns commit id's entry items and the current items of their
+// paths that are still staged by it.
+func (d *Driver) staged(ctx context.Context, id string) (entries, files []item, err error) {
+	kc := expression.Key(attrPK).Equal(expression.Value(d.txPK(id))).And(expression.Key(attrSK).BeginsWith("e#"))
+	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
+	for {
+		page, err := d.query(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, page.Items...)
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	var keys []item
+	for _, it := range entries {
+		p := getS(it, attrSK)[len("e#"):]
+		keys = append(keys, key(d.filePK(datastore.Partition(p)), p))
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, it := range got {
+		if getS(it, attrTx) == id {
+			files = append(files, it)
+		}
+	}
+	return entries, files, nil
+}
+
+// settleItems sends ops per staged file, rollBatch files to a transaction;
+// a transaction that fails a condition (another settler got there first)
+// is sent again file by file, and a file's failed condition skipped.
+func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error)) error {
+	for start := 0; start < len(files); start += rollBatch {
+		group := files[start:min(start+rollBatch, len(files))]
+		var all []types.TransactWriteItem
+		for _, it := range group {
+			w, err := ops(it)
+			if err != nil {
+				return err
+			}
+			all = append(all, w...)
+		}
+		err := d.transact(ctx, all)
+		if _, ok := failedIndexes(err); !ok || err == nil {
+			if err != nil {
+				return d.classify(err, "")
+			}
+			continue
+		}
+		for _, it := range group {
+			w, err := ops(it)
+			if err != nil {
+				return err
+			}
+			err = d.transact(ctx, w)
+			if _, ok := failedIndexes(err); err != nil && !ok {
+				return d.classify(err, "")
+			}
+		}
+	}
+	return nil
+}
+
+// onlyIfStaged is the condition of every settling write of a staged file.
+func onlyIfStaged(id string) expression.ConditionBuilder {
+	return expression.Name(attrTx).Equal(expression.Value(id))
+}
+
+// rollForward makes each file still staged by commit id its plain new state,
+// hands replaced versions and tombstones to Reclaim, deletes the intents, and
+// moves the index entry of each partition the commit touched.
+func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) error {
+	entries, files, err := d.staged(ctx, id)
+	if err != nil {
+		return err
+	}
+	intents := map[string]item{}
+	for _, it := range entries {
+		if getS(it, "ipk") != "" {
+			intents[getS(it, attrSK)[len("e#"):]] = item{attrPK: it["ipk"], attrSK: it["isk"]}
+		}
+	}
+	e, err := build(expression.NewBuilder().WithCondition(onlyIfStaged(id)).
+		WithUpdate(expression.Remove(expression.Name(attrTx)).Remove(expression.Name(attrOld))))
+	if err != nil {
+		return err
+	}
+	err = d.settleItems(ctx, files, func(it item) ([]types.TransactWriteItem, error) {
+		path := getS(it, attrSK)
+		w := []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: key(getS(it, attrPK), path), UpdateExpression: e.Update(),
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}}
+		if old := oldOf(it); old != nil && !getBool(old, "del") && getN(old, "chunks") > 0 {
+			g := d.garbageKey(getS(old, "ver"), now)
+			g["chunks"] = num(getN(old, "chunks"))
+			w = append(w, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: g}})
+		}
+		if getBool(it, "del") {
+			t := d.tombKey(path, now)
+			t["path"], t["p"] = str(path), num(getN(it, attrPos))
+			w = append(w, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: t}})
+		}
+		if ik, ok := intents[path]; ok {
+			w = append(w, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: ik}})
+		}
+		return w, nil
+	})
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, it := range entries {
+		parts = append(parts, datastore.Partition(getS(it, attrSK)[len("e#"):]))
+	}
+	slices.Sort(parts)
+	for _, p := range slices.Compact(parts) {
+		if err := d.bumpIndex(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollBack gives each file still staged by commit id its old state back
+// (a new path's item goes) and releases its upload intent.
+func (d *Driver) rollBack(ctx context.Context, id string) error {
+	entries, files, err := d.staged(ctx, id)
+	if err != nil {
+		return err
+	}
+	intents := map[string]item{}
+	for _, it := range entries {
+		if getS(it, "ipk") != "" {
+			intents[getS(it, attrSK)[len("e#"):]] = item{attrPK: it["ipk"], attrSK: it["isk"]}
+		}
+	}
+	return d.rollBackFiles(ctx, id, files, intents)
+}
+
+// rollBackOrphan rolls back the one item of path if it is still staged by
+// commit id while id's record is gone: a leftover lake never writes (a
+// record goes only after its items are settled), but a foreign writer can.
+// Without it the path could never be written again.
+func (d *Driver) rollBackOrphan(ctx context.Context, id, path string) error {
+	if st, _, err := d.txState(ctx, id); err != nil || st != "" {
+		return err
+	}
+	it, err := d.getItem(ctx, key(d.filePK(datastore.Partition(path)), path))
+	if err != nil || getS(it, attrTx) != id {
+		return err
+	}
+	return d.rollBackFiles(ctx, id, []item{it}, nil)
+}
+
+// rollBackFiles restores the old state of files staged by commit id and
+// releases their intents.
+func (d *Driver) rollBackFiles(ctx context.Context, id string, files []item, intents map[string]item) error {
+	c, err := build(expression.NewBuilder().WithCondition(onlyIfStaged(id)))
+	if err != nil {
+		return err
+	}
+	rel, err := build(expression.NewBuilder().WithCondition(onlyIfStaged(id)).WithUpdate(expression.Remove(expression.Name(attrTx))))
+	if err != nil {
+		return err
+	}
+	return d.settleItems(ctx, files, func(it item) ([]types.TransactWriteItem, error) {
+		path := getS(it, attrSK)
+		var w []types.TransactWriteItem
+		if old := oldOf(it); old != nil {
+			w = append(w, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: old,
+				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+		} else {
+			w = append(w, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: key(getS(it, attrPK), path),
+				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+		}
+		if ik, ok := intents[path]; ok {
+			w = append(w, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: ik, UpdateExpression: rel.Update(),
+				ConditionExpression: rel.Condition(), ExpressionAttributeNames: rel.Names(), ExpressionAttributeValues: rel.Values()}})
+		}
+		return w, nil
+	})
+}
+
+// forget deletes commit id's entry items and record, then its id from the
+// live set: the last step of settling it.
+func (d *Driver) forget(ctx context.Context, id string) error {
+	kc := expression.Key(attrPK).Equal(expression.Value(d.txPK(id)))
+	e, err := build(expression.NewBuilder().WithKeyCondition(kc).WithProjection(expression.NamesList(expression.Name(attrPK), expression.Name(attrSK))))
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(),
+		ExpressionAttributeValues: e.Values(), ProjectionExpression: e.Projection()}
+	var keys []item
+	for {
+		page, err := d.query(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if getS(it, attrSK) != "o" {
+				keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	// The record goes last: while it exists, a settler finds the entries.
+	if err := d.batchDelete(ctx, append(keys, d.txKey(id))); err != nil {
+		return err
+	}
+	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{id}}))))
+	if err != nil {
+		return err
+	}
+	err = d.transact(ctx, []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(),
+		ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}}})
+	return d.classify(err, "")
+}
+
+// bumpIndex moves partition's index entry (its head) to the next position
+// of its shard, so that ChangedPartitions reports it again.
+func (d *Driver) bumpIndex(ctx context.Context, part string) error {
+	sh := shard(part)
+	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
+		got, err := d.batchGet(ctx, []item{d.headKey(part), d.counterKey(sh)})
+		if err != nil {
+			return err
+		}
+		var h, n item
+		for _, it := range got {
+			if getS(it, attrPK) == d.headPK(sh) {
+				h = it
+			} else {
+				n = it
+			}
+		}
+		if h == nil {
+			return nil // dropped meanwhile
+		}
+		next := getN(n, "n") + 1
+		hw, err := d.casUpdate(d.headKey(part), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next)))
+		if err != nil {
+			return err
+		}
+		nw, err := d.casUpdate(d.counterKey(sh), "n", getN(n, "n"), expression.Set(expression.Name("n"), expression.Value(next)))
+		if err != nil {
+			return err
+		}
+		err = d.transact(ctx, []types.TransactWriteItem{hw, nw})
+		if idx, ok := failedIndexes(err); ok && len(idx) > 0 {
+			sleep(ctx, time.Duration(attempt)*time.Millisecond)
+			continue
+		}
+		return d.classify(err, part)
+	}
+	return fmt.Errorf("%w: moving partition %q's index entry kept losing races", metastore.ErrUnavailable, part)
+}
+
+// liveCommits returns the ids of the live set item it (nil: none).
+func liveCommits(it item) []string {
+	if ss, ok := it["ids"].(*types.AttributeValueMemberSS); ok {
+		return ss.Value
+	}
+	return nil
+}
+
+// settleLive settles every commit of the live set that can be settled at
+// now (Reclaim; ChangedPartitions with the wall clock).
+func (d *Driver) settleLive(ctx context.Context, ids []string, now time.Time) error {
+	for _, id := range ids {
+		if err := d.settle(ctx, id, now); err != nil && !errors.Is(err, errInFlight) {
+			return err
+		}
+	}
+	return nil
+}
+
+// txView is what readers see of a file item.
+type txView struct {
+	it      item // the state readers see (nil: absent)
+	pending bool // staged by a commit not yet decided
+	aborted bool // staged by an aborted commit: it is the old state
+}
+
+// view resolves items staged by a commit through their commit records (one
+// GetItem per commit met; none when nothing is staged).
+func (d *Driver) view(ctx context.Context, its []item) ([]txView, error) {
+	out := make([]txView, len(its))
+	states := map[string]string{}
+	for i, it := range its {
+		id := getS(it, attrTx)
+		if id == "" {
+			out[i] = txView{it: it}
+			continue
+		}
+		st, ok := states[id]
+		if !ok {
+			var err error
+			if st, _, err = d.txState(ctx, id); err != nil {
+				return nil, err
+			}
+			states[id] = st
+		}
+		switch st {
+		case "d":
+			out[i] = txView{it: newOf(it)}
+		case "":
+			// Settled after this item was read: read it again.
+			again, err := d.getItem(ctx, key(getS(it, attrPK), getS(it, attrSK)))
+			if err != nil {
+				return nil, err
+			}
+			if getS(again, attrTx) == id {
+				// A record gone before its items: never written so
+				// by lake; the old state is what was committed.
+				out[i] = txView{it: oldOf(again), aborted: true}
+				continue
+			}
+			if again != nil && getS(again, attrTx) != "" {
+				v, err := d.view(ctx, []item{again})
+				if err != nil {
+					return nil, err
+				}
+				out[i] = v[0]
+				continue
+			}
+			out[i] = txView{it: again}
+		default:
+			out[i] = txView{it: oldOf(it), pending: st == "p", aborted: st == "a"}
+		}
+	}
+	return out, nil
+}
+
+// visible resolves its for Stat and List: the items readers see.
+func (d *Driver) visible(ctx context.Context, its []item) ([]item, error) {
+	staged := false
+	for _, it := range its {
+		if getS(it, attrTx) != "" {
+			staged = true
+			break
+		}
+	}
+	if !staged {
+		return its, nil
+	}
+	vs, err := d.view(ctx, its)
+	if err != nil {
+		return nil, err
+	}
+	out := its[:0:0]
+	for _, v := range vs {
+		if v.it != nil {
+			out = append(out, v.it)
+		}
+	}
+	return out, nil
+}
+
+// clashLive reports whether it counts as a live file in the clash checks of
+// commit tx ("" for a one-write commit): its state, or, for a path staged
+// by another commit not yet settled, either of its states, since that
+// commit may go either way; this commit's own staged paths count as their
+// new state, which is what its flip makes visible with the rest.
+func clashLive(it item, tx string) bool {
+	if it == nil {
+		return false
+	}
+	if !getBool(it, "del") {
+		return true
+	}
+	if id := getS(it, attrTx); id == "" || id == tx {
+		return false
+	}
+	old := oldOf(it)
+	return old != nil && !getBool(old, "del")
+}
+
+// notStagedByOther is the condition that an item is not staged by a commit
+// other than tx (clash ConditionChecks on a tombstone).
+func notStagedByOther(tx string) expression.ConditionBuilder {
+	c := expression.AttributeNotExists(expression.Name(attrTx))
+	if tx != "" {
+		c = c.Or(expression.Name(attrTx).Equal(expression.Value(tx)))
+	}
+	return c
+}
+
+// checkCommits reports each commit of the live set that is decided but not
+// settled (done: not rolled forward; aborted: not rolled back) or pending
+// past the commit window, and with o.Repair settles it. A pending commit
+// within its window is in flight: no problem.
+func (d *Driver) checkCommits(ctx context.Context, o datastore.CheckOptions, add func(datastore.Problem)) error {
+	live, err := d.getItem(ctx, d.liveKey())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, id := range liveCommits(live) {
+		st, started, err := d.txState(ctx, id)
+		if err != nil {
+			return err
+		}
+		what := map[string]string{
+			"":  "a settled commit still in the live set",
+			"d": "a commit made visible but not rolled forward (readers resolve it through its record)",
+			"a": "an aborted commit not rolled back",
+			"p": "a commit that was never made visible and is past the commit window",
+		}[st]
+		if st == "p" && now.Sub(started) <= d.window {
+			continue
+		}
+		p := datastore.Problem{Object: fmt.Sprintf("dynamodb:%s/%s/o", d.table, d.txPK(id)), What: what, Fix: "settle it (roll forward, or back)"}
+		if o.Repair {
+			if err := d.settle(ctx, id, now); err != nil && !errors.Is(err, errInFlight) {
+				return err
+			}
+			p.Repaired = true
+		}
+		add(p)
+	}
+	return nil
+}
