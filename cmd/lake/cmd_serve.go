@@ -147,6 +147,16 @@ func runServe(ctx context.Context, g *globalOptions, o *serveOptions) error {
 		logger.Warn("serving plain HTTP beyond loopback: the token travels in clear text; use --tls-cert and --tls-key")
 	}
 
+	// A URL no node can serve (s3://, an unknown scheme) is refused as the
+	// usage error it is (exit 2) before the bind, so that a busy port does
+	// not hide it behind exit 1. Opening such a URL sends no request.
+	if !nodeServable(g.store) {
+		st, err := storeurl.Open(ctx, g.store, nil)
+		if err != nil {
+			return err
+		}
+		st.Close()
+	}
 	// Bind first: a node that cannot listen (address in use) must leave
 	// nothing behind, neither a new bolt file nor a node id file.
 	ln, err := server.Listen(o.listen)
@@ -257,4 +267,16 @@ func (o *serveOptions) resolveNodeID(storeURL string) (string, error) {
 		return "", fmt.Errorf("lake: no --node-id and no host name to derive one from: %w", err)
 	}
 	return server.DeriveNodeID(host, o.listen), nil
+}
+
+// nodeServable reports whether a store URL names a store a node can serve
+// (bolt, DynamoDB, another node); any other scheme is refused by
+// storeurl.Open without touching the network.
+func nodeServable(raw string) bool {
+	for _, p := range []string{"bolt://", "dynamodb://", "http://", "https://"} {
+		if strings.HasPrefix(strings.ToLower(raw), p) {
+			return true
+		}
+	}
+	return false
 }

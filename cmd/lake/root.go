@@ -35,6 +35,9 @@ The store is named by a URL:
                     TABLE from LAKE_DYNAMODB_TABLE when empty)
   http://HOST:PORT  a metadata node (lake serve); also https://, with an optional
                     path prefix; token from LAKE_TOKEN or the file LAKE_TOKEN_FILE
+  s3://BUCKET/PREFIX  objects under PREFIX/ in an S3 bucket: lake data and lake lock
+                    only (the key-value commands refuse it, exit 2); AWS_ENDPOINT_URL_S3
+                    names an S3-compatible server
 
 Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict,
 5 writes paused (retry later), 6 refused (the current state forbids it),
@@ -154,5 +157,23 @@ func readValue(arg, file string, stdin io.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lake: read value: %w", err)
 	}
+	if len(b) > metastore.MaxValueBytes {
+		// The message states the value's real size, not the limit plus the
+		// one byte read to detect it: the rest is counted (up to a bound,
+		// so that an endless stdin cannot hold the command).
+		n, err := io.Copy(io.Discard, io.LimitReader(r, maxCountedValue))
+		if err != nil {
+			return nil, fmt.Errorf("lake: read value: %w", err)
+		}
+		size := fmt.Sprintf("%d bytes", int64(len(b))+n)
+		if n == maxCountedValue {
+			size = fmt.Sprintf("more than %d bytes", int64(len(b))+n)
+		}
+		return nil, fmt.Errorf("%w: value is %s, the limit is %d (350 KiB)", metastore.ErrInvalidValue, size, metastore.MaxValueBytes)
+	}
 	return b, metastore.ValidateValue(b)
 }
+
+// maxCountedValue bounds how much of an oversized value readValue reads to
+// report its size.
+const maxCountedValue = 1 << 30
