@@ -130,6 +130,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	}
 	start := time.Now()
 	defer func() { rep.Lifecycle = time.Since(start) }()
+	st.Policy = nil // set again only if all of it completes
 	fence := dslock.Fence(ls)
 	mirror, err := t.loadCatalog()
 	if err != nil {
@@ -162,8 +163,11 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		}
 	}
 	if rep.CatalogFolded+rep.PrunedModels > 0 {
-		return t.saveCatalog(mirror)
+		if err := t.saveCatalog(mirror); err != nil {
+			return err
+		}
 	}
+	st.Policy = &cfg.Lifecycle
 	return nil
 }
 
@@ -194,11 +198,8 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 			return err
 		}
 	}
-	horizon := p.Horizon
-	if horizon == 0 {
-		horizon = datastore.DefaultHorizon
-	}
-	if now := t.now(); now.Sub(time.Unix(0, st.Reclaimed)) >= horizon/4 {
+	if t.reclaimDue(st, p) {
+		now := t.now()
 		rs, err := lifecycle.Reclaim(ctx, t.store, p)
 		if err != nil {
 			return fmt.Errorf("lifecycle reclaim: %w", err)
