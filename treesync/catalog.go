@@ -148,6 +148,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		for _, m := range fs.Gone {
 			delete(mirror, t.opts.Namespace+"/"+m)
 		}
+		advanceCatalog(st, fs.Committed)
 		return nil
 	}
 	if err := fold(); err != nil {
@@ -225,4 +226,29 @@ func (t *Tree) forgetPartition(st *state, part string) {
 		}
 	}
 	delete(st.Positions, part)
+}
+
+// advanceCatalog moves the tree's catalog positions past the fold's own
+// commit when its positions follow them with no gap (nobody else wrote the
+// partition in between), as advance does for a sync's commit: the mirror
+// already holds those rows, so the next read need not fetch them back.
+func advanceCatalog(st *state, committed []datastore.Head) {
+	byPart := map[string][]uint64{}
+	for _, h := range committed {
+		byPart[h.Partition] = append(byPart[h.Partition], h.Seq)
+	}
+	for part, ps := range byPart {
+		slices.Sort(ps)
+		next := st.Catalog.Positions[part] // 0: the partition's first entries are the fold's
+		if st.Catalog.Positions == nil {
+			st.Catalog.Positions = map[string]uint64{}
+		}
+		for _, p := range ps {
+			if p != next+1 {
+				break
+			}
+			next = p
+		}
+		st.Catalog.Positions[part] = next
+	}
 }
