@@ -68,8 +68,8 @@ func TestRequestsPerSync(t *testing.T) {
 // commit), as measured: a change that
 // costs more fails the test.
 var (
-	dynamoMost = [4]int{16, 27, 5, 16}
-	s3Most     = [4]int{24, 171, 13, 24}
+	dynamoMost = [4]int{4, 26, 5, 8}
+	s3Most     = [4]int{7, 171, 13, 15}
 )
 
 func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, files int, most [4]int) {
