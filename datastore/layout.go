@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -179,7 +180,9 @@ func (s *Store) resolveLayout(ctx context.Context, readOnly bool) (Layout, error
 			return ParseLayout(string(v))
 		}
 		if !errors.Is(err, metastore.ErrNotFound) {
-			return 0, fmt.Errorf("read the datastore's layout: %w", err)
+			// The first request of every command: a missing table or
+			// bucket is reported here, "lake: " once.
+			return 0, lakeerr.Wrap(err, "read the datastore's layout")
 		}
 		l, err := s.layoutOfUnrecorded(ctx)
 		if err != nil {

@@ -130,6 +130,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	}
 	start := time.Now()
 	defer func() { rep.Lifecycle = time.Since(start) }()
+	st.Policy = nil // set again only if all of it completes
 	fence := dslock.Fence(ls)
 	mirror, err := t.loadCatalog()
 	if err != nil {
@@ -147,6 +148,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		for _, m := range fs.Gone {
 			delete(mirror, t.opts.Namespace+"/"+m)
 		}
+		advanceCatalog(st, fs.Committed)
 		return nil
 	}
 	if err := fold(); err != nil {
@@ -162,8 +164,11 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		}
 	}
 	if rep.CatalogFolded+rep.PrunedModels > 0 {
-		return t.saveCatalog(mirror)
+		if err := t.saveCatalog(mirror); err != nil {
+			return err
+		}
 	}
+	st.Policy = &cfg.Lifecycle
 	return nil
 }
 
@@ -194,11 +199,8 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 			return err
 		}
 	}
-	horizon := p.Horizon
-	if horizon == 0 {
-		horizon = datastore.DefaultHorizon
-	}
-	if now := t.now(); now.Sub(time.Unix(0, st.Reclaimed)) >= horizon/4 {
+	if t.reclaimDue(st, p) {
+		now := t.now()
 		rs, err := lifecycle.Reclaim(ctx, t.store, p)
 		if err != nil {
 			return fmt.Errorf("lifecycle reclaim: %w", err)
@@ -224,4 +226,29 @@ func (t *Tree) forgetPartition(st *state, part string) {
 		}
 	}
 	delete(st.Positions, part)
+}
+
+// advanceCatalog moves the tree's catalog positions past the fold's own
+// commit when its positions follow them with no gap (nobody else wrote the
+// partition in between), as advance does for a sync's commit: the mirror
+// already holds those rows, so the next read need not fetch them back.
+func advanceCatalog(st *state, committed []datastore.Head) {
+	byPart := map[string][]uint64{}
+	for _, h := range committed {
+		byPart[h.Partition] = append(byPart[h.Partition], h.Seq)
+	}
+	for part, ps := range byPart {
+		slices.Sort(ps)
+		next := st.Catalog.Positions[part] // 0: the partition's first entries are the fold's
+		if st.Catalog.Positions == nil {
+			st.Catalog.Positions = map[string]uint64{}
+		}
+		for _, p := range ps {
+			if p != next+1 {
+				break
+			}
+			next = p
+		}
+		st.Catalog.Positions[part] = next
+	}
 }

@@ -54,6 +54,12 @@ type state struct {
 	// Reclaimed is when this tree last ran its namespace's lifecycle
 	// Reclaim (Unix nanoseconds).
 	Reclaimed int64 `json:"reclaimed,omitempty"`
+	// Policy is the namespace's lifecycle policy as of this tree's last
+	// completed catalog fold and lifecycle run; nil when the last sync's
+	// did not complete (the next sync then takes the lock to do them).
+	// A sync with nothing to push or pull ends without the lock only if
+	// the policy is still this one.
+	Policy *datastore.Lifecycle `json:"policy,omitempty"`
 	// Skipped are the remote paths this tree could not write (a link, a
 	// file or a directory in the way), with why; every sync retries them.
 	Skipped map[string]string `json:"skipped,omitempty"`

@@ -103,6 +103,24 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 	rep.Dirty = len(dirty)
+	var pre *preRead
+	if fn == nil && len(dirty) == 0 && len(sk.list) == 0 {
+		// Nothing to push: a few reads may prove there is nothing to
+		// pull or maintain either, and then no lock is needed (quiet).
+		var done bool
+		if done, pre, err = t.quiet(ctx, st, models, &rep); err != nil {
+			return rep, err
+		} else if done {
+			if err := t.saveState(st); err != nil {
+				return rep, err
+			}
+			if hints >= 0 {
+				t.clearHints(hints)
+			}
+			rep.Unlocked = true
+			return rep, nil
+		}
+	}
 	start := time.Now()
 	ls, err := t.locker.Acquire(ctx, t.LockName())
 	if err != nil {
@@ -124,8 +142,10 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		return rep, err
 	}
 	pullStart := time.Now()
-	dropped, err := t.readCatalog(ctx, st, &rep)
-	if err != nil {
+	var dropped []string
+	if pre != nil && pre.catalogRead {
+		dropped = pre.dropped // read before the lock by quiet
+	} else if dropped, err = t.readCatalog(ctx, st, &rep); err != nil {
 		return rep, err
 	}
 	pl, err := t.plan(ctx, st, models, dropped, sk)

@@ -101,6 +101,10 @@ type Scope struct {
 type Report struct {
 	// Token is the fencing token the sync held.
 	Token lock.Token
+	// Unlocked marks a sync that had nothing to push and found nothing to
+	// pull or maintain, so it ended without taking the lock (Token is
+	// then zero).
+	Unlocked bool
 	// LockWait is how long the acquisition took; LockContended how many
 	// times it found the lock held by another (zero: it waited for no
 	// one, and LockWait is its own requests).

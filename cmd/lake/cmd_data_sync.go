@@ -51,8 +51,12 @@ func (o *dataSyncOptions) open(s *datastore.Store, namespace string) (*treesync.
 }
 
 func printReport(w io.Writer, r treesync.Report) {
-	fmt.Fprintf(w, "token %s, lock wait %s: %d dirty, %d uploaded, %d stated; pulled %d changes in %d partitions: %d downloaded, %d removed; committed %d\n",
-		r.Token, r.LockWait.Round(time.Millisecond), r.Dirty, r.Uploaded, r.Stated, r.Changes, r.Partitions, r.Downloaded, r.Removed, r.Committed)
+	lockPart := fmt.Sprintf("token %s, lock wait %s", r.Token, r.LockWait.Round(time.Millisecond))
+	if r.Unlocked {
+		lockPart = "no lock (nothing to push, pull or maintain)"
+	}
+	fmt.Fprintf(w, "%s: %d dirty, %d uploaded, %d stated; pulled %d changes in %d partitions: %d downloaded, %d removed; committed %d\n",
+		lockPart, r.Dirty, r.Uploaded, r.Stated, r.Changes, r.Partitions, r.Downloaded, r.Removed, r.Committed)
 	if r.CatalogRead+r.CatalogFolded+r.PrunedModels+r.PrunedVersions > 0 {
 		fmt.Fprintf(w, "catalog: %d rows read, %d folded; lifecycle: %d models and %d versions pruned (%d files)\n",
 			r.CatalogRead, r.CatalogFolded, r.PrunedModels, r.PrunedVersions, r.PrunedFiles)

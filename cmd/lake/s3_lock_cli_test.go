@@ -50,6 +50,11 @@ func TestS3LockRunIsTheSyncLock(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// A sync with something to push needs the lock (one with nothing to do
+	// ends before it: docs/sync.md).
+	if err := os.WriteFile(filepath.Join(dir, "w", "data", "m", "1", "a"), []byte("a2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if r := lake("data", "sync", "-C", "w", "--wait", "200ms"); r.code != exitLockWait {
 		t.Fatalf("data sync while lock run holds NS/sync: exit %d (%q), want %d", r.code, r.stderr, exitLockWait)
 	}

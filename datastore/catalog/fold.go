@@ -25,6 +25,10 @@ type FoldStats struct {
 	// removed, for a caller that keeps a copy of the catalog.
 	Written []Row
 	Gone    []string
+	// Committed are the catalog feed positions of the fold's own commit
+	// (partition, position), so that a reader that applied Written and
+	// Gone need not read them back.
+	Committed []datastore.Head
 }
 
 // Fold brings the catalog rows of ns's namespace up to date with its
@@ -71,8 +75,12 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 			return st, err
 		}
 		if len(entries) > 0 {
-			if _, err := cat.Commit(ctx, fence, entries); err != nil {
+			applied, err := cat.Commit(ctx, fence, entries)
+			if err != nil {
 				return st, err
+			}
+			for _, a := range applied {
+				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 			}
 		}
 		st.Rows, st.Removed, st.Written, st.Gone = len(written), len(gone), written, gone

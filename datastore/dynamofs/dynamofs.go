@@ -174,15 +174,13 @@ func Open(ctx context.Context, api ddb.API, o Options) (*Driver, error) {
 	if o.CommitWindow > 0 {
 		d.window = o.CommitWindow
 	}
-	// Opening is a request like any other: under the retry policy, so a
-	// throttled or lost DescribeTable does not fail the command.
-	err := d.retry(ctx, func() error {
-		_, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(o.Table)})
-		return err
-	})
-	if err != nil {
-		return nil, d.classify(err, "")
-	}
+	// Opening sends no request: every `lake data sync` is a new process,
+	// and a DescribeTable per process was a round trip on the sync's hot
+	// path that proved nothing the first real request does not. A missing
+	// table is reported by that first request instead: every request's
+	// error goes through classify, which turns ResourceNotFoundException
+	// into an error naming the table and the way out.
+	_ = ctx
 	return d, nil
 }
 

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/reqcount"
+	"github.com/lakemeta/lake/internal/s3local"
+)
+
+// requestsPerSync is one kind of sync counted by TestRequestsPerSync: the
+// requests lake made (counted on the wire), the fewest the work needs, and
+// the most this test accepts (what lake does now: a regression fails).
+type requestsPerSync struct {
+	kind          string
+	counts        reqcount.Counts
+	minimum, most int
+}
+
+// TestRequestsPerSync counts, from outside, the requests each kind of
+// `lake data sync` sends to DynamoDB Local and to S3 (versitygw): a
+// counting proxy (internal/reqcount) sits between the lake process and
+// the store, in a namespace with the catalog and the lifecycle on. It
+// prints the figures of docs/bench-sync.md ("Requests per sync"):
+//
+//	go test ./cmd/lake/ -run TestRequestsPerSync -v
+//
+// LAKE_REQUESTS_FILES sets the files of the first sync (30, to stay cheap;
+// the docs' figures are of 300).
+func TestRequestsPerSync(t *testing.T) {
+	files := 30
+	if v := os.Getenv("LAKE_REQUESTS_FILES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			t.Fatalf("LAKE_REQUESTS_FILES=%q: want 1 to 10000", v)
+		}
+		files = n
+	}
+	t.Run("dynamodb", func(t *testing.T) {
+		p, err := reqcount.Start(ddblocal.Endpoint(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		store := "dynamodb://" + ddblocal.TableName(t) + "?endpoint=" + p.URL
+		t.Cleanup(func() { deleteDataTable(t, store) })
+		measureSyncs(t, p, store, nil, files, dynamoMost)
+	})
+	t.Run("s3", func(t *testing.T) {
+		p, err := reqcount.Start(s3local.Endpoint(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		store := "s3://" + s3local.Bucket(t) + "/req"
+		measureSyncs(t, p, store, []string{"AWS_ENDPOINT_URL_S3=" + p.URL}, files, s3Most)
+	})
+}
+
+// The most requests each kind of sync may take (nothing changed, one
+// changed file, per file of the first sync, nothing changed after a
+// commit), as measured: a change that
+// costs more fails the test.
+var (
+	dynamoMost = [4]int{4, 26, 5, 8}
+	s3Most     = [4]int{7, 171, 13, 15}
+)
+
+func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, files int, most [4]int) {
+	dir := t.TempDir()
+	lake := func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(lakeBin, append([]string{"--store", store}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "LAKE_STORE="), env...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	ok(t, lake("data", "init"))
+	ok(t, lake("data", "lifecycle", "--namespace", "ns", "--enable"))
+	sync := func() { t.Helper(); ok(t, lake("data", "sync", "--namespace", "ns")) }
+	sync() // the tree's first sync: nothing to push yet
+	for i := range files {
+		f := filepath.Join(dir, "data", "t", fmt.Sprintf("m%d", i%3), fmt.Sprintf("f%03d", i))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, fmt.Appendf(nil, "file %d\n", i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Take()
+	sync()
+	first := p.Take()
+	sync()
+	after := p.Take()
+	sync()
+	none := p.Take()
+	if err := os.WriteFile(filepath.Join(dir, "data", "t", "m0", "f000"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	one := p.Take()
+	rows := []requestsPerSync{
+		// One read proves nothing changed.
+		{"nothing changed", none, 1, most[0]},
+		// The same, right after a commit (which the cursor was read
+		// before): the read names the partitions of that commit.
+		{"nothing changed, after one", after, 1, most[3]},
+		// Lock, one pull read, one chunk write, the commit, release.
+		{"one changed file", one, 5, most[1]},
+		// Writes of 25 a request (BatchWriteItem's most) for the
+		// content, the lock, the commit, release.
+		{fmt.Sprintf("first sync of %d new files", files), first, (files+24)/25 + 4, most[2]*files + 50},
+	}
+	for _, r := range rows {
+		t.Logf("%-28s %4d requests, minimum %d, ratio %.1f×: %s", r.kind, r.counts.Total(), r.minimum, float64(r.counts.Total())/float64(r.minimum), r.counts)
+	}
+	for _, r := range rows {
+		if r.counts.Total() > r.most {
+			t.Errorf("%s: %d requests, more than the %d measured before: %s", r.kind, r.counts.Total(), r.most, r.counts)
+		}
+	}
+}

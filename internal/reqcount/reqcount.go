@@ -1,0 +1,117 @@
+// Package reqcount is a counting HTTP proxy for DynamoDB (Local) and S3
+// (versitygw): it forwards every request unchanged and counts it by
+// operation, so that what a lake process costs is counted from outside,
+// on the wire, whatever the process caches or meters itself.
+//
+// A DynamoDB request is named by its X-Amz-Target operation (GetItem,
+// Query, …). An S3 request is named by its method and kind: GET, HEAD,
+// PUT, DELETE and POST of an object, LIST (a GET of a bucket with
+// list-type, prefix or delimiter), and the bucket's other calls by method.
+//
+// The Host header is kept as the client sent it, so that S3 signatures
+// (which cover the host) still verify at the target.
+package reqcount
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Proxy is a running counting proxy.
+type Proxy struct {
+	// URL is the proxy's base URL, to use as the endpoint.
+	URL string
+
+	srv *http.Server
+	mu  sync.Mutex
+	ops map[string]int
+}
+
+// Start starts a proxy on a free loopback port forwarding to target.
+func Start(target string) (*Proxy, error) {
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("lake: reqcount: bad target %q", target)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("lake: reqcount: %w", err)
+	}
+	p := &Proxy{URL: "http://" + ln.Addr().String(), ops: map[string]int{}}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host // signed by the client: keep it
+	}}
+	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.ops[Op(r)]++
+		p.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	})}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() error { return p.srv.Close() }
+
+// Op names the operation of request r.
+func Op(r *http.Request) string {
+	if t := r.Header.Get("X-Amz-Target"); t != "" {
+		if i := strings.LastIndexByte(t, '.'); i >= 0 {
+			t = t[i+1:]
+		}
+		return t
+	}
+	// S3, path style: /BUCKET or /BUCKET/KEY.
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	q := r.URL.Query()
+	if !strings.Contains(path, "/") || strings.HasSuffix(path, "/") && r.Method == http.MethodGet {
+		if r.Method == http.MethodGet && (q.Has("list-type") || q.Has("prefix") || q.Has("delimiter")) {
+			return "LIST"
+		}
+		if r.Method == http.MethodPost && q.Has("delete") {
+			return "DELETE-MANY"
+		}
+		return r.Method + "-bucket"
+	}
+	return r.Method
+}
+
+// Counts is requests by operation.
+type Counts map[string]int
+
+// Total is the number of requests.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// String lists the counts, "13 (DescribeTable 1, GetItem 4, …)".
+func (c Counts) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
+	}
+	return fmt.Sprintf("%d (%s)", c.Total(), strings.Join(parts, ", "))
+}
+
+// Take returns the counts since the last Take and starts again from zero.
+func (p *Proxy) Take() Counts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := Counts(p.ops)
+	p.ops = map[string]int{}
+	return out
+}

@@ -1,0 +1,125 @@
+package treesync
+
+import (
+	"context"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
+	"github.com/lakemeta/lake/datastore/lifecycle"
+)
+
+// preRead is what quiet read before the lock for a sync that must go on:
+// the catalog's changes are then not read again.
+type preRead struct {
+	catalogRead bool
+	dropped     []string
+}
+
+// quiet reports whether a sync with nothing to push can end before the
+// lock, because a few reads prove there is nothing to pull and nothing to
+// maintain:
+//
+//   - the tree retries no skipped path, and its last sync's catalog fold
+//     and lifecycle completed (st.Policy is set; a failed one is done again
+//     by the next sync, under the lock);
+//   - no partition of the scope moved past the tree's positions: one
+//     ChangedPartitions read from the unscoped cursor, or, scoped, each
+//     model's Head. The cursor then moves as a locked pull would move it:
+//     a cursor is a snapshot that every later commit moves past, lock or
+//     no lock (DynamoDB's shard counters are written in the same
+//     transaction as the index entries, and commit records are settled
+//     before they are read; S3's are the heads' ETags, pending commits
+//     settled first; bolt's one transaction), which catalog.Read and
+//     Status rely on already: a commit in flight during this read is read
+//     by the next sync;
+//   - the catalog's changes since the tree's cursor (read as any sync
+//     reads them: the catalog is written by other namespaces' folds
+//     without this lock anyway) remove no model of the namespace;
+//   - the namespace's lifecycle policy is the one the last maintenance ran
+//     with, and, if enabled, plans nothing from the mirror now (an
+//     orphaned model whose retention ran out since is due) and its reclaim
+//     is not due.
+//
+// Nothing is written remotely, so fencing is not involved. Any read that
+// fails or finds something sends the sync down the locked path.
+func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Report) (done bool, pre *preRead, err error) {
+	if len(st.Skipped) > 0 || t.opts.Catalog == CatalogExport {
+		return false, nil, nil
+	}
+	if t.opts.Catalog != CatalogOff && st.Policy == nil {
+		return false, nil, nil
+	}
+	if len(models) == 0 {
+		if !st.Unscoped {
+			return false, nil, nil
+		}
+		heads, next, err := t.store.ChangedPartitions(ctx, st.Cursor)
+		if err != nil {
+			return false, nil, nil // the locked path reads it again and says why
+		}
+		for _, h := range heads {
+			if h.Seq > st.Positions[h.Partition] {
+				return false, nil, nil
+			}
+		}
+		defer func() {
+			if done {
+				st.Cursor = next
+			}
+		}()
+	} else {
+		for _, m := range models {
+			h, err := t.store.Head(ctx, m)
+			if err != nil || h.Seq > st.Positions[m] {
+				return false, nil, nil
+			}
+		}
+	}
+	if t.opts.Catalog == CatalogOff {
+		return true, nil, nil
+	}
+	pullStart := time.Now()
+	dropped, err := t.readCatalog(ctx, st, rep)
+	rep.Pull = time.Since(pullStart)
+	if err != nil {
+		return false, nil, err
+	}
+	pre = &preRead{catalogRead: true, dropped: dropped}
+	if len(dropped) > 0 {
+		return false, pre, nil
+	}
+	cfg, err := t.store.Config(ctx)
+	if err != nil || cfg.Lifecycle != *st.Policy {
+		return false, pre, nil
+	}
+	if p := cfg.Lifecycle; p.Enabled {
+		if t.reclaimDue(st, p) {
+			return false, pre, nil
+		}
+		mirror, err := t.loadCatalog()
+		if err != nil {
+			return false, pre, nil
+		}
+		var rows []catalog.Row
+		for _, r := range mirror {
+			if r.Namespace == t.opts.Namespace {
+				rows = append(rows, r)
+			}
+		}
+		if len(lifecycle.Plan(rows, p, t.store.Now())) > 0 {
+			return false, pre, nil
+		}
+	}
+	return true, pre, nil
+}
+
+// reclaimDue reports whether the lifecycle's Reclaim is due: at most every
+// quarter of the horizon.
+func (t *Tree) reclaimDue(st *state, p datastore.Lifecycle) bool {
+	horizon := p.Horizon
+	if horizon == 0 {
+		horizon = datastore.DefaultHorizon
+	}
+	return t.now().Sub(time.Unix(0, st.Reclaimed)) >= horizon/4
+}
