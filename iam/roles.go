@@ -221,13 +221,13 @@ func (p Params) migrator() []Statement {
 
 // syncKeys are the partition keys of TABLE_files a sync worker of
 // namespace ns reads and writes (datastore/dynamofs's layout): the
-// namespace's own items, its lock records, the shared catalog scope and the
+// namespace's own items (o#: the records of commits of any size), its lock records, the shared catalog scope and the
 // root records of the namespace and catalog registries.
 func syncKeys(ns string) []string {
 	own := []string{"s#" + ns + "#*"}
 	if ns == datastore.DefaultNamespace {
 		// The root namespace is unprefixed: one pattern per kind.
-		own = []string{"f#*", "x#*", "n#*", "r#*", "c#*", "g#*"}
+		own = []string{"f#*", "x#*", "n#*", "r#*", "c#*", "g#*", "o#*"}
 	}
 	return slices.Concat(own,
 		[]string{"k#rec/" + ns, "k#exp/" + ns, "k#gen/" + ns},
@@ -238,7 +238,6 @@ func (p Params) dynamoSyncWorker() []Statement {
 	return []Statement{
 		leading(stmt("NamespaceItems", "the namespace's files, chunks, feed and heads, its lock records (k#rec/, k#exp/, k#gen/), the catalog scope every namespace's commits fold into, and the namespace and catalog registries; never Scan, which no key condition bounds",
 			slices.Concat(itemReads, itemWrites), p.arn(p.files()), p.arn(p.files())+"/index/bypos"), syncKeys(p.Namespace)...),
-		stmt("DescribeFiles", "the datastore's table is described when opened", describe, p.arn(p.files())),
 		leading(stmt("Layout", "the datastore's layout record, read once per open, never written: `lake data init` records it (docs/datastore.md)",
 			[]string{"dynamodb:GetItem"}, p.arn(p.files())), "k#"+datastore.LayoutKey),
 	}

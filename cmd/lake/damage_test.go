@@ -32,6 +32,9 @@ const fixtureKeys = 3000
 func bigStore(t *testing.T, dir string) string {
 	t.Helper()
 	ok(t, run(t, dir, "", "--store", "bolt://t.db", "init"))
+	// The datastore's layout recorded too, as a node's first start would:
+	// the tests then see that a node on a damaged file writes nothing.
+	ok(t, run(t, dir, "", "--store", "bolt://t.db", "data", "init"))
 	path := filepath.Join(dir, "t.db")
 	bolttest.Update(t, path, func(tx *boltfile.Tx) error {
 		b := tx.Bucket([]byte("data"))

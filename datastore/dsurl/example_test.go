@@ -55,7 +55,7 @@ func ExampleOpen() {
 	}
 	fmt.Println("next position:", next)
 	// Output:
-	// put: data/command/shell/u1/result/1/raw in partition command/shell at position 1 size 10
+	// put: data/command/shell/u1/result/1/raw in partition command/shell/u1 at position 1 size 10
 	// get: {"rows":3} (meta {"content-type":"application/json"})
 	// changed: data/command/shell/u1/result/1/raw at position 2 size 10
 	// next position: 2

@@ -211,7 +211,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	lookup := func(k item) item { return cur[getS(k, attrPK)+"\x00"+getS(k, attrSK)] }
 	for _, e := range entries {
-		if old := lookup(key(d.filePK(datastore.Partition(e.Path())), e.Path())); getS(old, attrTx) != "" {
+		if old := lookup(key(d.filePK(d.partition(e.Path())), e.Path())); getS(old, attrTx) != "" {
 			return nil, nil, nil, &stagedError{tx: getS(old, attrTx), path: e.Path()}
 		}
 	}

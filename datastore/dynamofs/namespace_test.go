@@ -158,8 +158,8 @@ func TestNamespaceLayout(t *testing.T) {
 	}
 	sh := dynamofs.Shard("m/1")
 	want := map[string]string{
-		"":         "c# f# k# k# n# r# x#", // root: its file, a lock record, alpha's namespace record
-		"alpha":    "c# c# f# g# n# r# x#", // two versions, the first replaced (its reclaim entry)
+		"":         "c# f# k# k# k# n# r# x#", // root: its file, a lock record, alpha's namespace record, the layout record
+		"alpha":    "c# c# f# g# n# r# x#",    // two versions, the first replaced (its reclaim entry)
 		"_catalog": "c# f# n# r# x#",
 	}
 	for scope, w := range want {

@@ -245,7 +245,7 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 		batch := entries[start:min(start+d.maxCommit, len(entries))]
 		var parts []string
 		for _, e := range batch {
-			parts = append(parts, datastore.Partition(e.Path()))
+			parts = append(parts, d.partition(e.Path()))
 		}
 		slices.Sort(parts)
 		infos, err := d.commitOnce(ctx, fence, batch, slices.Compact(parts), now, id)
@@ -403,7 +403,7 @@ func (d *Driver) staged(ctx context.Context, id string) (entries, files []item, 
 	var keys []item
 	for _, it := range entries {
 		p := getS(it, attrSK)[len("e#"):]
-		keys = append(keys, key(d.filePK(datastore.Partition(p)), p))
+		keys = append(keys, key(d.filePK(d.partition(p)), p))
 	}
 	got, err := d.batchGet(ctx, keys)
 	if err != nil {
@@ -500,7 +500,7 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 	}
 	var parts []string
 	for _, it := range entries {
-		parts = append(parts, datastore.Partition(getS(it, attrSK)[len("e#"):]))
+		parts = append(parts, d.partition(getS(it, attrSK)[len("e#"):]))
 	}
 	slices.Sort(parts)
 	for _, p := range slices.Compact(parts) {
@@ -524,7 +524,7 @@ func (d *Driver) rollBack(ctx context.Context, id string) error {
 		if getS(it, "ipk") != "" {
 			intents[getS(it, attrSK)[len("e#"):]] = item{attrPK: it["ipk"], attrSK: it["isk"]}
 		}
-		parts = append(parts, datastore.Partition(getS(it, attrSK)[len("e#"):]))
+		parts = append(parts, d.partition(getS(it, attrSK)[len("e#"):]))
 	}
 	if err := d.rollBackFiles(ctx, id, files, intents); err != nil {
 		return err
@@ -581,7 +581,7 @@ func (d *Driver) rollBackOrphan(ctx context.Context, id, path string) error {
 	if st, _, err := d.txState(ctx, id); err != nil || st != "" {
 		return err
 	}
-	it, err := d.getItem(ctx, key(d.filePK(datastore.Partition(path)), path))
+	it, err := d.getItem(ctx, key(d.filePK(d.partition(path)), path))
 	if err != nil || getS(it, attrTx) != id {
 		return err
 	}
