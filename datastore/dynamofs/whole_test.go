@@ -223,6 +223,10 @@ func TestWholeCommitsRace(t *testing.T) {
 				case err == nil:
 					landed <- tag
 				case errors.Is(err, metastore.ErrConflict):
+				case errors.Is(err, metastore.ErrUnavailable) && strings.Contains(err.Error(), "kept losing races"):
+					// The bounded retry gave up under this contention (a
+					// loaded machine): the commit was abandoned and rolled
+					// back, which the checks below see.
 				default:
 					report(fmt.Errorf("writer %d round %d: %v", w, i, err))
 				}
@@ -302,7 +306,7 @@ func TestWholeCommitsRace(t *testing.T) {
 	if len(tags) == 0 {
 		t.Fatal("no big commit landed")
 	}
-	t.Logf("%d of %d big commits landed, the others met a conflict", len(tags), writers*rounds)
+	t.Logf("%d of %d big commits landed, the others met a conflict or gave up", len(tags), writers*rounds)
 	var first string
 	for i := range paths {
 		_, b, err := s.Get(ctx, fmt.Sprintf("data/r/1/f%02d", i))
