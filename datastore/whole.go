@@ -1,5 +1,7 @@
 package datastore
 
+import "sync"
+
 // WholeCommitter is implemented by a Driver whose Commit applies any number
 // of entries atomically (issue 30): every reader (Stat, List, Changes,
 // ChangedPartitions, a pull, a node's clients) sees all of a commit's
@@ -30,6 +32,34 @@ func commitsWhole(d Driver) bool {
 // (dstest's KilledCommitsAllOrNothing); production code never sets it.
 type WriteFaulter interface {
 	SetWriteFault(f func() error)
+}
+
+// WriteFault is the hook a WriteFaulter driver keeps: Set installs f,
+// Check runs it before a backend write (nil, or no f: no fault). One type
+// for every driver, so that the hook's locking is written once.
+type WriteFault struct {
+	mu sync.Mutex
+	f  func() error
+}
+
+// Set installs f (nil removes it).
+func (h *WriteFault) Set(f func() error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.f = f
+}
+
+// Check returns f's error, or nil without a hook.
+func (h *WriteFault) Check() error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		return nil
+	}
+	return h.f()
 }
 
 // CommitsWhole reports whether s applies a commit of any size atomically

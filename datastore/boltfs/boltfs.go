@@ -296,7 +296,7 @@ func (d *Driver) update(ctx context.Context, fn func(tx *boltfile.Tx) error) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := d.fault.check(); err != nil {
+	if err := d.fault.Check(); err != nil {
 		return err
 	}
 	return d.poisonOn("datastore write", d.f.Update("datastore write", func(tx *boltfile.Tx) error {

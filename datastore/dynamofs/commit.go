@@ -62,7 +62,7 @@ func (d *Driver) register(ctx context.Context, partition string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.fault.check(); err != nil { // whole.go
+	if err := d.fault.Check(); err != nil { // whole.go
 		return err
 	}
 	err = d.retry(ctx, func() error {

@@ -37,7 +37,7 @@ func (d *Driver) getItem(ctx context.Context, k item) (item, error) {
 }
 
 func (d *Driver) putItem(ctx context.Context, in *dynamodb.PutItemInput) error {
-	if err := d.fault.check(); err != nil { // whole.go
+	if err := d.fault.Check(); err != nil { // whole.go
 		return err
 	}
 	in.TableName, in.ReturnConsumedCapacity = &d.table, total
@@ -109,7 +109,7 @@ func (d *Driver) batchGet(ctx context.Context, keys []item) ([]item, error) {
 // batchDelete deletes keys unconditionally, 25 to a request, retrying
 // unprocessed items with backoff.
 func (d *Driver) batchDelete(ctx context.Context, keys []item) error {
-	if err := d.fault.check(); err != nil { // whole.go
+	if err := d.fault.Check(); err != nil { // whole.go
 		return err
 	}
 	for start := 0; start < len(keys); start += 25 {
@@ -146,7 +146,7 @@ func (d *Driver) batchDelete(ctx context.Context, keys []item) error {
 // transact sends one transaction under one idempotency token, reused by every
 // retry, so that a retry after a lost response cannot apply it twice.
 func (d *Driver) transact(ctx context.Context, items []types.TransactWriteItem) error {
-	if err := d.fault.check(); err != nil { // whole.go
+	if err := d.fault.Check(); err != nil { // whole.go
 		return err
 	}
 	token := ddb.NewToken()

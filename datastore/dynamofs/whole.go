@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -93,26 +92,12 @@ func (e *stagedError) Error() string {
 func (d *Driver) CommitsWhole() bool { return true }
 
 // faultHook is the test hook of datastore.WriteFaulter.
-type faultHook struct {
-	mu sync.Mutex
-	f  func() error
-}
-
-func (h *faultHook) check() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.f == nil {
-		return nil
-	}
-	return h.f()
-}
+type faultHook = datastore.WriteFault
 
 // SetWriteFault implements datastore.WriteFaulter: f runs before each write
 // request (PutItem, UpdateItem, BatchWriteItem, TransactWriteItems).
 func (d *Driver) SetWriteFault(f func() error) {
-	d.fault.mu.Lock()
-	defer d.fault.mu.Unlock()
-	d.fault.f = f
+	d.fault.Set(f)
 }
 
 var (

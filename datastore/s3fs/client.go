@@ -207,7 +207,7 @@ func (c *client) replace(ctx context.Context, key, etag string, body []byte) (st
 }
 
 func (c *client) write(ctx context.Context, key string, body []byte, cond func(*s3.PutObjectInput)) (string, error) {
-	if err := c.fault.check(); err != nil { // whole.go
+	if err := c.fault.Check(); err != nil { // whole.go
 		return "", err
 	}
 	wid := newWID()
@@ -253,7 +253,7 @@ func (c *client) write(ctx context.Context, key string, body []byte, cond func(*
 // deleteIf deletes key only if its ETag is etag (If-Match). A missing key is
 // a conflict: it no longer holds what the caller read.
 func (c *client) deleteIf(ctx context.Context, key, etag string) error {
-	if err := c.fault.check(); err != nil { // whole.go
+	if err := c.fault.Check(); err != nil { // whole.go
 		return err
 	}
 	for attempt := 0; ; attempt++ {

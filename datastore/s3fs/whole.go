@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -72,26 +71,12 @@ func (d *Driver) txKey(id string) string { return d.prefix + "t/" + id }
 func (d *Driver) CommitsWhole() bool { return true }
 
 // faultHook is the test hook of datastore.WriteFaulter.
-type faultHook struct {
-	mu sync.Mutex
-	f  func() error
-}
-
-func (h *faultHook) check() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.f == nil {
-		return nil
-	}
-	return h.f()
-}
+type faultHook = datastore.WriteFault
 
 // SetWriteFault implements datastore.WriteFaulter: f runs before each
 // PutObject and DeleteObject.
 func (d *Driver) SetWriteFault(f func() error) {
-	d.c.fault.mu.Lock()
-	defer d.c.fault.mu.Unlock()
-	d.c.fault.f = f
+	d.c.fault.Set(f)
 }
 
 var (
