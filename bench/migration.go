@@ -202,7 +202,13 @@ func rawCopy(ctx context.Context, api ddb.API, table, dst string) (time.Duration
 	start := time.Now()
 	var esk map[string]types.AttributeValue
 	for {
-		out, err := api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: esk, Limit: aws.Int32(1000)})
+		// Both requests are idempotent (a read, unconditional puts): a
+		// connection dropped mid-response is retried, as any copy would.
+		var out *dynamodb.ScanOutput
+		err := retryTransport(ctx, func() (err error) {
+			out, err = api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: esk, Limit: aws.Int32(1000)})
+			return err
+		})
 		if err != nil {
 			return 0, err
 		}
@@ -213,7 +219,11 @@ func rawCopy(ctx context.Context, api ddb.API, table, dst string) (time.Duration
 			}
 			pending := map[string][]types.WriteRequest{dst: reqs}
 			for len(pending) > 0 {
-				w, err := api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+				var w *dynamodb.BatchWriteItemOutput
+				err := retryTransport(ctx, func() (err error) {
+					w, err = api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+					return err
+				})
 				if err != nil {
 					return 0, err
 				}

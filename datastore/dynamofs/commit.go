@@ -100,6 +100,12 @@ const (
 // to another commit of the same partition or shard.
 const maxCommitAttempts = 100
 
+// commitPatience is how long a commit keeps racing after maxCommitAttempts:
+// on a busy machine a few big commits of one partition can each lose a
+// hundred races in a row, and giving up then turns plain contention into
+// an error; only a race lost for this long is reported.
+const commitPatience = 20 * time.Second
+
 // Commit applies entries in one TransactWriteItems, re-reading and trying
 // again when another commit changed a path, head or counter it read.
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
@@ -125,6 +131,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 // is settled first: rolled forward or back if that commit is decided or
 // dead, a conflict if it is in flight.
 func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]datastore.Info, error) {
+	begin := time.Now()
 	for attempt := 1; ; attempt++ {
 		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
 		var st *stagedError
@@ -177,7 +184,7 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 		if race {
 			d.meter.count(&d.meter.s.CommitRaces)
 		}
-		if !race || attempt >= maxCommitAttempts {
+		if !race || (attempt >= maxCommitAttempts && time.Since(begin) > commitPatience) {
 			return nil, fmt.Errorf("%w: commit kept losing races with other commits (%v)", metastore.ErrUnavailable, err)
 		}
 		sleep(ctx, time.Duration(rand.Int64N(int64(min(attempt, 20))*int64(2*time.Millisecond))))

@@ -176,6 +176,12 @@ func parseFence(fence *datastore.Fence) *fenceToken {
 // not hold the lock while it spins.
 const maxCommitAttempts = 32
 
+// commitPatience is how long a commit keeps racing after maxCommitAttempts:
+// on a busy machine a handful of writers of one partition can each lose
+// dozens of races in a row, and giving up then turns plain contention into
+// an error; only a race lost for this long is reported.
+const commitPatience = 20 * time.Second
+
 // commitPartition creates the next log object of part holding entries (no
 // entries: a fence entry), retrying while other writers win the position,
 // at most maxCommitAttempts times. A position lost to an object that the
@@ -191,7 +197,8 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time, tx string, marks *[]pendingMark) ([]datastore.Info, error) {
 	var lost uint64 // the position last lost to another create
 	inFlight := false
-	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
+	begin := time.Now()
+	for attempt := 0; attempt < maxCommitAttempts || time.Since(begin) < commitPatience; attempt++ {
 		started := time.Now()
 		t, err := d.register(ctx, part)
 		if err != nil {
@@ -323,9 +330,9 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		return obj.infos(part), nil
 	}
 	if inFlight {
-		return nil, metastore.Conflict(part, fmt.Sprintf("a commit in flight held a staged part of this partition's log through %d attempts", maxCommitAttempts))
+		return nil, metastore.Conflict(part, fmt.Sprintf("a commit in flight held a staged part of this partition's log through %v", time.Since(begin).Round(time.Second)))
 	}
-	return nil, fmt.Errorf("%w: s3 commit to partition %q gave up after %d attempts: other writers took its next position every time (last %s); nothing of this commit was written", metastore.ErrUnavailable, part, maxCommitAttempts, d.logKey(part, lost))
+	return nil, fmt.Errorf("%w: s3 commit to partition %q gave up after %v: other writers took its next position every time (last %s); nothing of this commit was written", metastore.ErrUnavailable, part, time.Since(begin).Round(time.Second), d.logKey(part, lost))
 }
 
 // newerFence explains a log whose last object names a token of the fence's
