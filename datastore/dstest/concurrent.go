@@ -48,7 +48,7 @@ func (l *ackLog) snapshot() []ack {
 // change or its path's newer one is still ahead (never miss), that positions come in (after, upTo] and in order (never
 // repeat), and at the end that its view equals the store's.
 func testConcurrent(t *testing.T, s *datastore.Store, models int) {
-	const writers, opsPerWriter, pathsPerModel, pullers = 8, 30, 6, 3
+	const writers, opsPerWriter, pathsPerModel, pullers = 8, 20, 6, 3
 	parts := make([]string, models)
 	for m := range parts {
 		parts[m] = fmt.Sprintf("conc/%d", m)

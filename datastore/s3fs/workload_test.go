@@ -126,7 +126,7 @@ func TestFencingWorkload(t *testing.T) {
 func TestTenWorkers(t *testing.T) {
 	d := newDriver(t)
 	s := datastore.New(d)
-	const workers, each = 10, 3
+	const workers, each = 10, 2
 	var wg sync.WaitGroup
 	errs := make(chan error, workers+2)
 	var done atomic.Bool
