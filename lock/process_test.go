@@ -112,7 +112,7 @@ func waitContenders(t *testing.T, cs []*contender, limit time.Duration) {
 // each holder creates an occupancy file exclusively (a second holder at
 // once would fail to) and increments a counter through its fenced write.
 func TestProcessesMutualExclusion(t *testing.T) {
-	per := map[string]int{"node-bolt": 700, "dynamodb": 350, "node-dynamodb": 350}
+	per := map[string]int{"node-bolt": 300, "dynamodb": 150, "node-dynamodb": 150}
 	if testing.Short() {
 		per = map[string]int{"node-bolt": 100, "dynamodb": 50, "node-dynamodb": 50}
 	}
@@ -160,33 +160,55 @@ func TestFencingWorkload(t *testing.T) {
 	for _, tg := range targets[:2] {
 		for _, mode := range []string{"fenced", "nonce"} {
 			t.Run(tg.name+"/"+mode, func(t *testing.T) {
-				url, s := tg.open(t)
-				const lease = 300 * time.Millisecond
-				var cfgs []childConfig
-				for i := range 3 {
-					cfgs = append(cfgs, childConfig{Store: url, Mode: mode, Name: "ns/register", ID: fmt.Sprint("p", i),
-						Duration: dur, Lease: lease, Skew: 20 * time.Millisecond, Faults: true})
-				}
-				cs := startContenders(t, cfgs)
-				pauses := pauseSome(cs, dur, 2*lease, holderOf(s, mode))
-				waitContenders(t, cs, dur+time.Minute)
-				v := check(cs)
-				t.Logf("%s: %d acquisitions, %d writes accepted, %d refused (stale holders: %v), %d pauses; %d violations",
-					mode, v.acqs, v.accepted, v.refused, v.stale, pauses, len(v.violations))
-				if v.acqs < 10 || v.accepted < 10 || pauses < 3 {
-					t.Fatalf("workload too small to prove anything: %+v, %d pauses", v, pauses)
-				}
-				switch {
-				case mode == "fenced" && len(v.violations) > 0:
-					t.Fatalf("fenced lock: %d stale writes accepted, first: %s", len(v.violations), v.violations[0])
-				case mode == "fenced" && len(v.stale) == 0:
-					t.Fatal("no paused holder came back to write: the workload proved nothing")
-				case mode == "nonce" && len(v.violations) == 0:
-					t.Fatal("negative control: the checker did not catch the unfenced lock")
+				// A run that proves nothing (no paused holder came back to
+				// write, or the unfenced lock was lucky) is a matter of
+				// timing on a loaded machine, not of safety: it runs
+				// again, up to three times. A stale write accepted by the
+				// fenced lock fails at once.
+				for round := 1; ; round++ {
+					v, pauses := fencingRound(t, tg, mode, dur)
+					t.Logf("%s round %d: %d acquisitions, %d writes accepted, %d refused (stale holders: %v), %d pauses; %d violations",
+						mode, round, v.acqs, v.accepted, v.refused, v.stale, pauses, len(v.violations))
+					proved := v.acqs >= 10 && v.accepted >= 10 && pauses >= 3
+					if mode == "fenced" && len(v.violations) > 0 {
+						t.Fatalf("fenced lock: %d stale writes accepted, first: %s", len(v.violations), v.violations[0])
+					}
+					switch {
+					case !proved:
+						if round == 3 {
+							t.Fatalf("workload too small to prove anything: %+v, %d pauses", v, pauses)
+						}
+					case mode == "fenced" && len(v.stale) == 0:
+						if round == 3 {
+							t.Fatal("no paused holder came back to write: the workload proved nothing")
+						}
+					case mode == "nonce" && len(v.violations) == 0:
+						if round == 3 {
+							t.Fatal("negative control: the checker did not catch the unfenced lock")
+						}
+					default:
+						return
+					}
 				}
 			})
 		}
 	}
+}
+
+// fencingRound runs one round of TestFencingWorkload's workload on a fresh
+// store of tg and returns the checker's verdict and the pauses made.
+func fencingRound(t *testing.T, tg target, mode string, dur time.Duration) (verdict, int) {
+	url, s := tg.open(t)
+	const lease = 300 * time.Millisecond
+	var cfgs []childConfig
+	for i := range 3 {
+		cfgs = append(cfgs, childConfig{Store: url, Mode: mode, Name: "ns/register", ID: fmt.Sprint("p", i),
+			Duration: dur, Lease: lease, Skew: 20 * time.Millisecond, Faults: true})
+	}
+	cs := startContenders(t, cfgs)
+	pauses := pauseSome(cs, dur, 2*lease, holderOf(s, mode))
+	waitContenders(t, cs, dur+time.Minute)
+	return check(cs), pauses
 }
 
 // pauseSome stops a contender with SIGSTOP for pause, then resumes it,
