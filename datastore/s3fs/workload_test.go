@@ -37,85 +37,115 @@ func openURL(ctx context.Context, bucket, prefix string) (*s3fs.Driver, error) {
 func TestFencingWorkload(t *testing.T) {
 	for _, fenced := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
-			bucket := s3local.Bucket(t)
-			d, err := openURL(t.Context(), bucket, "fence")
-			if err != nil {
-				t.Fatal(err)
-			}
-			const lease, dur = 600 * time.Millisecond, 10 * time.Second
-			type child struct {
-				cmd       *exec.Cmd
-				out, errb bytes.Buffer
-				done      chan struct{}
-			}
-			var cs []*child
-			for i := range 3 {
-				raw, _ := json.Marshal(childConfig{Bucket: bucket, Prefix: "fence", ID: fmt.Sprint("p", i), Fenced: fenced, Duration: dur, Lease: lease})
-				c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
-				c.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-				c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.errb
-				if err := c.cmd.Start(); err != nil {
-					t.Fatal(err)
+			// A round that proves nothing (too few pauses, no paused holder
+			// back under its old token, unfenced writers that were lucky)
+			// is a matter of timing on a loaded machine, not of safety: it
+			// runs again, up to three times. A violation under the fence
+			// fails at once.
+			for round := 1; ; round++ {
+				r := fencingRound(t, fenced)
+				t.Logf("round %d: %d pauses; outcomes %v; %d writes visible; %d violations", round, r.pauses, r.outcomes, len(r.writes), len(r.violations))
+				if fenced && len(r.violations) > 0 {
+					t.Fatalf("fenced: %d violations, first: %s", len(r.violations), r.violations[0])
 				}
-				go func() { c.cmd.Wait(); close(c.done) }()
-				t.Cleanup(func() {
-					c.cmd.Process.Signal(syscall.SIGCONT)
-					c.cmd.Process.Kill()
-					<-c.done
-				})
-				cs = append(cs, c)
-			}
-			pauses := 0
-			for end := time.Now().Add(dur - 2*lease); time.Now().Before(end); {
-				time.Sleep(time.Duration(100+rand.N(200)) * time.Millisecond)
-				i := holderIndex(t.Context(), d)
-				if i < 0 || i >= len(cs) {
-					continue
+				if fenced && r.pauses >= 3 && len(r.writes) >= 10 {
+					if n, err := readRegister(t.Context(), r.store); err != nil || n != len(r.writes) {
+						t.Fatalf("register = %d, %v; want %d, one per visible write", n, err, len(r.writes))
+					}
 				}
-				if cs[i].cmd.Process.Signal(syscall.SIGSTOP) != nil {
-					continue
+				var unproved string
+				switch {
+				case r.pauses < 3 || len(r.writes) < 10:
+					unproved = fmt.Sprintf("workload too small to prove anything: %d pauses, %d writes", r.pauses, len(r.writes))
+				case fenced && r.outcomes["refused"] == 0:
+					unproved = "no paused holder came back to write under its old token: the workload proved nothing"
+				case !fenced && len(r.violations) == 0:
+					unproved = "negative control: the checker did not catch the unfenced writes"
 				}
-				pauses++
-				time.Sleep(4 * lease)
-				cs[i].cmd.Process.Signal(syscall.SIGCONT)
-			}
-			outcomes := map[string]int{}
-			for i, c := range cs {
-				select {
-				case <-c.done:
-				case <-time.After(2 * time.Minute):
-					t.Fatalf("holder %d did not finish: %s", i, c.errb.String())
+				if unproved == "" {
+					return
 				}
-				if code := c.cmd.ProcessState.ExitCode(); code != 0 {
-					t.Fatalf("holder %d exited %d: %s", i, code, c.errb.String())
+				if round == 3 {
+					t.Fatal(unproved)
 				}
-				sc := bufio.NewScanner(&c.out)
-				for sc.Scan() {
-					outcomes[sc.Text()]++
-				}
-			}
-			s := datastore.New(d)
-			ws := visibleWrites(t, s)
-			v := checkHistory(ws)
-			t.Logf("%d pauses; outcomes %v; %d writes visible; %d violations", pauses, outcomes, len(ws), len(v))
-			if pauses < 3 || len(ws) < 10 {
-				t.Fatalf("workload too small to prove anything: %d pauses, %d writes", pauses, len(ws))
-			}
-			if fenced {
-				if len(v) > 0 {
-					t.Fatalf("fenced: %d violations, first: %s", len(v), v[0])
-				}
-				if outcomes["refused"] == 0 {
-					t.Fatal("no paused holder came back to write under its old token: the workload proved nothing")
-				}
-				if n, err := readRegister(t.Context(), s); err != nil || n != len(ws) {
-					t.Fatalf("register = %d, %v; want %d, one per visible write", n, err, len(ws))
-				}
-			} else if len(v) == 0 {
-				t.Fatal("negative control: the checker did not catch the unfenced writes")
 			}
 		})
 	}
+}
+
+// fencingResult is what one round of TestFencingWorkload saw.
+type fencingResult struct {
+	pauses     int
+	outcomes   map[string]int
+	writes     []regMeta
+	violations []string
+	store      *datastore.Store
+}
+
+// fencingRound runs one round of TestFencingWorkload on a fresh bucket:
+// three holders in separate processes, the holder paused past its lease
+// over and over.
+func fencingRound(t *testing.T, fenced bool) fencingResult {
+	bucket := s3local.Bucket(t)
+	d, err := openURL(t.Context(), bucket, "fence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lease, dur = 600 * time.Millisecond, 10 * time.Second
+	type child struct {
+		cmd       *exec.Cmd
+		out, errb bytes.Buffer
+		done      chan struct{}
+	}
+	var cs []*child
+	for i := range 3 {
+		raw, _ := json.Marshal(childConfig{Bucket: bucket, Prefix: "fence", ID: fmt.Sprint("p", i), Fenced: fenced, Duration: dur, Lease: lease})
+		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
+		c.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.errb
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { c.cmd.Wait(); close(c.done) }()
+		t.Cleanup(func() {
+			c.cmd.Process.Signal(syscall.SIGCONT)
+			c.cmd.Process.Kill()
+			<-c.done
+		})
+		cs = append(cs, c)
+	}
+	r := fencingResult{outcomes: map[string]int{}}
+	for end := time.Now().Add(dur - 2*lease); time.Now().Before(end); {
+		time.Sleep(time.Duration(100+rand.N(200)) * time.Millisecond)
+		i := holderIndex(t.Context(), d)
+		if i < 0 || i >= len(cs) {
+			continue
+		}
+		if cs[i].cmd.Process.Signal(syscall.SIGSTOP) != nil {
+			continue
+		}
+		r.pauses++
+		time.Sleep(4 * lease)
+		cs[i].cmd.Process.Signal(syscall.SIGCONT)
+	}
+	for i, c := range cs {
+		select {
+		case <-c.done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("holder %d did not finish: %s", i, c.errb.String())
+		}
+		if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("holder %d exited %d: %s", i, code, c.errb.String())
+		}
+		sc := bufio.NewScanner(&c.out)
+		for sc.Scan() {
+			r.outcomes[sc.Text()]++
+		}
+	}
+	r.store = datastore.New(d)
+	r.writes = visibleWrites(t, r.store)
+	r.violations = checkHistory(r.writes)
+	return r
 }
 
 // TestTenWorkers: ten concurrent workers each increment the register a few
