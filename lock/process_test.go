@@ -2,19 +2,16 @@ package lock
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/internal/childtest"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/metastore/dynamostore"
 	"github.com/lakemeta/lake/storeurl"
@@ -51,10 +48,7 @@ var targets = []target{
 
 // contender is a test binary started as a child that contends for a lock.
 type contender struct {
-	cmd    *exec.Cmd
-	out    bytes.Buffer
-	errb   bytes.Buffer
-	done   chan struct{}
+	*childtest.Child
 	events []event
 }
 
@@ -62,20 +56,7 @@ func startContenders(t *testing.T, cfgs []childConfig) []*contender {
 	t.Helper()
 	var cs []*contender
 	for _, cfg := range cfgs {
-		raw, _ := json.Marshal(cfg)
-		c := &contender{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
-		c.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.errb
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { c.cmd.Wait(); close(c.done) }()
-		t.Cleanup(func() {
-			c.cmd.Process.Signal(syscall.SIGCONT)
-			c.cmd.Process.Kill()
-			<-c.done
-		})
-		cs = append(cs, c)
+		cs = append(cs, &contender{Child: childtest.Start(t, childEnv, cfg)})
 	}
 	return cs
 }
@@ -86,14 +67,14 @@ func waitContenders(t *testing.T, cs []*contender, limit time.Duration) {
 	timeout := time.After(limit)
 	for i, c := range cs {
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-timeout:
-			t.Fatalf("contender %d did not finish in %v: %s", i, limit, c.errb.String())
+			t.Fatalf("contender %d did not finish in %v: %s", i, limit, c.Err.String())
 		}
-		if code := c.cmd.ProcessState.ExitCode(); code != 0 {
-			t.Fatalf("contender %d exited %d: %s", i, code, c.errb.String())
+		if code := c.Cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("contender %d exited %d: %s", i, code, c.Err.String())
 		}
-		sc := bufio.NewScanner(&c.out)
+		sc := bufio.NewScanner(&c.Out)
 		for sc.Scan() {
 			var e event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -229,12 +210,12 @@ func pauseSome(cs []*contender, d, pause time.Duration, holder func() int) int {
 			i = rand.N(len(cs))
 		}
 		c := cs[i]
-		if c.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		if c.Pause() != nil {
 			continue
 		}
 		n++
 		time.Sleep(pause)
-		c.cmd.Process.Signal(syscall.SIGCONT)
+		c.Resume()
 	}
 	return n
 }

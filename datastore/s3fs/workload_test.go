@@ -2,23 +2,20 @@ package s3fs_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/childtest"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/lock"
 )
@@ -92,27 +89,9 @@ func fencingRound(t *testing.T, fenced bool) fencingResult {
 		t.Fatal(err)
 	}
 	const lease, dur = 600 * time.Millisecond, 10 * time.Second
-	type child struct {
-		cmd       *exec.Cmd
-		out, errb bytes.Buffer
-		done      chan struct{}
-	}
-	var cs []*child
+	var cs []*childtest.Child
 	for i := range 3 {
-		raw, _ := json.Marshal(childConfig{Bucket: bucket, Prefix: "fence", ID: fmt.Sprint("p", i), Fenced: fenced, Duration: dur, Lease: lease})
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
-		c.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.errb
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { c.cmd.Wait(); close(c.done) }()
-		t.Cleanup(func() {
-			c.cmd.Process.Signal(syscall.SIGCONT)
-			c.cmd.Process.Kill()
-			<-c.done
-		})
-		cs = append(cs, c)
+		cs = append(cs, childtest.Start(t, childEnv, childConfig{Bucket: bucket, Prefix: "fence", ID: fmt.Sprint("p", i), Fenced: fenced, Duration: dur, Lease: lease}))
 	}
 	r := fencingResult{outcomes: map[string]int{}}
 	for end := time.Now().Add(dur - 2*lease); time.Now().Before(end); {
@@ -121,23 +100,23 @@ func fencingRound(t *testing.T, fenced bool) fencingResult {
 		if i < 0 || i >= len(cs) {
 			continue
 		}
-		if cs[i].cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		if cs[i].Pause() != nil {
 			continue
 		}
 		r.pauses++
 		time.Sleep(4 * lease)
-		cs[i].cmd.Process.Signal(syscall.SIGCONT)
+		cs[i].Resume()
 	}
 	for i, c := range cs {
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-time.After(2 * time.Minute):
-			t.Fatalf("holder %d did not finish: %s", i, c.errb.String())
+			t.Fatalf("holder %d did not finish: %s", i, c.Err.String())
 		}
-		if code := c.cmd.ProcessState.ExitCode(); code != 0 {
-			t.Fatalf("holder %d exited %d: %s", i, code, c.errb.String())
+		if code := c.Cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("holder %d exited %d: %s", i, code, c.Err.String())
 		}
-		sc := bufio.NewScanner(&c.out)
+		sc := bufio.NewScanner(&c.Out)
 		for sc.Scan() {
 			r.outcomes[sc.Text()]++
 		}
