@@ -157,3 +157,12 @@ type Records interface {
 	// record).
 	FencedRecord(ctx context.Context, fence Fence, key string, expect metastore.Expect, value []byte) error
 }
+
+// ServerClock is an optional ability of a Driver: its storage's own wall
+// clock (S3's, estimated from the Date of its responses). The datastore's
+// locks stamp their records and judge expiry by it (dslock), so that every
+// host reads one clock instead of its own.
+type ServerClock interface {
+	// ServerNow returns the storage's clock now, as best known.
+	ServerNow() time.Time
+}

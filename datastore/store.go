@@ -57,6 +57,15 @@ func (s *Store) Driver() Driver { return s.d }
 // It checks keys and list prefixes before calling the driver.
 func (s *Store) Records() Records { return checkedRecords{s.d} }
 
+// ServerNow returns the clock of the Store's storage when its driver has
+// one (ServerClock), else nil.
+func (s *Store) ServerNow() func() time.Time {
+	if c, ok := s.d.(ServerClock); ok {
+		return c.ServerNow
+	}
+	return nil
+}
+
 // Now is the Store's clock: the time of upload intents and changes.
 func (s *Store) Now() time.Time { return s.now() }
 

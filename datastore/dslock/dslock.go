@@ -7,6 +7,7 @@ package dslock
 
 import (
 	"context"
+	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/lock"
@@ -18,13 +19,35 @@ import (
 // fenced on a lock record in the same atomic write as its entries (pass
 // Lease.Fence() as the commit's Fence). The lock's keys are used as they
 // are: the records are a keyspace of the datastore's own, apart from its
-// paths.
-type Storage struct{ r datastore.Records }
+// paths. It is a lock.Clock: the storage's own clock where the driver has
+// one (S3's), so that a Locker stamps its records and judges expiry by the
+// one clock every host reads; the host's elsewhere.
+type Storage struct {
+	r   datastore.Records
+	now func() time.Time
+}
 
-var _ lock.Storage = Storage{}
+var (
+	_ lock.Storage = Storage{}
+	_ lock.Clock   = Storage{}
+)
 
 // New returns the lock storage of s.
-func New(s *datastore.Store) Storage { return Storage{s.Records()} }
+func New(s *datastore.Store) Storage {
+	now := s.ServerNow()
+	if now == nil {
+		now = time.Now
+	}
+	return Storage{r: s.Records(), now: now}
+}
+
+// Now implements lock.Clock.
+func (l Storage) Now() time.Time {
+	if l.now == nil {
+		return time.Now()
+	}
+	return l.now()
+}
 
 // Fence returns the commit fence of a lock lease: its lock record's exact
 // bytes.

@@ -76,3 +76,8 @@ func (c *serverClock) recordDate(o *s3.Options) {
 			}), middleware.After)
 	})
 }
+
+// ServerNow implements datastore.ServerClock: S3's clock as estimated from
+// the Date of its responses, so that the datastore's locks (dslock) write
+// and judge expiry by the server's clock, not by each host's.
+func (d *Driver) ServerNow() time.Time { return d.c.clock.now() }

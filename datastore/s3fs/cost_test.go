@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/lock"
 )
@@ -28,7 +29,7 @@ func BenchmarkSyncSteps(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	l, err := lock.New(d.Locks(), nil)
+	l, err := lock.New(dslock.New(datastore.New(d)), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func BenchmarkSyncSteps(b *testing.B) {
 			return err
 		})
 	})
-	fence := s3fs.FenceOf(lease.Fence())
+	fence := *dslock.Fence(lease)
 	b.Run("fence", func(b *testing.B) {
 		measure(b, d, func(int) error { return d.AppendFence(ctx, fence, []string{part}) })
 	})
@@ -123,7 +124,7 @@ func BenchmarkSyncSteps(b *testing.B) {
 	b.Run("renew", func(b *testing.B) {
 		// A renewal is the lock package's fenced write of the expiry
 		// record; measured on a record of its own.
-		st := d.Locks()
+		st := dslock.New(datastore.New(d))
 		key := "exp/ns/bench-renew"
 		st.Create(ctx, key, []byte("0"))
 		cur, _ := st.Get(ctx, key)

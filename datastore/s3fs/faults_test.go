@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/lock"
@@ -88,7 +89,7 @@ func TestConditionalWritesSettle(t *testing.T) {
 	if err != nil || len(ch) != 7 || upTo != n {
 		t.Fatalf("feed = %d entries up to %d (%v); want 7 paths up to %d", len(ch), upTo, err, n)
 	}
-	l, err := lock.New(d.Locks(), nil)
+	l, err := lock.New(dslock.New(datastore.New(d)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/lock/locktest"
@@ -20,7 +21,7 @@ import (
 )
 
 func TestLockStorage(t *testing.T) {
-	locktest.RunStorageTests(t, func(t *testing.T) lock.Storage { return newDriver(t).Locks() })
+	locktest.RunStorageTests(t, func(t *testing.T) lock.Storage { return dslock.New(datastore.New(newDriver(t))) })
 }
 
 // register is the file the workloads increment: its metadata holds the
@@ -71,7 +72,7 @@ func increment(ctx context.Context, s *datastore.Store, d *s3fs.Driver, ls *lock
 	if err := ls.Err(); err != nil {
 		return 0, err
 	}
-	fence := s3fs.FenceOf(ls.Fence())
+	fence := *dslock.Fence(ls)
 	if fenced {
 		if err := d.AppendFence(ctx, fence, []string{datastore.Partition(register)}); err != nil {
 			return 0, err
@@ -176,7 +177,7 @@ func runChild(raw string) int {
 		return 2
 	}
 	s := datastore.New(d)
-	l, err := lock.New(d.Locks(), &lock.Options{Lease: cfg.Lease, Wait: time.Minute, ClockSkew: time.Second, Holder: cfg.ID})
+	l, err := lock.New(dslock.New(datastore.New(d)), &lock.Options{Lease: cfg.Lease, Wait: time.Minute, ClockSkew: time.Second, Holder: cfg.ID})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -212,7 +213,7 @@ func runChild(raw string) int {
 
 // holderIndex reads which child ("pN") holds the lock, or -1.
 func holderIndex(ctx context.Context, d *s3fs.Driver) int {
-	l, err := lock.New(d.Locks(), nil)
+	l, err := lock.New(dslock.New(datastore.New(d)), nil)
 	if err != nil {
 		return -1
 	}
@@ -233,7 +234,7 @@ func holderIndex(ctx context.Context, d *s3fs.Driver) int {
 // within a Date's second.
 func TestLockClockIsServers(t *testing.T) {
 	d := newDriver(t)
-	st := d.Locks()
+	st := dslock.New(datastore.New(d))
 	if d := time.Since(st.Now()).Abs(); d > 1500*time.Millisecond {
 		t.Fatalf("server clock estimate is %v away from this host's (same host)", d)
 	}

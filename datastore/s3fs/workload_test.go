@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/childtest"
 	"github.com/lakemeta/lake/internal/s3local"
@@ -158,7 +159,7 @@ func TestTenWorkers(t *testing.T) {
 		workersWG.Add(1)
 		go func() {
 			defer workersWG.Done()
-			l, err := lock.New(d.Locks(), &lock.Options{Lease: 10 * time.Second, Wait: 5 * time.Minute, Holder: fmt.Sprint("w", w)})
+			l, err := lock.New(dslock.New(datastore.New(d)), &lock.Options{Lease: 10 * time.Second, Wait: 5 * time.Minute, Holder: fmt.Sprint("w", w)})
 			if err != nil {
 				errs <- err
 				return
