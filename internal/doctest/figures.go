@@ -221,6 +221,9 @@ func ReplaceFigures(src []byte, blocks []FigureBlock, bodies [][]string) []byte 
 // blocks: every unit of proseFigure, and percentages and rates too.
 var exactFigure = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?)(?:–(\d[\d,]*(?:\.\d+)?))?\s?(×|ms\b|µs\b|s\b|%|items/s\b)`)
 
+// sentenceEnd ends a sentence (or a clause: the checks read clauses).
+var sentenceEnd = regexp.MustCompile(`[.;]\s`)
+
 // goDuration is a duration as Go prints it (1m37.355s, 820µs, 2.801s).
 var goDuration = regexp.MustCompile(`\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ms|µs|s)\b|\b\d+h\d+m\b|\b\d+m\b`)
 
@@ -265,24 +268,45 @@ func ExactFigures(page string, src []byte) []string {
 		if nums == nil {
 			continue
 		}
-		scanLines(sec.lines, func(i int, kind lineKind) {
-			line := sec.first + i
-			if kind != proseLine || inBlock(line) {
-				return
-			}
-			for _, sentence := range splitSentences(sec.lines[i]) {
+		// Sentences run across lines: the prose is read a paragraph at a
+		// time, so that a sentence's words (an earlier run) cover its
+		// figures on every line.
+		var para []string
+		first := 0
+		flush := func() {
+			text := strings.Join(para, "\n")
+			at := 0
+			for _, sentence := range sentenceEnd.Split(text, -1) {
+				line := first + strings.Count(text[:at], "\n")
+				at += len(sentence)
+				if loc := sentenceEnd.FindStringIndex(text[at:]); loc != nil {
+					at += loc[1]
+				}
 				if notTheTable.MatchString(sentence) {
 					continue
 				}
 				for _, m := range exactFigure.FindAllStringSubmatch(inlineCode.ReplaceAllString(sentence, ""), -1) {
 					for _, num := range []string{m[1], m[2]} {
 						if num != "" && !matchesExact(num, m[3], nums, ms) {
-							errs = append(errs, fmt.Sprintf("%s:%d: %q: %s%s is in no figures block of its section (re-measure with the block's command, or say in the sentence where the figure comes from)", page, line, strings.TrimSpace(sentence), num, m[3]))
+							errs = append(errs, fmt.Sprintf("%s:%d: %q: %s%s is in no figures block of its section (re-measure with the block's command, or say in the sentence where the figure comes from)", page, line, strings.Join(strings.Fields(sentence), " "), num, m[3]))
 						}
 					}
 				}
 			}
+			para = nil
+		}
+		scanLines(sec.lines, func(i int, kind lineKind) {
+			line := sec.first + i
+			if kind != proseLine || inBlock(line) || strings.TrimSpace(sec.lines[i]) == "" {
+				flush()
+				return
+			}
+			if para == nil {
+				first = line
+			}
+			para = append(para, sec.lines[i])
 		})
+		flush()
 	}
 	return errs
 }

@@ -32,6 +32,8 @@ func TestExactFigures(t *testing.T) {
 		{"a setting, said so", "The settle delay is 2 s by default.", ""},
 		{"an earlier run, said so", "Earlier runs gave 767 items/s.", ""},
 		{"flags in code", "Run it with `--settle 5s`.", ""},
+		{"an earlier run, across lines", "Earlier runs on a quiet\nmachine gave 767 items/s.", ""},
+		{"stale, on its line", "The backfill ran\nat 767 items/s.", "p.md:16: "}, // the line its sentence starts on,
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			page := figuresPage(c.prose)
