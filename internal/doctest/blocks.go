@@ -35,6 +35,10 @@
 //
 // A ```sh block without a marker fails TestDocs: a new example is a test or
 // says why it is not.
+//
+// Measured figures sit in figures blocks that name their command
+// (<!-- figures: COMMAND --> … <!-- /figures -->, see figures.go), checked
+// exactly by ExactFigures and rewritten by internal/doctest/cmd/refigure.
 package doctest
 
 import (

@@ -190,7 +190,7 @@ func Figures(page string, src []byte, other func(page string) (nums, ms []float6
 			}
 		})
 		for _, l := range sec.lines {
-			if m := figuresFrom.FindStringSubmatch(l); m != nil && other != nil {
+			if m := figuresFrom.FindStringSubmatch(l); m != nil && other != nil && isPageRef(m[1]) {
 				n, ms := other(m[1])
 				table, tableMS = append(table, n...), append(tableMS, ms...)
 			}
