@@ -156,6 +156,11 @@ var percentile = regexp.MustCompile(`(?i)\b(p50|p90|p99|median)\b`)
 //
 // A section that quotes another page's figures says so with
 // <!-- figures: docs/PAGE.md -->; other returns that page's numbers.
+//
+// This is the heuristic check of sections whose figures are in no figures
+// block (figures.go): it skips a lone duration (often a setting, not a
+// figure). A section with a figures block is left to ExactFigures, which
+// compares every figure, lone durations included.
 func Figures(page string, src []byte, other func(page string) (nums, ms []float64)) []string {
 	var errs []string
 	sections := splitSections(string(src))
