@@ -66,7 +66,14 @@ func FigureBlocks(page string, src []byte) ([]FigureBlock, []string) {
 		cur  *FigureBlock
 	)
 	lines := strings.Split(string(src), "\n")
+	inFence := false // a code block outside figures blocks: a marker there is an example, not a block
 	for i, l := range lines {
+		if cur == nil && strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+		}
+		if inFence {
+			continue
+		}
 		if m := figuresOpen.FindStringSubmatch(l); m != nil && !isPageRef(m[1]) {
 			if cur != nil {
 				errs = append(errs, fmt.Sprintf("%s:%d: a figures block opened inside the one of line %d (close it with <!-- /figures -->)", page, i+1, cur.Line))
@@ -328,10 +335,6 @@ func matchesExact(num, unit string, nums, ms []float64) bool {
 // hasFigureBlock reports whether a section (its lines) holds a figures
 // block: the heuristic Figures check leaves such a section to ExactFigures.
 func hasFigureBlock(lines []string) bool {
-	for _, l := range lines {
-		if m := figuresOpen.FindStringSubmatch(l); m != nil && !isPageRef(m[1]) {
-			return true
-		}
-	}
-	return false
+	blocks, _ := FigureBlocks("", []byte(strings.Join(lines, "\n")))
+	return len(blocks) > 0
 }

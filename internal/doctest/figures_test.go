@@ -63,6 +63,7 @@ func TestFigureBlockShape(t *testing.T) {
 		{"output ok", open + head + "```\na 1.5\n```\n<!-- /figures -->\n", ""},
 		{"table ok", open + head + "| a | b |\n|---|---|\n| 1 | 2.5 |\n<!-- /figures -->\n", ""},
 		{"a page reference is no block", "<!-- figures: docs/locks.md -->\n", ""},
+		{"a marker shown in a code block is no block", "```\n<!-- figures: ./lake bench x -->\n```\n", ""},
 		{"never closed", open + head + "```\na\n```\n", "never closed"},
 		{"stray close", "<!-- /figures -->\n", "closes no figures block"},
 		{"no header", open + "```\na\n```\n<!-- /figures -->\n", "first line"},
