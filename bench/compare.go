@@ -37,6 +37,10 @@ type CompareConfig struct {
 	// PageSize and Segments shape the backfill.
 	PageSize, Segments int
 	Keep               bool
+	// ServerPID, when > 0, is the DynamoDB server's process (on this
+	// machine): each copy's CPU, the server's and this process's, is
+	// measured into CompareResult.CPU.
+	ServerPID int
 }
 
 // OpCost is one operation's figures, lake's beside the raw SDK's.
@@ -65,6 +69,7 @@ type CompareResult struct {
 	RawTxCopy time.Duration
 	Backfill  time.Duration
 	Counts    dynamostore.BackfillProgress
+	CPU       *CompareCPU // with CompareConfig.ServerPID and records: each copy's CPU
 }
 
 // RawAPI is the client RunCompare needs: the store's, plus the DeleteItem
@@ -121,13 +126,38 @@ func RunCompare(ctx context.Context, api RawAPI, cfg CompareConfig, progress io.
 	if err := measure("v1", cfg.Table, false); err != nil {
 		return res, err
 	}
+	var cpu CompareCPU
+	if cfg.ServerPID > 0 && cfg.Records > 0 {
+		res.CPU = &cpu
+	}
+	// withCPU runs one copy and, when CPU is measured, stores what it cost.
+	withCPU := func(into *CopyCPU, copy func() error) error {
+		if res.CPU == nil {
+			return copy()
+		}
+		before, err := sampleCPU(cfg.ServerPID)
+		if err != nil {
+			return err
+		}
+		if err := copy(); err != nil {
+			return err
+		}
+		*into, err = cpuSince(before, cfg.ServerPID)
+		return err
+	}
 	if cfg.Records > 0 {
 		fmt.Fprintf(progress, "raw copy of %s…\n", cfg.Table)
-		if res.RawCopy, err = rawCopy(ctx, api, cfg.Table, raw); err != nil {
+		if err := withCPU(&cpu.RawCopy, func() (err error) {
+			res.RawCopy, err = rawCopy(ctx, api, cfg.Table, raw)
+			return err
+		}); err != nil {
 			return res, err
 		}
 		fmt.Fprintf(progress, "raw conditioned copy of %s…\n", cfg.Table)
-		if res.RawTxCopy, err = rawTxCopy(ctx, api, cfg.Table, rawtx, cfg.Segments, cfg.PageSize); err != nil {
+		if err := withCPU(&cpu.RawTxCopy, func() (err error) {
+			res.RawTxCopy, err = rawTxCopy(ctx, api, cfg.Table, rawtx, cfg.Segments, cfg.PageSize)
+			return err
+		}); err != nil {
 			return res, err
 		}
 	}
@@ -138,7 +168,7 @@ func RunCompare(ctx context.Context, api RawAPI, cfg CompareConfig, progress io.
 		return res, err
 	}
 	start := time.Now()
-	if err := m.Run(ctx, "backfill"); err != nil {
+	if err := withCPU(&cpu.Backfill, func() error { return m.Run(ctx, "backfill") }); err != nil {
 		return res, err
 	}
 	res.Backfill = time.Since(start)

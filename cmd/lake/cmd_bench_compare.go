@@ -12,6 +12,7 @@ import (
 type benchCompareOptions struct {
 	ops, records, pageSize, segments int
 	keep                             bool
+	serverPID                        int
 }
 
 func newBenchCompareCommand(g *globalOptions) *cobra.Command {
@@ -37,14 +38,20 @@ requests per operation; then the backfill of the records against a raw copy
 of them (Scan + BatchWriteItem, no conditions: the practical ceiling) and
 against the raw SDK doing the backfill's conditioned work (the same segments,
 pages and transactions: what DynamoDB itself costs for it), in items per
-second. The tables are deleted at the end unless --keep.`,
+second. The tables are deleted at the end unless --keep.
+
+With --server-pid PID (the DynamoDB server's process on this machine, such
+as scripts/dynamodb-local status names), it also prints each copy's CPU per
+item, the server's (from /proc, Linux) and this process's, as a markdown
+table. The server's counts all of its work meanwhile: on a server that other
+clients use too, it is an upper bound.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !strings.HasPrefix(g.store, "dynamodb://") {
 				return usagef("bench compare needs --store dynamodb://TABLE")
 			}
-			if o.ops < 2 || o.records < 0 || o.pageSize < 1 || o.segments < 1 {
-				return usagef("need --ops ≥ 2, --records ≥ 0, --page-size ≥ 1 and --segments ≥ 1")
+			if o.ops < 2 || o.records < 0 || o.pageSize < 1 || o.segments < 1 || o.serverPID < 0 {
+				return usagef("need --ops ≥ 2, --records ≥ 0, --page-size ≥ 1, --segments ≥ 1 and --server-pid ≥ 0")
 			}
 			api, opts, err := storeurl.DynamoAPI(cmd.Context(), g.store)
 			if err != nil {
@@ -60,12 +67,15 @@ second. The tables are deleted at the end unless --keep.`,
 				}
 			}
 			res, err := bench.RunCompare(cmd.Context(), raw, bench.CompareConfig{
-				Table: opts.Table, Ops: o.ops, Records: o.records, PageSize: o.pageSize, Segments: o.segments, Keep: o.keep,
+				Table: opts.Table, Ops: o.ops, Records: o.records, PageSize: o.pageSize, Segments: o.segments, Keep: o.keep, ServerPID: o.serverPID,
 			}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			return bench.PrintCompare(cmd.OutOrStdout(), res)
+			if err := bench.PrintCompare(cmd.OutOrStdout(), res); err != nil {
+				return err
+			}
+			return bench.PrintCompareCPU(cmd.OutOrStdout(), res)
 		},
 	}
 	cmd.Flags().IntVar(&o.ops, "ops", 1000, "operations of each kind per state, for lake and for the raw SDK each")
@@ -73,5 +83,6 @@ second. The tables are deleted at the end unless --keep.`,
 	cmd.Flags().IntVar(&o.pageSize, "page-size", 1000, "backfill page size")
 	cmd.Flags().IntVar(&o.segments, "segments", 8, "backfill scan segments")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the tables after the run")
+	cmd.Flags().IntVar(&o.serverPID, "server-pid", 0, "the DynamoDB server's process on this machine: also print each copy's CPU per item, the server's and lake's")
 	return cmd
 }

@@ -43,7 +43,9 @@ func (c cobraTree) Lookup(words []string) (int, bool) {
 // TestDocsProse fails when a page of the README or docs/ names a `lake …`
 // command that does not exist, says an existing command is not built, quotes
 // a figure its section's measured tables do not hold, or states one limit
-// with two values.
+// with two values; a figures block (<!-- figures: COMMAND -->, refreshed by
+// `go run ./internal/doctest/cmd/refigure`) of the wrong shape, or prose
+// beside it quoting a figure it does not hold, fails too.
 func TestDocsProse(t *testing.T) {
 	pages, err := doctest.Pages("../..")
 	if err != nil {
@@ -69,6 +71,8 @@ func TestDocsProse(t *testing.T) {
 		errs = append(errs, doctest.Limits(p, src)...)
 		errs = append(errs, doctest.BareLake(p, src)...)
 		errs = append(errs, doctest.Sources(p, src)...)
+		_, blockErrs := doctest.FigureBlocks(p, src)
+		errs = append(errs, append(blockErrs, doctest.ExactFigures(p, src)...)...)
 		for _, e := range errs {
 			t.Error(e)
 		}

@@ -22,12 +22,23 @@
 //	<!-- testscript-file: NAME PATH -->
 //	    the block (any language) is the file PATH of the script NAME, shown on
 //	    the page because the example needs it (a *.sh file is made executable).
+//	<!-- stdout: REGEXP -->, <!-- stderr: REGEXP -->, <!-- ! stdout: REGEXP -->
+//	    on the lines directly below a testscript block (one check a line):
+//	    what the script's output must (or, with !, must not) match, as
+//	    testscript's stdout and stderr commands (multi-line mode: ^ and $ are
+//	    a line's ends) over the whole script's output. They check what the
+//	    example promises the reader (a listed file, a count, an error
+//	    message), never a timing.
 //	<!-- not run: REASON -->
 //	    the block is not run by the tests; REASON says why (a long benchmark,
 //	    AWS itself); the page says so in its prose too.
 //
 // A ```sh block without a marker fails TestDocs: a new example is a test or
 // says why it is not.
+//
+// Measured figures sit in figures blocks that name their command
+// (<!-- figures: COMMAND --> … <!-- /figures -->, see figures.go), checked
+// exactly by ExactFigures and rewritten by internal/doctest/cmd/refigure.
 package doctest
 
 import (
@@ -41,17 +52,30 @@ import (
 
 // Block is a fenced code block of a markdown page.
 type Block struct {
-	Page   string // the page's path, relative to the repository root
-	Line   int    // 1-based line of the opening fence
-	Lang   string // the fence's info string ("sh", "" …)
-	Body   string // the lines between the fences, each ending in "\n"
-	Marker string // the content of the HTML comment on the line directly above, trimmed; "" if none
+	Page   string   // the page's path, relative to the repository root
+	Line   int      // 1-based line of the opening fence
+	Lang   string   // the fence's info string ("sh", "" …)
+	Body   string   // the lines between the fences, each ending in "\n"
+	Marker string   // the content of the HTML comment on the line directly above, trimmed; "" if none
+	Checks []string // the output checks below the block, as testscript commands (stdout 're')
 }
 
 // Where names the block as PAGE:LINE.
 func (b Block) Where() string { return fmt.Sprintf("%s:%d", b.Page, b.Line) }
 
-var commentLine = regexp.MustCompile(`^\s*<!--\s*(.*?)\s*-->\s*$`)
+var (
+	commentLine = regexp.MustCompile(`^\s*<!--\s*(.*?)\s*-->\s*$`)
+	checkLine   = regexp.MustCompile(`^\s*<!--\s*(!\s*)?(stdout|stderr):\s?(.*?)\s*-->\s*$`)
+)
+
+// checkCommand returns the testscript command of an output check line.
+func checkCommand(m []string) string {
+	neg := ""
+	if m[1] != "" {
+		neg = "! "
+	}
+	return neg + m[2] + " '" + strings.ReplaceAll(m[3], "'", "''") + "'"
+}
 
 // Blocks returns the fenced code blocks of a markdown page, in order.
 func Blocks(page string, src []byte) []Block {
@@ -61,6 +85,7 @@ func Blocks(page string, src []byte) []Block {
 		fence  string
 		prev   string
 		lineNo int
+		checks bool // the lines since the last block closed are all output checks
 	)
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -71,13 +96,20 @@ func Blocks(page string, src []byte) []Block {
 		if cur != nil {
 			if strings.HasPrefix(trimmed, fence) && strings.TrimSpace(trimmed[len(fence):]) == "" {
 				out = append(out, *cur)
-				cur = nil
+				cur, checks = nil, true
 			} else {
 				cur.Body += line + "\n"
 			}
 			prev = line
 			continue
 		}
+		if m := checkLine.FindStringSubmatch(line); m != nil && checks {
+			last := &out[len(out)-1]
+			last.Checks = append(last.Checks, checkCommand(m))
+			prev = line
+			continue
+		}
+		checks = false
 		if strings.HasPrefix(trimmed, "```") {
 			n := len(trimmed) - len(strings.TrimLeft(trimmed, "`"))
 			fence = strings.Repeat("`", n)
@@ -109,6 +141,7 @@ type Script struct {
 	Tables []string        // DynamoDB tables the script creates: deleted before and after it
 	Parts  []Block         // the ```sh blocks, in page order
 	Files  map[string]Block
+	Checks []string // the parts' output checks, as testscript commands
 }
 
 // Scripts assembles the scripts of the given blocks (of any number of
@@ -131,6 +164,9 @@ func Scripts(blocks []Block) (map[string]*Script, error) {
 	for _, b := range blocks {
 		kind, rest, _ := strings.Cut(b.Marker, ":")
 		kind, rest = strings.TrimSpace(kind), strings.TrimSpace(rest)
+		if len(b.Checks) > 0 && kind != "testscript" {
+			errs = append(errs, fmt.Sprintf("%s: output checks (<!-- stdout: … -->) below a block that is no testscript", b.Where()))
+		}
 		switch kind {
 		case "testscript":
 			f := strings.Fields(rest)
@@ -156,6 +192,7 @@ func Scripts(blocks []Block) (map[string]*Script, error) {
 				}
 			}
 			s.Parts = append(s.Parts, b)
+			s.Checks = append(s.Checks, b.Checks...)
 		case "testscript-file":
 			f := strings.Fields(rest)
 			if len(f) != 2 {
@@ -194,6 +231,9 @@ func (s *Script) Txtar() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s: generated from %s by internal/doctest; edit the page, not this.\n", s.Name, s.Page)
 	b.WriteString("exec bash -eu -o pipefail .doc/script.sh\n")
+	for _, c := range s.Checks {
+		b.WriteString(c + "\n")
+	}
 	b.WriteString("-- .doc/script.sh --\n")
 	// The background jobs end with the script, the last started first, so
 	// that a client (a stuck `lake lock run`) still finds the node started

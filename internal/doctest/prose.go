@@ -156,46 +156,46 @@ var percentile = regexp.MustCompile(`(?i)\b(p50|p90|p99|median)\b`)
 //
 // A section that quotes another page's figures says so with
 // <!-- figures: docs/PAGE.md -->; other returns that page's numbers.
+//
+// This is the heuristic check of sections whose figures are in no figures
+// block (figures.go): it skips a lone duration (often a setting, not a
+// figure). A section with a figures block is left to ExactFigures, which
+// compares every figure, lone durations included.
 func Figures(page string, src []byte, other func(page string) (nums, ms []float64)) []string {
 	var errs []string
 	sections := splitSections(string(src))
 	for _, sec := range sections {
+		if hasFigureBlock(sec.lines) {
+			continue // checked exactly: ExactFigures
+		}
 		var table []float64 // every number of the section's figure blocks, in its own unit
 		var tableMS []float64
-		inBlock, lang := false, ""
 		var prose []struct {
 			line int
 			text string
 		}
 		seenFigures := false
-		for i, l := range sec.lines {
-			t := strings.TrimSpace(l)
-			if strings.HasPrefix(t, "```") {
-				if !inBlock {
-					lang = strings.TrimSpace(strings.TrimLeft(t, "`"))
-				}
-				inBlock = !inBlock
-				continue
-			}
-			if (inBlock && lang == "") || (!inBlock && strings.HasPrefix(t, "|")) {
+		scanLines(sec.lines, func(i int, kind lineKind) {
+			l := sec.lines[i]
+			switch kind {
+			case outputLine, tableLine:
 				nums := numbersOf(l)
 				if len(nums) > 0 {
 					seenFigures = true
 				}
 				table = append(table, nums...)
 				tableMS = append(tableMS, msNumbersOf(l)...)
-				continue
+			case proseLine:
+				if seenFigures {
+					prose = append(prose, struct {
+						line int
+						text string
+					}{sec.first + i, l})
+				}
 			}
-			if inBlock || !seenFigures {
-				continue
-			}
-			prose = append(prose, struct {
-				line int
-				text string
-			}{sec.first + i, l})
-		}
+		})
 		for _, l := range sec.lines {
-			if m := figuresFrom.FindStringSubmatch(l); m != nil && other != nil {
+			if m := figuresFrom.FindStringSubmatch(l); m != nil && other != nil && isPageRef(m[1]) {
 				n, ms := other(m[1])
 				table, tableMS = append(table, n...), append(tableMS, ms...)
 			}
@@ -232,22 +232,50 @@ var figuresFrom = regexp.MustCompile(`<!--\s*figures:\s*(\S+)\s*-->`)
 // FigureNumbers returns the numbers of a page's figure blocks (code blocks
 // without a language, tables) and their durations in seconds as ms.
 func FigureNumbers(src []byte) (nums, ms []float64) {
+	lines := strings.Split(string(src), "\n")
+	scanLines(lines, func(i int, kind lineKind) {
+		if kind == outputLine || kind == tableLine {
+			nums = append(nums, numbersOf(lines[i])...)
+			ms = append(ms, msNumbersOf(lines[i])...)
+		}
+	})
+	return nums, ms
+}
+
+// lineKind is what a line of a page is to the figure checks.
+type lineKind int
+
+const (
+	proseLine  lineKind = iota // outside code blocks and tables
+	fenceLine                  // a code block's opening or closing fence
+	codeLine                   // inside a code block with a language (commands, files)
+	outputLine                 // inside a code block without a language: pasted output
+	tableLine                  // a table row (outside code blocks)
+)
+
+// scanLines calls f with every line's index and kind, in order: the one
+// walk of code fences and tables that every figure check shares.
+func scanLines(lines []string, f func(i int, kind lineKind)) {
 	inBlock, lang := false, ""
-	for _, l := range strings.Split(string(src), "\n") {
+	for i, l := range lines {
 		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "```") {
+		kind := proseLine
+		switch {
+		case strings.HasPrefix(t, "```"):
 			if !inBlock {
 				lang = strings.TrimSpace(strings.TrimLeft(t, "`"))
 			}
 			inBlock = !inBlock
-			continue
+			kind = fenceLine
+		case inBlock && lang == "":
+			kind = outputLine
+		case inBlock:
+			kind = codeLine
+		case strings.HasPrefix(t, "|"):
+			kind = tableLine
 		}
-		if (inBlock && lang == "") || (!inBlock && strings.HasPrefix(t, "|")) {
-			nums = append(nums, numbersOf(l)...)
-			ms = append(ms, msNumbersOf(l)...)
-		}
+		f(i, kind)
 	}
-	return nums, ms
 }
 
 type section struct {
@@ -394,21 +422,15 @@ func Sources(page string, src []byte) []string {
 	for _, sec := range splitSections(string(src)) {
 		text := strings.Join(sec.lines, "\n")
 		figures, at := false, 0
-		inBlock, lang := false, ""
-		for i, l := range sec.lines {
-			t := strings.TrimSpace(l)
-			if strings.HasPrefix(t, "```") {
-				if !inBlock {
-					lang = strings.TrimSpace(strings.TrimLeft(t, "`"))
-				}
-				inBlock = !inBlock
-				continue
-			}
+		scanLines(sec.lines, func(i int, kind lineKind) {
+			t := strings.TrimSpace(sec.lines[i])
 			var cells []string
 			switch {
-			case inBlock && lang == "":
+			case figures:
+				return
+			case kind == outputLine:
 				cells = strings.Fields(t)
-			case !inBlock && strings.HasPrefix(t, "|") && !strings.HasPrefix(t, "|---") && !strings.HasPrefix(t, "| ---"):
+			case kind == tableLine && !strings.HasPrefix(t, "|---") && !strings.HasPrefix(t, "| ---"):
 				cells = strings.Split(strings.Trim(t, "|"), "|")
 			}
 			num, measured := 0, false
@@ -422,9 +444,8 @@ func Sources(page string, src []byte) []string {
 			}
 			if len(cells) >= 3 && num*2 >= len(cells) && measured {
 				figures, at = true, sec.first+i
-				break
 			}
-		}
+		})
 		if !figures {
 			continue
 		}
