@@ -244,3 +244,9 @@ func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]b
 // the model's files is refused atomically (its ConditionChecks); data and
 // data/T are not (see above).
 func (d *Driver) CrossPartitionClashes() bool { return true }
+
+// AtomicClashKind implements dstest.AtomicClashKinds: the kinds of
+// cross-partition clash this driver refuses atomically (see above).
+func (d *Driver) AtomicClashKind(kind string) bool {
+	return kind == "ModelDir" || kind == "DeeperDefinition"
+}
