@@ -208,7 +208,8 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 	}
 	keys = append(keys, d.clashKeys(entries)...) // clash.go
-	got, err := d.batchGet(ctx, keys)
+	keys = append(keys, d.claimKeys(entries)...) // claims.go
+	got, err := d.batchGet(ctx, dedupKeys(keys))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -230,7 +231,18 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	for _, p := range parts {
 		touched[p] = true
 	}
-	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx) // clash.go
+	// Claims and guards of cross-partition clashes (claims.go): the
+	// heads this commit writes besides those it changes.
+	writes, err := d.crossPartition(ctx, entries, lookup, cur, tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	guard := func(model string) {
+		if writes[model] == nil {
+			writes[model] = &headWrite{}
+		}
+	}
+	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx, guard) // clash.go
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -332,7 +344,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			m := expression.Name(headMark(tx))
 			u = u.Set(m, expression.IfNotExists(m, expression.Value(oldSeq+1)))
 		}
-		w, err := d.casUpdate(d.headKey(p), "seq", oldSeq, u)
+		w, err := d.headUpdate(d.headKey(p), lookup(d.headKey(p)), u, writes[p]) // claims.go
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		delete(writes, p)
+		add(roleRace, w)
+	}
+	for _, p := range slices.Sorted(maps.Keys(writes)) {
+		w, err := d.guardUpdate(d.headKey(p), lookup(d.headKey(p)), writes[p])
 		if err != nil {
 			return nil, nil, nil, err
 		}
