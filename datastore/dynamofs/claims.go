@@ -2,6 +2,7 @@ package dynamofs
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -236,4 +237,25 @@ func dedupKeys(keys []item) []item {
 		}
 	}
 	return out
+}
+
+// maxTxItems is the most items one TransactWriteItems holds.
+const maxTxItems = 100
+
+// errClaimedFirst asks commitOnce to build its commit again after
+// claimFirst.
+var errClaimedFirst = errors.New("lake: claims made first; build the commit again")
+
+// claimFirst makes claims (head Updates of claims.go) one transaction
+// each, for a commit too large to carry them: a claim that fails its
+// condition (the head moved since it was read) is left to the commit's
+// next build, which reads the head again.
+func (d *Driver) claimFirst(ctx context.Context, claims []types.TransactWriteItem) error {
+	for _, c := range claims {
+		err := d.transact(ctx, []types.TransactWriteItem{c})
+		if _, failed := failedIndexes(err); err != nil && !failed {
+			return d.classify(err, "")
+		}
+	}
+	return nil
 }

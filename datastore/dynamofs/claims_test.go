@@ -5,7 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
 // TestClaimsCostNothingOnTheHotPath: a model's first commit claims its
@@ -73,5 +79,69 @@ func TestClaimsNeverRefuseAlone(t *testing.T) {
 	_, err := s.Put(ctx, "data/e/i/g", strings.NewReader("x"), nil)
 	if c, ok := datastore.AsClash(err); !ok || c.Path != "data/e/i/g" || c.Other != "data/e/i" {
 		t.Fatalf("put data/e/i/g below the file data/e/i: %v", err)
+	}
+}
+
+// TestClaimsThatDoNotFitGoFirst: models written before claims (their
+// claims removed from the head by a raw UpdateItem, as a table of an older
+// lake holds none), then one commit from a fresh process that replaces a
+// file in each of 16 models of 16 types: with its claims the transaction
+// would pass DynamoDB's 100 items, so the claims are made first, on their
+// own, and the commit lands; afterwards the file data/tN/x (over model
+// tN/x/y's files) is refused (issue 27).
+func TestClaimsThatDoNotFitGoFirst(t *testing.T) {
+	raw, table, s := rawStore(t)
+	ctx := t.Context()
+	var paths []string
+	for i := range 16 {
+		paths = append(paths, fmt.Sprintf("data/t%d/x/y/n/v/raw", i))
+	}
+	for _, p := range paths {
+		if _, err := s.Put(ctx, p, strings.NewReader("1"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := raw.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, it := range out.Items {
+		if _, ok := it["subs"]; !ok {
+			continue
+		}
+		if _, err := raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table),
+			Key: map[string]types.AttributeValue{"pk": it["pk"], "sk": it["sk"]}, UpdateExpression: aws.String("REMOVE subs")}); err != nil {
+			t.Fatal(err)
+		}
+		removed++
+	}
+	if removed < 17 {
+		t.Fatalf("removed the claims of %d heads, want data's and the 16 types'", removed)
+	}
+	d2, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := datastore.New(d2)
+	t.Cleanup(func() { s2.Close() })
+	var entries []datastore.Entry
+	for _, p := range paths {
+		st, err := s2.Upload(ctx, p, strings.NewReader("2"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, datastore.Entry{Put: &st})
+	}
+	before := d2.Stats()
+	if _, err := s2.Commit(ctx, nil, entries); err != nil {
+		t.Fatalf("a commit of 16 models whose claims do not fit beside it: %v", err)
+	}
+	if n := d2.Stats().Sub(before).Requests["TransactWriteItems"]; n < 2 {
+		t.Fatalf("the commit made %d TransactWriteItems, want its claims first, then itself", n)
+	}
+	_, err = s2.Put(ctx, "data/t3/x", strings.NewReader("x"), nil)
+	if c, ok := datastore.AsClash(err); !ok || c.Path != "data/t3/x" || !strings.HasPrefix(c.Other, "data/t3/x/") {
+		t.Fatalf("put data/t3/x over model t3/x/y: %v", err)
 	}
 }

@@ -134,6 +134,9 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
 		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
+		if errors.Is(err, errClaimedFirst) && attempt < maxCommitAttempts {
+			continue // claims.go
+		}
 		var st *stagedError
 		if errors.As(err, &st) && attempt < maxCommitAttempts {
 			if err := d.settle(ctx, st.tx, now); errors.Is(err, errInFlight) {
@@ -351,10 +354,14 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		delete(writes, p)
 		add(roleRace, w)
 	}
+	var claims []types.TransactWriteItem
 	for _, p := range slices.Sorted(maps.Keys(writes)) {
 		w, err := d.guardUpdate(d.headKey(p), lookup(d.headKey(p)), writes[p])
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		if len(writes[p].claims) > 0 {
+			claims = append(claims, w)
 		}
 		add(roleRace, w)
 	}
@@ -365,6 +372,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, err
 		}
 		add(roleRace, w)
+	}
+	if len(items) > maxTxItems && len(claims) > 0 {
+		// The claims do not fit beside the commit: make them first, on
+		// their own (a claim alone is as safe: claims.go), then build the
+		// commit again, which finds them.
+		if err := d.claimFirst(ctx, claims); err != nil {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, errClaimedFirst
 	}
 	return items, roles, out, nil
 }
