@@ -27,7 +27,7 @@ type clashKind struct {
 	below func(n int) []string
 }
 
-// CrossPartitionClashKinds are the shapes CrossPartitionClashRace races.
+// crossPartitionClashKinds are the shapes CrossPartitionClashRace races.
 // A driver that does not yet refuse one of them atomically names it in
 // AtomicClashKinds (below) and the race skips it, saying so.
 var crossPartitionClashKinds = []clashKind{
