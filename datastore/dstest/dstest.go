@@ -59,7 +59,8 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"FileOrDirectory", testFileOrDirectory},                 // clash.go
 		{"ModelsOfSeveralSegments", testModelsOfSeveralSegments}, // models.go
 		{"LayoutOfOlderDatastore", testLayoutOfOlderDatastore},
-		{"KilledCommitsAllOrNothing", testKilledCommits}, // atomic.go
+		{"KilledCommitsAllOrNothing", testKilledCommits},         // atomic.go
+		{"CrossPartitionClashRace", testCrossPartitionClashRace}, // clashrace.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -26,19 +26,16 @@ import (
 //     they already contend on the model's head, so no unrelated writer is
 //     serialized by it.
 //   - A put of the file data/T/I itself Queries the partition T/I for a
-//     live file and ConditionChecks T/I's head unchanged since.
+//     live file and guards T/I's head (claims.go: seq and guard as read).
 //   - data and data/T (files at the top of the model tree, above many
 //     partitions) are read, and a put of one of them Queries the registered
-//     partitions below it, but neither is ConditionChecked (that item would
-//     be in every commit of every model): a put of the file data/T racing
-//     the very first files of a model T/I can let both through. That pair is
-//     the one clash DynamoDB does not refuse atomically.
-//   - Under LayoutModels a model's directory is data/MODEL at any depth:
-//     the ConditionCheck above is on data/ plus the put's own partition,
-//     and a put of a short path (two to four segments below data/, not a
-//     definition: modelDirOf) Queries the model it names too. Files of a
-//     deeper model below a put of a data file or a definition are not
-//     looked for (that would be a registry read per new file).
+//     partitions below it, without a ConditionCheck on them (that item
+//     would be in every commit of every model).
+//   - Every other clash across partitions, and these races, are refused
+//     atomically by directory claims (claims.go): a model's first commit
+//     claims the partitions its directories fall in, and a put in a
+//     claimed partition Queries the claiming models below it and bumps
+//     their heads' guard, which every commit's head CAS conditions on.
 //
 // Cost per put: the directories above it in the BatchGetItem the commit
 // makes anyway, one Query for a new file, and at most one ConditionCheck.
@@ -100,7 +97,7 @@ func (d *Driver) clashKeys(entries []datastore.Entry) []item {
 // clashChecks returns the Clash of a put of entries with the state read
 // (lookup), or the ConditionChecks that keep that state true until the
 // transaction (touched: the partitions whose heads the commit CASes).
-func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, touched map[string]bool, lookup func(item) item, tx string) ([]types.TransactWriteItem, error) {
+func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, touched map[string]bool, lookup func(item) item, tx string, guard func(model string)) ([]types.TransactWriteItem, error) {
 	in := map[string]bool{}
 	for _, e := range entries {
 		in[e.Path()] = true
@@ -149,11 +146,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 				return nil, datastore.Clash(p, below)
 			}
 			if !touched[model] {
-				w, err := d.casCheck(d.headKey(model), "seq", getN(lookup(d.headKey(model)), "seq"))
-				if err != nil {
-					return nil, err
-				}
-				checks = append(checks, w)
+				guard(model) // claims.go: seq and guard as read, guard bumped
 			}
 		case p == "data" || (strings.HasPrefix(p, datastore.ModelPrefix) && strings.Count(p, "/") == 1):
 			if below, err := d.liveInModels(ctx, strings.TrimPrefix(strings.TrimPrefix(p, "data"), "/"), in, tx); err != nil {
@@ -164,21 +157,6 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		}
 	}
 	return checks, nil
-}
-
-// casCheck is a ConditionCheck that attribute name of k still holds old
-// (or, for zero, is absent).
-func (d *Driver) casCheck(k item, name string, old uint64) (types.TransactWriteItem, error) {
-	cond := expression.AttributeNotExists(expression.Name(name))
-	if old != 0 {
-		cond = expression.Name(name).Equal(expression.Value(old))
-	}
-	c, err := build(expression.NewBuilder().WithCondition(cond))
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: k,
-		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}, nil
 }
 
 // maxBelowPages bounds the pages liveBelow reads (tombstones only: a page
@@ -240,7 +218,6 @@ func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]b
 	return "", nil
 }
 
-// CrossPartitionClashes reports that a model's directory data/T/I racing
-// the model's files is refused atomically (its ConditionChecks); data and
-// data/T are not (see above).
+// CrossPartitionClashes reports that a clash across partitions is refused
+// atomically (the ConditionChecks above and the claims of claims.go).
 func (d *Driver) CrossPartitionClashes() bool { return true }

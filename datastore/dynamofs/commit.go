@@ -134,6 +134,9 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
 		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
+		if errors.Is(err, errClaimedFirst) && attempt < maxCommitAttempts {
+			continue // claims.go
+		}
 		var st *stagedError
 		if errors.As(err, &st) && attempt < maxCommitAttempts {
 			if err := d.settle(ctx, st.tx, now); errors.Is(err, errInFlight) {
@@ -208,7 +211,8 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 	}
 	keys = append(keys, d.clashKeys(entries)...) // clash.go
-	got, err := d.batchGet(ctx, keys)
+	keys = append(keys, d.claimKeys(entries)...) // claims.go
+	got, err := d.batchGet(ctx, dedupKeys(keys))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -230,7 +234,18 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	for _, p := range parts {
 		touched[p] = true
 	}
-	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx) // clash.go
+	// Claims and guards of cross-partition clashes (claims.go): the
+	// heads this commit writes besides those it changes.
+	writes, err := d.crossPartition(ctx, entries, lookup, cur, tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	guard := func(model string) {
+		if writes[model] == nil {
+			writes[model] = &headWrite{}
+		}
+	}
+	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx, guard) // clash.go
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -332,9 +347,21 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			m := expression.Name(headMark(tx))
 			u = u.Set(m, expression.IfNotExists(m, expression.Value(oldSeq+1)))
 		}
-		w, err := d.casUpdate(d.headKey(p), "seq", oldSeq, u)
+		w, err := d.headUpdate(d.headKey(p), lookup(d.headKey(p)), u, writes[p]) // claims.go
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		delete(writes, p)
+		add(roleRace, w)
+	}
+	var claims []types.TransactWriteItem
+	for _, p := range slices.Sorted(maps.Keys(writes)) {
+		w, err := d.guardUpdate(d.headKey(p), lookup(d.headKey(p)), writes[p])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if len(writes[p].claims) > 0 {
+			claims = append(claims, w)
 		}
 		add(roleRace, w)
 	}
@@ -345,6 +372,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, err
 		}
 		add(roleRace, w)
+	}
+	if len(items) > maxTxItems && len(claims) > 0 {
+		// The claims do not fit beside the commit: make them first, on
+		// their own (a claim alone is as safe: claims.go), then build the
+		// commit again, which finds them.
+		if err := d.claimFirst(ctx, claims); err != nil {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, errClaimedFirst
 	}
 	return items, roles, out, nil
 }

@@ -147,6 +147,9 @@ type shared struct {
 	table      string
 	retryer    aws.Retryer
 	registered sync.Map // namespace NUL partition → struct{}: joined the registry
+	// claimed caches the directory claims seen (claims.go): namespace NUL
+	// partition NUL model → struct{}.
+	claimed sync.Map
 	// layout is the datastore's partition rule (SetLayout, layout.go),
 	// one for every namespace.
 	layout datastore.Layout

@@ -144,3 +144,8 @@ func (d *Driver) liveIndexBelow(ctx context.Context, prefix string, skip func(st
 	}
 	return "", fmt.Errorf("lake: more than %d pages of tombstones below %q", maxBelowPages, prefix)
 }
+
+// AtomicClashKind implements dstest.AtomicClashKinds: no clash across
+// partitions is refused atomically on S3 yet (see above), so the
+// conformance race skips every kind.
+func (d *Driver) AtomicClashKind(string) bool { return false }
