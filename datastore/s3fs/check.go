@@ -273,7 +273,7 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			return err
 		}
 	}
-	seen := map[string]uint64{}
+	walk := newFenceWalk()
 	// decided is the log's last position not behind a staged part of a
 	// commit not yet decided (whole.go): the roll-forward stops there, and
 	// nothing from it on is a path's latest change yet.
@@ -305,13 +305,10 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 				}
 			}
 		}
-		if !o.stale(seen) && !o.void && !blocked {
+		if walk.counts(o) && !blocked {
 			for _, info := range o.infos(part) {
 				pl.latest[info.Path] = info
 			}
-		}
-		for k, v := range o.Fences {
-			seen[k] = max(seen[k], v)
 		}
 	}
 	if n := len(pl.objs); n > 0 && pl.hasHead && pl.head.Applied < decided {
