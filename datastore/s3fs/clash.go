@@ -79,9 +79,13 @@ func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries [
 		// Below p: the tail's changes not yet in the index decide the
 		// paths they name; the index the others.
 		tailLive := map[string]bool{}
-		walk := newFenceWalk()
+		walk := d.tailWalk(t)
 		for _, o := range t.objects {
-			if walk.counts(o) {
+			counts, err := walk.counts(ctx, o)
+			if err != nil {
+				return err
+			}
+			if counts {
 				for _, info := range o.infos(part) {
 					if strings.HasPrefix(info.Path, p+"/") {
 						tailLive[info.Path] = !info.Deleted
