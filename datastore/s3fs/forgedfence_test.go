@@ -149,3 +149,47 @@ func TestForgedFenceMidLog(t *testing.T) {
 	}
 	readers("after a commit following the repair")
 }
+
+// TestFenceWalkReadsARecordOnlyWhenNeeded: a pull of a sound log reads no
+// lock record (the fence rule costs nothing there); after a forged fence
+// entry, a pull of the whole log reads the record once, for the first
+// genuine object that would otherwise look stale.
+func TestFenceWalkReadsARecordOnlyWhenNeeded(t *testing.T) {
+	api, s, c, bucket := readsStore(t)
+	ctx := t.Context()
+	fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(1<<32 | 5)}
+	if err := s.Records().CASRecord(ctx, fence.Key, metastore.ExpectAbsent(), fence.Token); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(p string) {
+		t.Helper()
+		st, err := s.Upload(ctx, p, strings.NewReader(p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Commit(ctx, fence, []datastore.Entry{{Put: &st}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"data/m/1/a", "data/m/1/b", "data/m/1/c"} {
+		commit(p)
+	}
+	api.take()
+	if ch, _, err := s.Changes(ctx, "m/1", 0, 100); err != nil || len(ch) != 3 {
+		t.Fatalf("pull: %d changes, %v", len(ch), err)
+	}
+	if reads := api.take(); reads["r"] != 0 {
+		t.Errorf("a pull of a sound log read %d records (%v), want none", reads["r"], reads)
+	}
+	rawPut(t, c, bucket, strings.TrimSuffix(testPrefix, "/")+"/l/m%2F1/00000000000000000004",
+		fmt.Sprintf(`{"first":4,"time":"2026-12-01T00:00:00Z","fence":{"key":%q,"token":%d},"fences":{%q:%d}}`, fenceKey, uint64(1)<<62, fenceKey, uint64(1)<<62))
+	commit("data/m/1/d")
+	commit("data/m/1/e")
+	api.take()
+	if ch, _, err := s.Changes(ctx, "m/1", 0, 100); err != nil || len(ch) != 5 {
+		t.Fatalf("pull past a forged fence entry: %d changes, %v; want 5", len(ch), err)
+	}
+	if reads := api.take(); reads["r"] != 1 {
+		t.Errorf("a pull past a forged fence entry read %d records (%v), want 1", reads["r"], reads)
+	}
+}
