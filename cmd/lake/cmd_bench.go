@@ -27,7 +27,8 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newBenchPrefixReadCommand(g), newBenchMigrationCommand(g), newBenchCompareCommand(g), newBenchNodeCommand(g), newBenchNodeMemoryCommand(),
-		newBenchLinearizabilityCommand(g), newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g), newBenchSyncLoopCommand(g), newBenchSyncCommand(g))
+		newBenchLinearizabilityCommand(g), newBenchLockCommand(g), newBenchReshapeCommand(g), newBenchDataFeedCommand(g), newBenchSyncLoopCommand(g), newBenchSyncCommand(g),
+		newBenchProcessLoopCommand(g))
 	return cmd
 }
 

@@ -25,8 +25,10 @@ pending mark; with --chunks also every live file's chunks) and report each
 inconsistency with the object involved, one per line. With --repair, under the
 namespace's lock NAMESPACE/sync, rebuild what can be derived (a head or an
 index entry from the log, commits not rolled forward, a forged fence token
-lowered to its lock record's) and move aside what cannot (garbage moved to
-x/TIME/…, named in the report). --catalog checks the namespace's catalog
+lowered to its lock record's; on DynamoDB a head, its feed position or a
+shard counter from the partition's items) and move aside what cannot
+(garbage moved to x/TIME/… on S3, under q#MS/… on DynamoDB, named in the
+report). --catalog checks the namespace's catalog
 scope too. Through a node (--store http://HOST:PORT) the check runs on the
 node's own driver and the node sends the report back. Exit 0 when nothing is
 left to repair, 1 otherwise; a driver without a check exits 6. See

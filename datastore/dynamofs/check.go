@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -27,19 +28,28 @@ const maxCheckPages = 1000
 // half-applied commit; what it can hold is what another client of the
 // table left. Check reads every partition the registry names and every one
 // that holds file items (a Scan of the namespace's file item keys), then
-// each partition's head and files (a Query), and reports:
+// each partition's head and files (a Query), and reports, with what
+// --repair does (every write conditional on what the check read; the
+// caller holds the namespace's lock):
 //
-//   - a file item without a position, a live one without a version, one
-//     whose path is of another partition, two paths at one position;
+//   - a file item that cannot be derived (a live one without a version,
+//     one whose path is not of its partition): moved aside to
+//     q#MS/PK/SK, named in the report (checkrepair.go);
+//   - a file item without a position, or at another path's position (a
+//     pull reads one of them): given the partition's next position;
 //   - a partition that holds files but is not registered (Partitions, List
-//     and the catalog miss it): --repair registers it;
-//   - a head missing, or behind the partition's last position (pulls stop
-//     short of it), or whose index position is beyond its shard's counter
-//     (ChangedPartitions misses it);
-//   - with Chunks, a live file whose chunks are missing.
-//
-// Only the registry is repaired yet; the other problems are reported
-// without a fix.
+//     and the catalog miss it): registered;
+//   - a head missing or not a head (its seq not a number): rebuilt at the
+//     partition's last change, its floor there (a puller behind resyncs);
+//     a head behind the last change (pulls stop short of it): moved to it;
+//     a head with no index position (ChangedPartitions never reports it):
+//     put in the feed. Each of these moves the head to its shard's next
+//     index position and the counter with it, in one transaction;
+//   - a head whose index position is beyond its shard's counter
+//     (ChangedPartitions misses it): the counter raised to it;
+//   - commit records not settled (whole.go): settled;
+//   - with Chunks, a live file whose chunks are missing: reported only
+//     (its content is lost; put it again).
 func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore.CheckReport, error) {
 	var rep datastore.CheckReport
 	if o.Repair && o.Fence != nil {
@@ -75,24 +85,55 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 	for _, it := range got {
 		counters[strings.TrimPrefix(strings.TrimPrefix(getS(it, attrPK), d.pfx), "n#")] = getN(it, "n")
 	}
+	now := time.Now()
+	// fix runs repair when repairing, and adds p (repaired, or with the
+	// repair's error); without a repair p is reported as it is.
+	fix := func(p datastore.Problem, repair func() error) error {
+		if o.Repair && repair != nil {
+			if err := repair(); err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				p.Fix += "; failed: " + strings.TrimPrefix(err.Error(), "lake: ")
+			} else {
+				p.Repaired = true
+			}
+		}
+		add(p)
+		return nil
+	}
 	for _, part := range all {
-		files, err := d.partitionFiles(ctx, part)
+		its, err := d.partitionItems(ctx, part)
 		if err != nil {
 			return rep, err
 		}
-		rep.Objects += len(files) + 1
+		rep.Objects += len(its) + 1
 		var maxPos uint64
 		at := map[uint64]string{}
-		for _, f := range files {
+		type move struct {
+			it      item
+			problem int // its index in rep.Problems
+		}
+		var moves []move // items to give the partition's next position
+		for _, it := range its {
+			f := fileInfo(it)
+			obj := name(d.filePK(part), f.Path)
+			quarantine := func(what string) error {
+				to := d.quarantineKey(now, it)
+				return fix(datastore.Problem{Object: obj, What: what, Fix: "move it aside to " + name(getS(to, attrPK), getS(to, attrSK))},
+					func() error { return d.quarantine(ctx, it, to) })
+			}
 			switch {
-			case f.Pos == 0:
-				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: "a file item without a position"})
-			case !f.Deleted && f.Version == "":
-				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: "a live file item without a version"})
 			case d.partition(f.Path) != part || datastore.ValidatePath(f.Path) != nil:
-				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: "a file item whose path is not one of partition " + part})
+				err = quarantine("a file item whose path is not one of partition " + part)
+			case !f.Deleted && f.Version == "":
+				err = quarantine("a live file item without a version")
+			case f.Pos == 0:
+				moves = append(moves, move{it, len(rep.Problems)})
+				add(datastore.Problem{Object: obj, What: "a file item without a position (no pull reads it)", Fix: "give it the partition's next position"})
 			case at[f.Pos] != "":
-				add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: fmt.Sprintf("at position %d, like %q", f.Pos, at[f.Pos])})
+				moves = append(moves, move{it, len(rep.Problems)})
+				add(datastore.Problem{Object: obj, What: fmt.Sprintf("at position %d, like %q (a pull reads one of them)", f.Pos, at[f.Pos]), Fix: "give it the partition's next position"})
 			default:
 				at[f.Pos] = f.Path
 				maxPos = max(maxPos, f.Pos)
@@ -102,12 +143,16 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 						return rep, err
 					}
 					if n < f.Chunks {
-						add(datastore.Problem{Object: name(d.filePK(part), f.Path), What: fmt.Sprintf("version %s has %d of its %d chunks: its content is lost (put the file again)", f.Version, n, f.Chunks)})
+						add(datastore.Problem{Object: obj, What: fmt.Sprintf("version %s has %d of its %d chunks: its content is lost (put the file again)", f.Version, n, f.Chunks)})
 					}
 				}
 			}
+			if err != nil {
+				return rep, err
+			}
 		}
-		if len(files) > 0 && !slices.Contains(registered, part) {
+		files := len(its)
+		if files > 0 && !slices.Contains(registered, part) {
 			p := datastore.Problem{Object: name(d.registryKeyPK(part), "r"), What: "missing: partition " + part + " holds files but is not registered", Fix: "register it"}
 			if o.Repair {
 				d.registered.Delete(d.regKey(part)) // the process's cache says nothing of the table
@@ -124,14 +169,49 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 			return rep, err
 		}
 		hname := name(getS(hk, attrPK), part)
+		sh := shard(part)
+		_, seqIsN := h["seq"].(*types.AttributeValueMemberN)
 		switch {
-		case h == nil && len(files) > 0:
-			add(datastore.Problem{Object: hname, What: fmt.Sprintf("missing: partition %q holds changes up to %d but has no head", part, maxPos)})
+		case h == nil && files > 0:
+			err = fix(datastore.Problem{Object: hname, What: fmt.Sprintf("missing: partition %q holds changes up to %d but has no head (its files are not found, nor pulled)", part, maxPos),
+				Fix: fmt.Sprintf("create it at %d (floor there: a puller behind it resyncs) and put it in the feed", maxPos)},
+				func() error { return d.reindex(ctx, part, nil, maxPos, true) })
 		case h == nil:
+		case h["seq"] != nil && !seqIsN:
+			err = fix(datastore.Problem{Object: hname, What: "not a partition head (its seq is not a number)",
+				Fix: fmt.Sprintf("rebuild it at %d (floor there: a puller behind it resyncs) and put it in the feed", maxPos)},
+				func() error { return d.reindex(ctx, part, h, maxPos, true) })
 		case getN(h, "seq") < maxPos:
-			add(datastore.Problem{Object: hname, What: fmt.Sprintf("head %d is behind the partition's last change at %d", getN(h, "seq"), maxPos)})
-		case getN(h, attrPos) > counters[shard(part)]:
-			add(datastore.Problem{Object: hname, What: fmt.Sprintf("index position %d is beyond shard %s's counter %d (ChangedPartitions misses it)", getN(h, attrPos), shard(part), counters[shard(part)])})
+			err = fix(datastore.Problem{Object: hname, What: fmt.Sprintf("head %d is behind the partition's last change at %d (pulls stop short of it)", getN(h, "seq"), maxPos),
+				Fix: fmt.Sprintf("move it to %d and put it in the feed", maxPos)},
+				func() error { return d.reindex(ctx, part, h, maxPos, false) })
+		case h[attrPos] == nil && getN(h, "seq") > 0:
+			err = fix(datastore.Problem{Object: hname, What: "missing from the feed: the head has no index position (ChangedPartitions never reports the partition)",
+				Fix: "put it in the feed"},
+				func() error { return d.reindex(ctx, part, h, getN(h, "seq"), false) })
+		case getN(h, attrPos) > counters[sh]:
+			pos := getN(h, attrPos)
+			err = fix(datastore.Problem{Object: hname, What: fmt.Sprintf("index position %d is beyond shard %s's counter %d, item %s (ChangedPartitions misses it)", pos, sh, counters[sh], name(d.pk("n#"+sh), "n")),
+				Fix: fmt.Sprintf("raise the counter to %d", pos)},
+				func() error { return d.raiseCounter(ctx, sh, pos) })
+			counters[sh] = max(counters[sh], pos)
+		}
+		if err != nil {
+			return rep, err
+		}
+		if o.Repair {
+			// After the head's own repair: a moved item goes above it.
+			for _, m := range moves {
+				p := &rep.Problems[m.problem]
+				if err := d.reposition(ctx, part, m.it); err != nil {
+					if ctx.Err() != nil {
+						return rep, err
+					}
+					p.Fix += "; failed: " + strings.TrimPrefix(err.Error(), "lake: ")
+					continue
+				}
+				p.Repaired = true
+			}
 		}
 	}
 	if err := d.checkCommits(ctx, o, add); err != nil { // whole.go
@@ -180,22 +260,20 @@ func (d *Driver) filePartitions(ctx context.Context) ([]string, error) {
 	return nil, fmt.Errorf("lake: dynamodb check: the scan of %s did not end within %d pages", d.table, maxCheckPages)
 }
 
-// partitionFiles reads every file item of part.
-func (d *Driver) partitionFiles(ctx context.Context, part string) ([]datastore.Info, error) {
+// partitionItems reads every file item of part, as stored.
+func (d *Driver) partitionItems(ctx context.Context, part string) ([]item, error) {
 	e, err := build(expression.NewBuilder().WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(d.filePK(part)))))
 	if err != nil {
 		return nil, err
 	}
 	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
-	var out []datastore.Info
+	var out []item
 	for range maxCheckPages {
 		page, err := d.query(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range page.Items {
-			out = append(out, fileInfo(it))
-		}
+		out = append(out, page.Items...)
 		if page.LastEvaluatedKey == nil {
 			return out, nil
 		}

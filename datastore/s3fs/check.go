@@ -37,8 +37,9 @@ var _ datastore.Checker = (*Driver)(nil)
 //     index entry missing or behind its path's latest change in the log:
 //     the partition is rolled forward (each entry only moves up);
 //   - a log object whose fences name a token above what its lock record
-//     holds (no holder of that lock wrote it; every later commit is
-//     refused as damage): its fences are lowered to the record's token;
+//     holds (no holder of that lock wrote it: readers and writers ignore
+//     the value, see fenceWalk): its fences are lowered to the record's
+//     token;
 //   - a pending mark older than the commit window: settled;
 //   - with Chunks, a live file whose chunks are missing: reported only (its
 //     content is lost; put it again).
@@ -273,7 +274,8 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			return err
 		}
 	}
-	seen := map[string]uint64{}
+	walk := newFenceWalk(d)
+	walk.token = c.token // the records the check reads anyway
 	// decided is the log's last position not behind a staged part of a
 	// commit not yet decided (whole.go): the roll-forward stops there, and
 	// nothing from it on is a path's latest change yet.
@@ -297,21 +299,22 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			if err != nil {
 				return err
 			}
-			if v > tok {
+			if tok != 0 && v > tok { // a missing record proves nothing
 				key, etag := pl.keys[i].key, pl.keys[i].etag
-				if err := c.problem(ctx, key, fmt.Sprintf("names token %d of lock record %q, above the %d that record holds (no holder wrote it; every later commit to the partition is refused)", v, k, tok),
+				if err := c.problem(ctx, key, fmt.Sprintf("names token %d of lock record %q, above the %d that record holds (no holder wrote it; readers and writers ignore the value)", v, k, tok),
 					fmt.Sprintf("lower it to %d", tok), func(ctx context.Context) error { return c.lowerFence(ctx, key, etag, k, tok) }); err != nil {
 					return err
 				}
 			}
 		}
-		if !o.stale(seen) && !o.void && !blocked {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return err
+		}
+		if counts && !blocked {
 			for _, info := range o.infos(part) {
 				pl.latest[info.Path] = info
 			}
-		}
-		for k, v := range o.Fences {
-			seen[k] = max(seen[k], v)
 		}
 	}
 	if n := len(pl.objs); n > 0 && pl.hasHead && pl.head.Applied < decided {
@@ -459,18 +462,12 @@ func (c *checker) token(ctx context.Context, key string) (uint64, error) {
 	if t, ok := c.tokens[key]; ok {
 		return t, nil
 	}
-	o, err := c.d.c.get(ctx, c.d.recordKey(key))
-	if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+	t, err := c.d.recordToken(ctx, key)
+	if err != nil {
 		return 0, err
 	}
-	var rec struct {
-		Token uint64 `json:"token"`
-	}
-	if err == nil {
-		_ = json.Unmarshal(o.body, &rec)
-	}
-	c.tokens[key] = rec.Token
-	return rec.Token, nil
+	c.tokens[key] = t
+	return t, nil
 }
 
 // lowerFence rewrites the log object at key (if still etag) with lock k's

@@ -79,17 +79,18 @@ func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries [
 		// Below p: the tail's changes not yet in the index decide the
 		// paths they name; the index the others.
 		tailLive := map[string]bool{}
-		seen := map[string]uint64{}
+		walk := d.tailWalk(t)
 		for _, o := range t.objects {
-			if !o.stale(seen) && !o.void {
+			counts, err := walk.counts(ctx, o)
+			if err != nil {
+				return err
+			}
+			if counts {
 				for _, info := range o.infos(part) {
 					if strings.HasPrefix(info.Path, p+"/") {
 						tailLive[info.Path] = !info.Deleted
 					}
 				}
-			}
-			for k, v := range o.Fences {
-				seen[k] = max(seen[k], v)
 			}
 		}
 		for q, live := range tailLive {

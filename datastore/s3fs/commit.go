@@ -233,9 +233,11 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		}
 		if ft != nil && ft.Token != 0 {
 			if obj.Fences[ft.Key] > ft.Token {
-				return nil, d.newerFence(ctx, part, t.last, fence, ft)
+				if err := d.newerFence(ctx, fence); err != nil {
+					return nil, err
+				}
 			}
-			obj.Fences[ft.Key] = ft.Token
+			obj.Fences[ft.Key] = ft.Token // a forged higher value is not carried on
 		}
 		if len(obj.Fences) == 0 {
 			obj.Fences = nil
@@ -337,17 +339,15 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 
 // newerFence explains a log whose last object names a token of the fence's
 // lock above the committer's: a fence conflict if the lock record moved on
-// (a newer holder fenced the log), else damage. The record holding the
+// (a newer holder fenced the log), else nil. The record holding the
 // committer's exact bytes means no newer token was ever issued (tokens
-// only grow), so the log's token was written by no holder of the lock:
-// a forged or damaged fence, reported with the object that carries it
-// (lake data check --repair lowers it to the lock's token), never taken
-// for a lost lock.
-func (d *Driver) newerFence(ctx context.Context, part string, last *logObject, fence *datastore.Fence, ft *fenceToken) error {
-	if _, err := d.checkFence(ctx, fence); err != nil {
-		return err
-	}
-	return datastore.Damaged(d.c.bucket+"/"+d.logKey(part, last.First), "it names token %d of lock record %q, above the %d that record holds: no holder of the lock wrote it", last.Fences[ft.Key], ft.Key, ft.Token)
+// only grow), so the log's value was written by no holder of the lock (a
+// forged or damaged fence): the commit goes on, naming its own token, and
+// readers ignore the forged value (fenceWalk); lake data check reports the
+// object that carries it and --repair lowers it.
+func (d *Driver) newerFence(ctx context.Context, fence *datastore.Fence) error {
+	_, err := d.checkFence(ctx, fence)
+	return err
 }
 
 func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {

@@ -53,7 +53,11 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 			return st, err
 		}
 		if ft != nil && ft.Token != 0 && t.last != nil && t.last.Fences[ft.Key] > ft.Token {
-			return st, metastore.Conflict(fence.Key, datastore.FenceReason) // a newer holder fenced this log
+			// A newer holder fenced this log (a conflict), or no holder
+			// wrote that value (ignored, see newerFence).
+			if err := d.newerFence(ctx, fence); err != nil {
+				return st, err
+			}
 		}
 		if t.exists {
 			if err := d.rollForward(ctx, part, t, now); err != nil {

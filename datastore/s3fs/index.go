@@ -77,17 +77,18 @@ var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partiti
 // may roll a partition forward, any number of times: each index entry only
 // moves up, and the watermark only grows, each by a conditional write.
 func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
-	seen := map[string]uint64{}
+	walk := d.tailWalk(t)
 	for _, o := range t.objects {
-		if !o.stale(seen) && !o.void {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return err
+		}
+		if counts {
 			for i, e := range o.Entries {
 				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now); err != nil {
 					return err
 				}
 			}
-		}
-		for k, v := range o.Fences {
-			seen[k] = max(seen[k], v)
 		}
 	}
 	if t.last == nil {
@@ -176,17 +177,18 @@ func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[str
 	if len(paths) > 0 {
 		part = d.partition(paths[0])
 	}
-	seen := map[string]uint64{}
+	walk := d.tailWalk(t)
 	for _, o := range t.objects {
-		if !o.stale(seen) && !o.void {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		if counts {
 			for _, info := range o.infos(part) {
 				if want[info.Path] {
 					out[info.Path] = info
 				}
 			}
-		}
-		for k, v := range o.Fences {
-			seen[k] = max(seen[k], v)
 		}
 	}
 	for _, p := range paths {

@@ -61,15 +61,6 @@ type logEntry struct {
 func (o *logObject) span() uint64 { return uint64(max(len(o.Entries), 1)) }
 func (o *logObject) last() uint64 { return o.First + o.span() - 1 }
 
-// stale reports whether o was written under a fence older than one the log
-// had already seen (seen: the Fences of the objects before it).
-func (o *logObject) stale(seen map[string]uint64) bool {
-	if o.Fence == nil || o.Fence.Token == 0 {
-		return false
-	}
-	return o.Fence.Token < seen[o.Fence.Key] || o.Fence.Token < o.Fences[o.Fence.Key]
-}
-
 // infos returns o's changes.
 func (o *logObject) infos(part string) []datastore.Info {
 	out := make([]datastore.Info, len(o.Entries))
@@ -107,7 +98,10 @@ type tail struct {
 	hetag   string
 	exists  bool
 	objects []*logObject // the log objects after h.Applied, in order, up to blocked
-	last    *logObject   // the log's last object (nil for an empty log)
+	// base is the object ending at h.Applied when it was read (a writer's
+	// tail): its fences are what the log had seen before objects.
+	base *logObject
+	last *logObject // the log's last object (nil for an empty log)
 	// blocked is the first object after h.Applied staged by a commit not
 	// yet decided (whole.go): objects holds none from it on, and the
 	// partition rolls forward only up to the position before it.
@@ -334,7 +328,11 @@ func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tai
 	}
 	for _, o := range objs {
 		t.last = o
-		if o.last() <= h.Applied || t.blocked != nil {
+		if o.last() <= h.Applied {
+			t.base = o
+			continue
+		}
+		if t.blocked != nil {
 			continue
 		}
 		pending, err := d.resolve(ctx, o) // whole.go

@@ -157,7 +157,7 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	}
 	var out []datastore.Info
 	upTo := end
-	seen := map[string]uint64{}
+	walk := newFenceWalk(d)
 collect:
 	for _, o := range objs {
 		if o.last() > after {
@@ -172,7 +172,11 @@ collect:
 				break collect
 			}
 		}
-		if !o.stale(seen) && !o.void {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return nil, 0, err
+		}
+		if counts {
 			for _, info := range o.infos(part) {
 				if info.Pos <= after {
 					continue
@@ -183,9 +187,6 @@ collect:
 				}
 				out = append(out, info)
 			}
-		}
-		for k, v := range o.Fences {
-			seen[k] = max(seen[k], v)
 		}
 	}
 	return latestOnly(out), upTo, nil
