@@ -20,24 +20,25 @@ func TestBenchSyncPrintsMinimum(t *testing.T) {
 	if !head.MatchString(r.stdout) {
 		t.Fatalf("no table of minimums: %q", r.stdout)
 	}
-	// 2 data files and the definition: 4 + 3 requests (bolt: a call a
-	// file), 1 item read, 3 written.
-	row := regexp.MustCompile(`\n\S.* +[0-9.]+ +7 +[0-9.]+× +[0-9.]+ +1 +[0-9.]+× +[0-9.]+ +3 +[0-9.]+×\n`)
+	// 2 data files and the definition, then the delete: (4 + 3 + 4)/2
+	// requests (bolt: a call a file), 1 item read, (3 + 1)/2 written.
+	row := regexp.MustCompile(`\n\S.* +[0-9.]+ +5\.5 +[0-9.]+× +[0-9.]+ +1\.0 +[0-9.]+× +[0-9.]+ +2\.0 +[0-9.]+×\n`)
 	if !row.MatchString(r.stdout) {
-		t.Fatalf("no row with the minimum 7, 1, 3: %q", r.stdout)
+		t.Fatalf("no row with the minimum 5.5, 1, 2: %q", r.stdout)
 	}
 }
 
 // The minimum of the seed's loop on each backend.
 func TestSyncMinimum(t *testing.T) {
-	c := syncload.Config{Mode: syncload.ModeLoop, Files: 5}
+	// The seed's configuration 5: 5 files, lifecycle on.
+	c := syncload.Config{Mode: syncload.ModeLoop, Models: syncload.ModelsDisposable, Files: 5, Lifecycle: syncload.LifecycleOn}
 	for _, x := range []struct {
 		store                   string
 		requests, read, written float64
 	}{
-		{"dynamodb://t", 5, 1, 6},
-		{"s3://b/p", 10, 1, 6},
-		{"bolt:///x.db", 10, 1, 6},
+		{"dynamodb://t", 4.5, 1, 6},
+		{"s3://b/p", 7, 1, 6},
+		{"bolt:///x.db", 7, 1, 6},
 	} {
 		req, read, written, ok := syncreport.Minimum(c, x.store)
 		if !ok || req != x.requests || read != x.read || written != x.written {
@@ -45,10 +46,17 @@ func TestSyncMinimum(t *testing.T) {
 		}
 	}
 	c.Files = 60
-	if req, _, _, _ := syncreport.Minimum(c, "dynamodb://t"); req != 4+3 {
-		t.Errorf("61 files on DynamoDB: %v requests, want 7 (3 batches)", req)
+	if req, _, _, _ := syncreport.Minimum(c, "dynamodb://t"); req != (4+3+4)/2.0 {
+		t.Errorf("61 files on DynamoDB: %v requests, want 5.5 (3 batches)", req)
+	}
+	c.Files, c.Lifecycle = 5, syncload.LifecyclePrune
+	if req, _, wr, _ := syncreport.Minimum(c, "s3://b"); req != 18/3.0 || wr != 12/3.0 {
+		t.Errorf("prune on S3: %v requests, %v written, want 6 and 4", req, wr)
 	}
 	if _, _, _, ok := syncreport.Minimum(syncload.Config{Mode: syncload.ModeWriteStress}, "s3://b"); ok {
 		t.Error("a minimum for write-stress")
+	}
+	if _, _, _, ok := syncreport.Minimum(syncload.Config{Mode: syncload.ModeLoop, Models: syncload.ModelsLongLived}, "s3://b"); ok {
+		t.Error("a minimum for long-lived models")
 	}
 }

@@ -112,7 +112,7 @@ func printMinimums(w io.Writer, cfgs []syncload.Config, sums []syncreport.Summar
 			fmt.Fprintf(w, "%-40s %9.1f %7s %6s %9.1f %7s %6s %9.1f %7s %6s\n", trunc(s.Name, 40), s.RequestsLast, "-", "-", s.ReadLast, "-", "-", s.WrittenLast, "-", "-")
 			continue
 		}
-		fmt.Fprintf(w, "%-40s %9.1f %7.0f %5.1f× %9.1f %7.0f %5.1f× %9.1f %7.0f %5.1f×\n", trunc(s.Name, 40),
+		fmt.Fprintf(w, "%-40s %9.1f %7.1f %5.1f× %9.1f %7.1f %5.1f× %9.1f %7.1f %5.1f×\n", trunc(s.Name, 40),
 			s.RequestsLast, req, ratio(s.RequestsLast, req), s.ReadLast, read, ratio(s.ReadLast, read), s.WrittenLast, written, ratio(s.WrittenLast, written))
 	}
 }
