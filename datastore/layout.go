@@ -141,6 +141,13 @@ type OpenOptions struct {
 	// read with the layout it would get, and the next writable Open
 	// records it.
 	ReadOnly bool
+	// Remembered is a layout the caller read from this datastore before
+	// (a tree's cache, treesync): Open then sends no request, and the
+	// Store's layout is unverified until VerifyLayout reads the record
+	// (layoutcache.go). The caller MUST call VerifyLayout before any call
+	// that computes a partition from a path or writes; a commit checks
+	// the record itself first either way.
+	Remembered *Layout
 }
 
 // Open returns a Store over d with the datastore's layout: the one its
@@ -156,6 +163,11 @@ func Open(ctx context.Context, d Driver, opts *OpenOptions) (*Store, error) {
 		opts = &OpenOptions{}
 	}
 	s := New(d)
+	if opts.Remembered != nil {
+		s.SetLayout(*opts.Remembered) // layoutRecorded stays false
+		s.layoutUnverified.Store(true)
+		return s, nil
+	}
 	l, err := s.resolveLayout(ctx, opts.ReadOnly)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ type Store struct {
 	// is set once the datastore's record is known to name it.
 	layout         Layout
 	layoutRecorded atomic.Bool
+	// layoutUnverified is set while the layout is one the caller
+	// remembered (OpenOptions.Remembered), until VerifyLayout.
+	layoutUnverified atomic.Bool
 }
 
 // New returns a Store over d, the root of its namespaces.

@@ -72,6 +72,12 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if err != nil {
 		return rep, err
 	}
+	if len(models) > 0 {
+		// The scope's dirty paths are found by their partitions.
+		if err := t.verifyLayout(ctx); err != nil {
+			return rep, err
+		}
+	}
 	unlock, err := t.lockDir()
 	if err != nil {
 		return rep, err
@@ -95,6 +101,14 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if err != nil {
 		return rep, err
 	}
+	quietCandidate := fn == nil && len(dirty) == 0 && len(sk.list) == 0
+	if !quietCandidate {
+		// A remembered layout serves only the quiet reads
+		// (layoutcache.go): read the record before anything else.
+		if err := t.verifyLayout(ctx); err != nil {
+			return rep, err
+		}
+	}
 	var up map[string]uploaded
 	if fn == nil {
 		// Phase one: the blobs, before the lock.
@@ -104,13 +118,14 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	rep.Dirty = len(dirty)
 	var pre *preRead
-	if fn == nil && len(dirty) == 0 && len(sk.list) == 0 {
+	if quietCandidate {
 		// Nothing to push: a few reads may prove there is nothing to
 		// pull or maintain either, and then no lock is needed (quiet).
 		var done bool
 		if done, pre, err = t.quiet(ctx, st, models, &rep); err != nil {
 			return rep, err
 		} else if done {
+			t.rememberLayout()
 			if err := t.saveState(st); err != nil {
 				return rep, err
 			}
@@ -120,6 +135,9 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 			rep.Unlocked = true
 			return rep, nil
 		}
+	}
+	if err := t.verifyLayout(ctx); err != nil {
+		return rep, err
 	}
 	start := time.Now()
 	ls, err := t.locker.Acquire(ctx, t.LockName())

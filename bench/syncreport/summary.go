@@ -12,6 +12,10 @@ type Summary struct {
 	WrittenFirst, WrittenLast      float64
 	CatalogEnd                     int
 	IndexEnd                       float64
+	// RequestsFirst and RequestsLast are the store's own requests per
+	// sync (DynamoDB's or S3's; lake's calls on bolt and a node), first
+	// and last tenth.
+	RequestsFirst, RequestsLast float64
 }
 
 // Summarize returns r's summary. The tenths are of its rows (at least one
@@ -45,6 +49,13 @@ func Summarize(r Run) Summary {
 	}
 	s.ReadFirst, s.ReadLast = mean(first, read), mean(last, read)
 	s.WrittenFirst, s.WrittenLast = mean(first, written), mean(last, written)
+	requests := func(x syncload.Row) float64 {
+		if x.StoreRequestsPerSync > 0 {
+			return x.StoreRequestsPerSync
+		}
+		return x.RequestsPerSync
+	}
+	s.RequestsFirst, s.RequestsLast = mean(first, requests), mean(last, requests)
 	s.CatalogEnd = r.Rows[n-1].CatalogRows
 	s.IndexEnd = r.Rows[n-1].IndexEntries
 	return s

@@ -209,6 +209,11 @@ func runBenchSync(cmd *cobra.Command, g *globalOptions, o *benchSyncOptions) err
 		return err
 	}
 	printSummaries(cmd.OutOrStdout(), sums)
+	var ran []syncload.Config
+	for _, r := range runs {
+		ran = append(ran, r.Config)
+	}
+	printMinimums(cmd.OutOrStdout(), ran, sums, g.store)
 	fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(o.out, "index.html"))
 	return ctx.Err()
 }

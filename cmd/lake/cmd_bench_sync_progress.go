@@ -91,6 +91,32 @@ func (p *progress) start() func() {
 	return func() { close(done); wg.Wait() }
 }
 
+// printMinimums prints, for each configuration, lake's cost per sync in
+// the last tenth beside the least the work needs (syncreport.Minimum) and
+// their ratio: the store's requests, items read and items written.
+func printMinimums(w io.Writer, cfgs []syncload.Config, sums []syncreport.Summary, storeURL string) {
+	fmt.Fprintf(w, "%-40s %9s %7s %6s %9s %7s %6s %9s %7s %6s\n", "per sync, last tenth", "requests", "minimum", "ratio",
+		"read", "minimum", "ratio", "written", "minimum", "ratio")
+	ratio := func(v, m float64) float64 {
+		if m == 0 {
+			return 0
+		}
+		return v / m
+	}
+	for i, s := range sums {
+		if i >= len(cfgs) {
+			break
+		}
+		req, read, written, ok := syncreport.Minimum(cfgs[i], storeURL)
+		if !ok {
+			fmt.Fprintf(w, "%-40s %9.1f %7s %6s %9.1f %7s %6s %9.1f %7s %6s\n", trunc(s.Name, 40), s.RequestsLast, "-", "-", s.ReadLast, "-", "-", s.WrittenLast, "-", "-")
+			continue
+		}
+		fmt.Fprintf(w, "%-40s %9.1f %7.1f %5.1f× %9.1f %7.1f %5.1f× %9.1f %7.1f %5.1f×\n", trunc(s.Name, 40),
+			s.RequestsLast, req, ratio(s.RequestsLast, req), s.ReadLast, read, ratio(s.ReadLast, read), s.WrittenLast, written, ratio(s.WrittenLast, written))
+	}
+}
+
 func printSummaries(w io.Writer, sums []syncreport.Summary) {
 	fmt.Fprintf(w, "%-40s %10s %7s %8s %10s %10s %6s %10s %10s %10s %10s\n", "configuration", "iterations", "failed", "timeouts",
 		"iter/s 1st", "iter/s last", "ratio", "read 1st", "read last", "written 1st", "written last")

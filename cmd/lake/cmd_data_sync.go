@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/internal/lakeerr"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/treesync"
@@ -104,27 +105,47 @@ refused; the next sync does the step again.
 positions). See docs/sync.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
-				t, err := o.open(s, g.namespace)
-				if err != nil {
-					return err
+			// An unscoped sync opens the datastore with the layout the
+			// tree remembers (no request); Sync reads the record before
+			// anything that needs it, and a stale one is forgotten and
+			// the sync started again, having done nothing (docs/sync.md).
+			var remembered *datastore.Layout
+			if len(o.models) == 0 {
+				remembered = treesync.RememberedLayout(o.dir)
+			}
+			opts := &dsurl.Options{Remembered: remembered}
+			for range 2 { // the second time without it
+				err := g.openData(cmd, opts, func(s *datastore.Store) error { return o.sync(cmd, g, s) })
+				if opts.Remembered != nil && errors.Is(err, datastore.ErrStaleLayout) {
+					opts.Remembered = nil
+					continue
 				}
-				rep, err := t.Sync(cmd.Context(), treesync.Scope{Models: o.models})
-				printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
-				if err != nil && !errors.Is(err, treesync.ErrPartial) && !errors.As(err, new(*treesync.AfterCommitError)) {
-					return err
-				}
-				if errors.As(err, new(*treesync.AfterCommitError)) {
-					printReport(cmd.OutOrStdout(), rep) // the commit stood: say what it did
-					return err
-				}
-				printReport(cmd.OutOrStdout(), rep)
-				return err // nil, or the skipped paths (exit 9)
-			})
+				return err
+			}
+			return nil // not reached: the second round remembers none
 		},
 	}
 	o.addFlags(cmd, true)
 	return cmd
+}
+
+// sync is `lake data sync` on s.
+func (o *dataSyncOptions) sync(cmd *cobra.Command, g *globalOptions, s *datastore.Store) error {
+	t, err := o.open(s, g.namespace)
+	if err != nil {
+		return err
+	}
+	rep, err := t.Sync(cmd.Context(), treesync.Scope{Models: o.models})
+	printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
+	if err != nil && !errors.Is(err, treesync.ErrPartial) && !errors.As(err, new(*treesync.AfterCommitError)) {
+		return err
+	}
+	if errors.As(err, new(*treesync.AfterCommitError)) {
+		printReport(cmd.OutOrStdout(), rep) // the commit stood: say what it did
+		return err
+	}
+	printReport(cmd.OutOrStdout(), rep)
+	return err // nil, or the skipped paths (exit 9)
 }
 
 func newDataRunCommand(g *globalOptions) *cobra.Command {

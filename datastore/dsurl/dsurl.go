@@ -38,6 +38,10 @@ type Options struct {
 	// keeps every byte), for the commands that only read. Other stores
 	// ignore it.
 	ReadOnly bool
+	// Remembered is passed to datastore.Open (OpenOptions.Remembered): the
+	// datastore's layout as the caller read it before, so that Open sends
+	// no request. Ignored with Create.
+	Remembered *datastore.Layout
 }
 
 // Open opens the datastore named by raw. opts may be nil.
@@ -99,7 +103,11 @@ func Open(ctx context.Context, raw string, opts *Options) (*datastore.Store, err
 // open returns the Store over d with the datastore's layout (datastore.Open:
 // one record read), closing d if that fails.
 func open(ctx context.Context, d datastore.Driver, opts *Options) (*datastore.Store, error) {
-	s, err := datastore.Open(ctx, d, &datastore.OpenOptions{ReadOnly: opts.ReadOnly && !opts.Create})
+	oo := &datastore.OpenOptions{ReadOnly: opts.ReadOnly && !opts.Create}
+	if !opts.Create {
+		oo.Remembered = opts.Remembered
+	}
+	s, err := datastore.Open(ctx, d, oo)
 	if err != nil {
 		d.Close()
 		return nil, err

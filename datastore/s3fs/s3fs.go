@@ -51,7 +51,7 @@ type Driver struct {
 var _ datastore.Driver = (*Driver)(nil)
 
 // Open returns the driver of the datastore at opts.Bucket/opts.Prefix over
-// api, after checking that the bucket answers.
+// api. It sends no request: a missing bucket is named by the first one.
 func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	if opts.Bucket == "" {
 		return nil, fmt.Errorf("%w: s3 datastore needs a bucket", metastore.ErrInvalidArgument)
@@ -66,11 +66,12 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	if opts.CommitWindow <= 0 {
 		opts.CommitWindow = DefaultCommitWindow
 	}
-	d := &Driver{c: &client{api: api, bucket: opts.Bucket}, prefix: p, root: p, window: opts.CommitWindow}
-	if _, _, err := d.c.list(ctx, d.prefix+"h/", "", 1); err != nil {
-		return nil, err
-	}
-	return d, nil
+	// Open sends no request (it used to LIST one head to check that the
+	// bucket answers): every command's first request names a missing
+	// bucket or a refusal as well (classify), and a sync that finds
+	// nothing changed pays only for the reads that prove it (issue 31).
+	_ = ctx
+	return &Driver{c: &client{api: api, bucket: opts.Bucket}, prefix: p, root: p, window: opts.CommitWindow}, nil
 }
 
 // Name implements datastore.Driver.

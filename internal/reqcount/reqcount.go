@@ -13,7 +13,9 @@
 package reqcount
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -33,6 +35,7 @@ type Proxy struct {
 	srv *http.Server
 	mu  sync.Mutex
 	ops map[string]int
+	log []string
 }
 
 // Start starts a proxy on a free loopback port forwarding to target.
@@ -51,8 +54,10 @@ func Start(target string) (*Proxy, error) {
 		r.Out.Host = r.In.Host // signed by the client: keep it
 	}}
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		line := describe(r)
 		p.mu.Lock()
 		p.ops[Op(r)]++
+		p.log = append(p.log, line)
 		p.mu.Unlock()
 		rp.ServeHTTP(w, r)
 	})}
@@ -113,5 +118,35 @@ func (p *Proxy) Take() Counts {
 	defer p.mu.Unlock()
 	out := Counts(p.ops)
 	p.ops = map[string]int{}
+	p.log = nil
 	return out
+}
+
+// Log returns one line for each request since the last Take, in the order
+// they came: the operation, the S3 path and query, or the start of the
+// DynamoDB request's body (to tell what each request was for).
+func (p *Proxy) Log() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.log)
+}
+
+// describe is the log line of request r; it reads at most 300 bytes of a
+// DynamoDB body and puts them back for the forward.
+func describe(r *http.Request) string {
+	line := Op(r)
+	if r.Header.Get("X-Amz-Target") == "" {
+		return line + " " + r.URL.Path + "?" + r.URL.RawQuery
+	}
+	if r.Body == nil {
+		return line
+	}
+	head := make([]byte, 300)
+	n, _ := io.ReadFull(r.Body, head)
+	head = head[:n]
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	return line + " " + string(head)
 }
