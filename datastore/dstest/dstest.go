@@ -60,6 +60,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"ModelsOfSeveralSegments", testModelsOfSeveralSegments}, // models.go
 		{"LayoutOfOlderDatastore", testLayoutOfOlderDatastore},
 		{"KilledCommitsAllOrNothing", testKilledCommits}, // atomic.go
+		{"InlineSmallFiles", testInline},                 // inline.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -243,7 +243,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		for _, e := range entries {
 			if e.Put != nil {
 				p := e.Put
-				obj.Entries = append(obj.Entries, logEntry{Path: p.Path, Version: p.Version, Size: p.Size, Chunks: p.Chunks, SHA256: p.SHA256, Meta: p.Meta})
+				obj.Entries = append(obj.Entries, logEntry{Path: p.Path, Version: p.Version, Size: p.Size, Chunks: p.Chunks, SHA256: p.SHA256, Meta: p.Meta, Inline: p.Inline})
 			}
 		}
 		var deletes []string
