@@ -45,9 +45,10 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 		}
 		byPart[p] = append(byPart[p], i)
 	}
-	// Refuse an expired upload before anything is written.
+	// Refuse an expired upload before anything is written. An inline
+	// file has no intent: its log entry is all of it.
 	for _, e := range entries {
-		if e.Put == nil {
+		if e.Put == nil || e.Put.Chunks == 0 {
 			continue
 		}
 		if _, err := d.c.head(ctx, d.uploadKey(e.Put.Version, e.Put.Started)); err != nil {

@@ -101,3 +101,10 @@ func TestInlineHostilePeer(t *testing.T) {
 		t.Fatalf("Get of a well-formed foreign inline file = %q, %v", b, err)
 	}
 }
+
+// oneChunk returns s padded to one byte more than InlineMax: a file stored
+// in one chunk, for the tests whose subject is chunks (intents, reclaim,
+// the objects a namespace holds) rather than inline files.
+func oneChunk(s string) string {
+	return s + strings.Repeat(".", max(0, datastore.InlineMax+1-len(s)))
+}
