@@ -106,6 +106,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		in[e.Path()] = true
 	}
 	live := func(it item) bool { return clashLive(it, tx) } // whole.go
+	batch := newBelowCache(d, entries, lookup)              // clashbatch.go
 	checked := map[string]bool{}
 	var checks []types.TransactWriteItem
 	for _, e := range entries {
@@ -135,7 +136,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		if live(lookup(key(d.filePK(part), p))) {
 			continue // a file already: nothing is below it
 		}
-		if below, err := d.liveBelow(ctx, d.filePK(part), p+"/", in, tx); err != nil {
+		if below, err := d.liveBelowBatched(ctx, batch, d.filePK(part), p+"/", in, tx); err != nil {
 			return nil, err
 		} else if below != "" {
 			return nil, datastore.Clash(p, below)
@@ -143,10 +144,15 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		model, isDir := d.modelDirOf(p)
 		switch {
 		case isDir && model != part:
-			if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
-				return nil, err
-			} else if below != "" {
-				return nil, datastore.Clash(p, below)
+			// A model without a head has no files (every commit that
+			// writes one moves its head in the same transaction), and
+			// the head's CAS keeps it so: no Query then (issue 31).
+			if getN(lookup(d.headKey(model)), "seq") != 0 {
+				if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
+					return nil, err
+				} else if below != "" {
+					return nil, datastore.Clash(p, below)
+				}
 			}
 			if !touched[model] {
 				w, err := d.casCheck(d.headKey(model), "seq", getN(lookup(d.headKey(model)), "seq"))
