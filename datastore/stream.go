@@ -145,12 +145,14 @@ func writeInline(info Info, w io.Writer) (int64, error) {
 }
 
 // WriteInline writes the content of info to w if it is held in info itself
-// (an inline or empty file: IsInline) and reports whether it was, so that a
-// pull that already read info (from Changes or List) reads nothing more. The
-// content is checked first (shape, size, SHA-256): damage is a
+// (an inline or empty file, IsInline, whose Inline holds its Size bytes and
+// which names its SHA-256) and reports whether it was, so that a pull that
+// already read info (from Changes or List) reads nothing more; false means
+// read it from the store (an Info that only names a path, a file in
+// chunks). The content is checked first (shape, size, SHA-256): damage is a
 // *DamagedError and nothing is written. It reads no store.
 func WriteInline(info Info, w io.Writer) (bool, error) {
-	if !info.IsInline() {
+	if !info.IsInline() || info.SHA256 == "" || int64(len(info.Inline)) != info.Size {
 		return false, nil
 	}
 	if why := shapeProblem(info.Size, info.Chunks, info.Inline, info.SHA256); why != "" {
