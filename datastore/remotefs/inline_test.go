@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/remotefs"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -56,5 +57,36 @@ func TestInlineThroughNode(t *testing.T) {
 	}
 	if _, b, err := c.Get(ctx, "data/t/i/ok"); err != nil || string(b) != "hello" {
 		t.Fatalf("Get of another path = %q, %v", b, err)
+	}
+}
+
+// TestInlineSpillsPastTheBody (issue 31): a commit through a node whose
+// small files' inline content would make its request larger than the node
+// takes sends those past the bound as chunks instead, still in one atomic
+// commit, and every file reads back whole.
+func TestInlineSpillsPastTheBody(t *testing.T) {
+	defer remotefs.SetMaxInlineBody(10)()
+	url, data := nodeWithData(t)
+	ctx := t.Context()
+	c := open(t, url)
+	var es []datastore.Entry
+	for _, p := range []string{"data/t/i/a", "data/t/i/b", "data/t/i/c"} {
+		st, err := c.Upload(ctx, p, strings.NewReader("content of "+p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, datastore.Entry{Put: &st})
+	}
+	if _, err := c.Commit(ctx, nil, es); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"data/t/i/a", "data/t/i/b", "data/t/i/c"} {
+		info, b, err := c.Get(ctx, p)
+		if err != nil || string(b) != "content of "+p {
+			t.Fatalf("Get(%s) = %q, %v", p, b, err)
+		}
+		if stored, err := data.Stat(ctx, p); err != nil || stored.IsInline() || stored.Chunks != 1 || info.Chunks != 1 {
+			t.Fatalf("%s is stored %+v, %v; want it spilled to one chunk (the bound is 10 bytes)", p, stored, err)
+		}
 	}
 }
