@@ -144,15 +144,10 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		model, isDir := d.modelDirOf(p)
 		switch {
 		case isDir && model != part:
-			// A model without a head has no files (every commit that
-			// writes one moves its head in the same transaction), and
-			// the head's CAS keeps it so: no Query then (issue 31).
-			if getN(lookup(d.headKey(model)), "seq") != 0 {
-				if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
-					return nil, err
-				} else if below != "" {
-					return nil, datastore.Clash(p, below)
-				}
+			if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
+				return nil, err
+			} else if below != "" {
+				return nil, datastore.Clash(p, below)
 			}
 			if !touched[model] {
 				w, err := d.casCheck(d.headKey(model), "seq", getN(lookup(d.headKey(model)), "seq"))

@@ -17,9 +17,9 @@ import (
 // below p/ in p's partition: one Query each, 300 for a first sync of 300
 // files. A partition that gets at least belowBatchMin new files in one
 // transaction is instead read once, its live paths kept in a belowCache,
-// when its head says that takes at most belowBatchPages pages (a partition
-// holds at most as many file items as its head's seq: every item was
-// written by a change); a larger partition keeps a Query per file. The answer is the same and is vouched for the
+// when its head says that should take at most belowBatchPages pages (lake
+// writes no more file items than its head's seq); a larger partition, or a
+// read that does not end within those pages, keeps a Query per file. The answer is the same and is vouched for the
 // same way: by the CAS of the partition's head in the same transaction,
 // which every commit that changes the partition makes.
 const (
@@ -47,12 +47,11 @@ func newBelowCache(d *Driver, entries []datastore.Entry, lookup func(item) item)
 			part := d.partition(e.Put.Path)
 			pk := d.filePK(part)
 			c.puts[pk]++
-			seq := getN(lookup(d.headKey(part)), "seq")
-			c.small[pk] = seq < belowBatchPages*belowPageItems
-			if seq == 0 {
-				// No head, no files: nothing to read.
-				c.paths[pk], c.tried[pk] = []string{}, true
-			}
+			// Not a bound on what it holds: a foreign writer's file
+			// items need no head (TestForeignFileItemClashes), and a
+			// read that does not finish in belowBatchPages pages falls
+			// back to a Query per file.
+			c.small[pk] = getN(lookup(d.headKey(part)), "seq") < belowBatchPages*belowPageItems
 		}
 	}
 	return c
