@@ -85,7 +85,8 @@ func newVersion() string {
 // chunks of ChunkSize, after recording the upload intent; content of at
 // most InlineMax bytes is kept in the Staged file instead (Inline) and
 // written by Commit with the metadata, with no intent and no chunk, so
-// Upload sends nothing. Nothing is visible until Commit. meta is the file's metadata (at most MaxMetaBytes).
+// Upload sends nothing. Nothing is visible until Commit. meta is the
+// file's metadata (at most MaxMetaBytes).
 func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byte) (Staged, error) {
 	if err := s.open(); err != nil {
 		return Staged{}, err
