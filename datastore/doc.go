@@ -34,6 +34,14 @@
 // newer version whole. Chunks whose upload never committed are reclaimed
 // after the same grace period (Reclaim).
 //
+// A file of at most InlineMax bytes skips the first phase: Upload keeps its
+// content in the Staged file and Commit writes it inline, in the metadata
+// record itself (Info.Inline), with no intent and no chunk, so that readers
+// get it with the metadata they read (a pull, from the change feed). A live
+// file with no chunks is inline; one with chunks holds nothing inline
+// (Info.IsInline); files stored before inline storage existed read as they
+// always did.
+//
 // # The change feed
 //
 // Every change (a new version, a delete) gets a position from its partition's

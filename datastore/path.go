@@ -20,6 +20,21 @@ const (
 	ChunkSize = 256 * 1024
 	// MaxListLimit is the largest page List may ask for.
 	MaxListLimit = 10000
+	// InlineMax is the largest file stored inline: its content kept in its
+	// metadata record (Info.Inline), written by the commit's own write,
+	// with no upload intent and no chunk. A file of at most InlineMax
+	// bytes is stored inline; a larger one in chunks. Readers refuse an
+	// inline content longer than InlineMax as damage, so it must not
+	// shrink (files written inline would no longer read) and may grow
+	// only once every reader accepts the larger bound. Why 4 KiB: on
+	// DynamoDB a file that small costs at most 4 write units more in its
+	// path item, where chunked it costs an intent write, a chunk write and
+	// the intent's delete (three items, two round trips), and a commit's
+	// transaction of MaxCommit maximal entries, each with its replaced
+	// state, stays far below the 4 MB transaction limit; on S3 every
+	// puller reads the log objects whole, so inline bytes there must stay
+	// small (docs/datastore.md, "Small files inline").
+	InlineMax = 4096
 )
 
 // ModelPrefix starts the paths that belong to a model's partition.

@@ -94,8 +94,11 @@ func newVersion() string {
 }
 
 // Upload stores the content r yields under a fresh version of path, in
-// chunks of ChunkSize, after recording the upload intent. Nothing is visible
-// until Commit. meta is the file's metadata (at most MaxMetaBytes).
+// chunks of ChunkSize, after recording the upload intent; content of at
+// most InlineMax bytes is kept in the Staged file instead (Inline) and
+// written by Commit with the metadata, with no intent and no chunk, so
+// Upload sends nothing. Nothing is visible until Commit. meta is the
+// file's metadata (at most MaxMetaBytes).
 func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byte) (Staged, error) {
 	if err := s.open(); err != nil {
 		return Staged{}, err
@@ -113,6 +116,23 @@ func (s *Store) Upload(ctx context.Context, path string, r io.Reader, meta []byt
 	if st.Meta == nil {
 		st.Meta = []byte{}
 	}
+	// A file of at most InlineMax bytes is stored inline: its content
+	// rides in the commit's own write, with no upload intent and no
+	// chunk (docs/datastore.md, "Small files inline").
+	head := make([]byte, InlineMax+1)
+	n, err := io.ReadFull(r, head)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		st.Inline, st.Size = head[:n:n], int64(n)
+		if n == 0 {
+			st.Inline = nil // an empty file: nothing to hold
+		}
+		st.SHA256 = sha256Hex(st.Inline)
+		return st, nil
+	case err != nil:
+		return Staged{}, fmt.Errorf("lake: read content of %q: %w", path, err)
+	}
+	r = io.MultiReader(bytes.NewReader(head), r)
 	if err := s.d.BeginUpload(ctx, st); err != nil {
 		return Staged{}, err
 	}
@@ -188,7 +208,9 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 			continue
 		}
 		versions = append(versions, e.Put.Version)
-		if !s.vouched.has(*e.Put) {
+		// An inline file is always checked: its content is in the
+		// caller's hands until now, and checking it reads nothing.
+		if e.Put.Chunks == 0 || !s.vouched.has(*e.Put) {
 			if err := VerifyStaged(ctx, s.d, *e.Put); err != nil {
 				return nil, err
 			}

@@ -94,8 +94,11 @@ func (s *Store) copyVersion(ctx context.Context, info Info, w io.Writer) (int64,
 	damaged := func(format string, a ...any) error {
 		return &DamagedError{Path: info.Path, Version: info.Version, Why: fmt.Sprintf(format, a...)}
 	}
-	if why := shapeProblem(info.Size, info.Chunks, info.SHA256); why != "" {
+	if why := shapeProblem(info.Size, info.Chunks, info.Inline, info.SHA256); why != "" {
 		return 0, damaged("its metadata %s", why)
+	}
+	if info.Chunks == 0 {
+		return writeInline(info, w)
 	}
 	h := sha256.New()
 	var total int64
@@ -125,12 +128,38 @@ func (s *Store) copyVersion(ctx context.Context, info Info, w io.Writer) (int64,
 		}
 		total += int64(len(c))
 	}
-	if info.Chunks == 0 {
-		if got := hex.EncodeToString(h.Sum(nil)); got != info.SHA256 {
-			return 0, damaged("it is empty, but its metadata's SHA-256 is %s", info.SHA256)
-		}
-	}
 	return total, nil
+}
+
+// writeInline writes the content of an inline (or empty) file, checked
+// against its SHA-256 first, so that damaged content is never written.
+func writeInline(info Info, w io.Writer) (int64, error) {
+	if got := sha256Hex(info.Inline); got != info.SHA256 {
+		return 0, &DamagedError{Path: info.Path, Version: info.Version,
+			Why: fmt.Sprintf("its inline content's SHA-256 is %s, its metadata says %s", got, info.SHA256)}
+	}
+	if _, err := w.Write(info.Inline); err != nil {
+		return 0, fmt.Errorf("lake: writing %q: %w", info.Path, err)
+	}
+	return int64(len(info.Inline)), nil
+}
+
+// WriteInline writes the content of info to w if it is held in info itself
+// (an inline or empty file, IsInline, whose Inline holds its Size bytes and
+// which names its SHA-256) and reports whether it was, so that a pull that
+// already read info (from Changes or List) reads nothing more; false means
+// read it from the store (an Info that only names a path, a file in
+// chunks). The content is checked first (shape, size, SHA-256): damage is a
+// *DamagedError and nothing is written. It reads no store.
+func WriteInline(info Info, w io.Writer) (bool, error) {
+	if !info.IsInline() || info.SHA256 == "" || int64(len(info.Inline)) != info.Size {
+		return false, nil
+	}
+	if why := shapeProblem(info.Size, info.Chunks, info.Inline, info.SHA256); why != "" {
+		return true, &DamagedError{Path: info.Path, Version: info.Version, Why: "its metadata " + why}
+	}
+	_, err := writeInline(info, w)
+	return true, err
 }
 
 // getWhole is Get over GetTo: the whole content in memory, for callers that

@@ -27,6 +27,10 @@ type Info struct {
 	SHA256 string
 	// Meta is the file's metadata, opaque to lake.
 	Meta []byte
+	// Inline is the content of a file stored inline (Chunks is 0 and
+	// Size is len(Inline), at most InlineMax; see IsInline), read with
+	// the metadata; nil for a file in chunks and for a tombstone.
+	Inline []byte `json:",omitempty"`
 	// Time is when the committing process wrote the change. It is for
 	// people; ordering never depends on it.
 	Time time.Time
@@ -41,10 +45,22 @@ type Staged struct {
 	Chunks  int
 	SHA256  string
 	Meta    []byte
+	// Inline is the content of a file of at most InlineMax bytes, which
+	// Upload stores in the commit's own write (no intent, no chunks:
+	// Chunks is 0 and Version only names it); nil for a file in chunks.
+	Inline []byte `json:",omitempty"`
 	// Started is when the upload intent was recorded; Reclaim deletes the
 	// chunks of an intent older than the grace period, after which Commit
 	// refuses the upload with ErrUploadExpired.
 	Started time.Time
+}
+
+// IsInline reports whether info is a live file whose content is in its
+// metadata (Inline): no chunks, Size bytes in Inline. An empty file is
+// inline (nothing to read). Files stored before inline storage existed
+// have Chunks > 0 whenever Size > 0, so they never look inline.
+func (info Info) IsInline() bool {
+	return !info.Deleted && info.Chunks == 0
 }
 
 // Fence is the condition of a fenced commit: the lock record at Key holds

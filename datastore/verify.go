@@ -21,21 +21,33 @@ func ChunksFor(size int64) int64 {
 	return (size-1)/ChunkSize + 1 // never overflows, unlike size+ChunkSize-1
 }
 
-// checkShape refuses a Size, Chunks and SHA256 that no upload can have,
-// before any chunk is read: it is what keeps a claimed size of a petabyte
-// from costing anything.
-func checkShape(what string, size int64, chunks int, sum string) error {
-	if why := shapeProblem(size, chunks, sum); why != "" {
+// checkShape refuses a Size, Chunks, Inline and SHA256 that no upload can
+// have, before any chunk is read: it is what keeps a claimed size of a
+// petabyte from costing anything.
+func checkShape(what string, size int64, chunks int, inline []byte, sum string) error {
+	if why := shapeProblem(size, chunks, inline, sum); why != "" {
 		return fmt.Errorf("%w: %s %s", metastore.ErrInvalidArgument, what, why)
 	}
 	return nil
 }
 
-// shapeProblem says what is impossible about a Size, Chunks and SHA256, or
-// returns "".
-func shapeProblem(size int64, chunks int, sum string) string {
-	if size < 0 || int64(chunks) != ChunksFor(size) {
+// shapeProblem says what is impossible about a Size, Chunks, Inline and
+// SHA256, or returns "". A file is in chunks (Chunks is ChunksFor(Size), no
+// inline content) or inline (no chunks, Size bytes of inline content, at
+// most InlineMax); an empty file is both. A small file in chunks is valid:
+// files stored before inline storage existed are.
+func shapeProblem(size int64, chunks int, inline []byte, sum string) string {
+	switch {
+	case size < 0:
+		return fmt.Sprintf("claims %d bytes", size)
+	case chunks == 0 && size > 0 && size > InlineMax:
+		return fmt.Sprintf("claims %d bytes in no chunks; only a file of at most %d bytes is stored inline, and %d bytes are %d chunks of %d", size, InlineMax, size, ChunksFor(size), ChunkSize)
+	case chunks == 0 && int64(len(inline)) != size:
+		return fmt.Sprintf("claims %d bytes stored inline but holds %d inline", size, len(inline))
+	case chunks != 0 && int64(chunks) != ChunksFor(size):
 		return fmt.Sprintf("claims %d bytes in %d chunks; %d bytes are %d chunks of %d", size, chunks, size, ChunksFor(size), ChunkSize)
+	case chunks != 0 && len(inline) != 0:
+		return fmt.Sprintf("is stored in %d chunks and also holds %d bytes inline", chunks, len(inline))
 	}
 	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
 		return fmt.Sprintf("has SHA-256 %q, not 64 hex digits", sum)
@@ -55,8 +67,15 @@ func shapeProblem(size int64, chunks int, sum string) string {
 // not upload itself, and the node for every staged file a client commits.
 func VerifyStaged(ctx context.Context, d Driver, st Staged) error {
 	what := fmt.Sprintf("staged file %q (version %s)", st.Path, st.Version)
-	if err := checkShape(what, st.Size, st.Chunks, st.SHA256); err != nil {
+	if err := checkShape(what, st.Size, st.Chunks, st.Inline, st.SHA256); err != nil {
 		return err
+	}
+	if st.Chunks == 0 {
+		// Inline (or empty): the content is here, nothing to read.
+		if got := sha256Hex(st.Inline); got != st.SHA256 {
+			return fmt.Errorf("%w: %s does not match its content: its inline content's SHA-256 is %s, %s claimed", metastore.ErrInvalidArgument, what, got, st.SHA256)
+		}
+		return nil
 	}
 	h := sha256.New()
 	var total int64
@@ -91,6 +110,11 @@ func VerifyStaged(ctx context.Context, d Driver, st Staged) error {
 		return err
 	}
 	return nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // maxVouched bounds the uploads a Store remembers having made; beyond it

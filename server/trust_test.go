@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/nodeapi"
 )
@@ -71,7 +72,8 @@ func TestNodeProvesCommits(t *testing.T) {
 // refused (409 refused); the file stays readable.
 func TestNodeChunksImmutable(t *testing.T) {
 	n, data := newDataNode(t)
-	info, err := data.Put(t.Context(), "data/t/i/f", strings.NewReader("hello"), nil)
+	hello := "hello" + strings.Repeat(".", datastore.InlineMax) // in one chunk, not inline
+	info, err := data.Put(t.Context(), "data/t/i/f", strings.NewReader(hello), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +81,17 @@ func TestNodeChunksImmutable(t *testing.T) {
 		return n.call(t, "PUT", dataPath(nodeapi.DataChunk, "version="+version+"&i="+i), []byte(b))
 	}
 	want(t, "other bytes over a committed chunk", chunk(info.Version, "0", "HELLO"), 409, nodeapi.CodeConflict)
-	want(t, "the same bytes again", chunk(info.Version, "0", "hello"), 204, "")
+	want(t, "the same bytes again", chunk(info.Version, "0", hello), 204, "")
 	want(t, "a new chunk of a committed version", chunk(info.Version, "1", "more"), 409, nodeapi.CodeRefused)
 	want(t, "a chunk of a version never begun", chunk(strings.Repeat("e", 32), "0", "x"), 409, nodeapi.CodeRefused)
-	if _, b, err := data.Get(t.Context(), "data/t/i/f"); err != nil || string(b) != "hello" {
+	// A small file is inline (issue 31): its version has no intent, so
+	// no chunk can be written under it.
+	small, err := data.Put(t.Context(), "data/t/i/small", strings.NewReader("hi"), nil)
+	if err != nil || !small.IsInline() {
+		t.Fatalf("Put of 2 bytes = %+v, %v; want it inline", small, err)
+	}
+	want(t, "a chunk of an inline version", chunk(small.Version, "0", "x"), 409, nodeapi.CodeRefused)
+	if _, b, err := data.Get(t.Context(), "data/t/i/f"); err != nil || string(b) != hello {
 		t.Fatalf("Get after hostile chunk PUTs = %q, %v", b, err)
 	}
 }

@@ -207,8 +207,15 @@ func (t *Tree) applyOne(ctx context.Context, st *state, c datastore.Info, rep *R
 	// Streamed into the tree in constant memory: GetTo checks size and
 	// SHA-256 chunk by chunk, and a damaged file never replaces the local
 	// one (issue 26).
+	// A small file's content came with the change itself (inline, issue
+	// 31): it is written from c, checked against its SHA-256, with no
+	// further read.
 	var info datastore.Info
 	fi, err := t.fs.writeFrom(c.Path, func(w io.Writer) error {
+		if ok, err := datastore.WriteInline(c, w); ok {
+			info = c
+			return err
+		}
 		var err error
 		info, err = t.store.GetTo(ctx, c.Path, w)
 		return err

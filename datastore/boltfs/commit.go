@@ -73,7 +73,9 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			if e.Put == nil && (!exists || cur.Deleted) {
 				continue // nothing to delete: no change, no position
 			}
-			if e.Put != nil && d.bkt(tx, bIntents).Get([]byte(e.Put.Version)) == nil {
+			// An inline file has no intent (nor chunks): the record
+			// written here is all of it.
+			if e.Put != nil && e.Put.Chunks > 0 && d.bkt(tx, bIntents).Get([]byte(e.Put.Version)) == nil {
 				return fmt.Errorf("%w: %q version %s", datastore.ErrUploadExpired, path, e.Put.Version)
 			}
 			h := touched[part]
@@ -100,7 +102,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			}
 			if e.Put != nil {
 				s := e.Put
-				rec.Version, rec.Size, rec.Chunks, rec.SHA256, rec.Meta = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta
+				rec.Version, rec.Size, rec.Chunks, rec.SHA256, rec.Meta, rec.Inline = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta, s.Inline
 				if err := d.bkt(tx, bIntents).Delete([]byte(s.Version)); err != nil {
 					return err
 				}

@@ -18,7 +18,10 @@ type fileRec struct {
 	Chunks  int    `json:"chunks"`
 	SHA256  string `json:"sha256,omitempty"`
 	Meta    []byte `json:"meta,omitempty"`
-	Time    int64  `json:"t"` // unix nanoseconds
+	// Inline is the content of a file stored inline (Chunks 0); absent
+	// from records written before inline storage and for chunked files.
+	Inline []byte `json:"inl,omitempty"`
+	Time   int64  `json:"t"` // unix nanoseconds
 }
 
 type headRec struct {
@@ -34,7 +37,7 @@ type intentRec struct {
 
 func (r fileRec) info(path, part string) datastore.Info {
 	return datastore.Info{Path: path, Partition: part, Pos: r.Pos, Deleted: r.Deleted,
-		Version: r.Version, Size: r.Size, Chunks: r.Chunks, SHA256: r.SHA256, Meta: r.Meta, Time: time.Unix(0, r.Time)}
+		Version: r.Version, Size: r.Size, Chunks: r.Chunks, SHA256: r.SHA256, Meta: r.Meta, Inline: r.Inline, Time: time.Unix(0, r.Time)}
 }
 
 func getJSON(b *boltfile.Bucket, key []byte, v any) (bool, error) {

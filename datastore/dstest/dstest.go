@@ -61,6 +61,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"LayoutOfOlderDatastore", testLayoutOfOlderDatastore},
 		{"KilledCommitsAllOrNothing", testKilledCommits},         // atomic.go
 		{"CrossPartitionClashRace", testCrossPartitionClashRace}, // clashrace.go
+		{"InlineSmallFiles", testInline},                         // inline.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

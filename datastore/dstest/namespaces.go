@@ -131,8 +131,11 @@ func testDropPartition(t *testing.T, s *datastore.Store) {
 	}
 	big := pattern(datastore.ChunkSize+5, 9)
 	put(t, s, "data/m/gone/a", big)
-	put(t, s, "data/m/gone/b", "b")
-	put(t, s, "data/m/gone/c", "c")
+	// b and c are in chunks too (more than InlineMax bytes), so that
+	// each dropped version has chunks to reclaim.
+	bBytes := pattern(datastore.InlineMax+1, 2)
+	put(t, s, "data/m/gone/b", bBytes)
+	put(t, s, "data/m/gone/c", pattern(datastore.InlineMax+1, 3))
 	if _, err := s.Delete(ctx, "data/m/gone/c"); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +148,7 @@ func testDropPartition(t *testing.T, s *datastore.Store) {
 	if !datastore.IsFenceConflict(err) {
 		t.Fatalf("DropPartition under a stale fence: %v, want a fence conflict", err)
 	}
-	wantContent(t, s, "data/m/gone/b", "b")
+	wantContent(t, s, "data/m/gone/b", bBytes)
 	st, err := s.DropPartition(ctx, &datastore.Fence{Key: "rec/ns/sync", Token: []byte("t1")}, "m/gone")
 	if err != nil || st.Files != 2 || st.Tombstones != 1 {
 		t.Fatalf("DropPartition = %+v, %v; want 2 files, 1 tombstone", st, err)

@@ -28,7 +28,7 @@ func TestCheckReports(t *testing.T) {
 	s := datastore.New(d)
 	ctx := t.Context()
 	for _, p := range []string{"data/m/1/a", "data/m/2/b", "data/m/3/c"} {
-		if _, err := s.Put(ctx, p, strings.NewReader(p), nil); err != nil {
+		if _, err := s.Put(ctx, p, strings.NewReader(oneChunk(p)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -103,6 +103,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		in[e.Path()] = true
 	}
 	live := func(it item) bool { return clashLive(it, tx) } // whole.go
+	batch := newBelowCache(d, entries, lookup)              // clashbatch.go
 	checked := map[string]bool{}
 	var checks []types.TransactWriteItem
 	for _, e := range entries {
@@ -132,7 +133,7 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		if live(lookup(key(d.filePK(part), p))) {
 			continue // a file already: nothing is below it
 		}
-		if below, err := d.liveBelow(ctx, d.filePK(part), p+"/", in, tx); err != nil {
+		if below, err := d.liveBelowBatched(ctx, batch, d.filePK(part), p+"/", in, tx); err != nil {
 			return nil, err
 		} else if below != "" {
 			return nil, datastore.Clash(p, below)

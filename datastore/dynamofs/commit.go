@@ -276,14 +276,18 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		info := datastore.Info{Path: path, Partition: part, Pos: seq[part], Time: now}
 		if e.Put != nil {
 			s := e.Put
-			info.Version, info.Size, info.Chunks, info.SHA256, info.Meta = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta
-			if tx != "" {
+			info.Version, info.Size, info.Chunks, info.SHA256, info.Meta, info.Inline = s.Version, s.Size, s.Chunks, s.SHA256, s.Meta, s.Inline
+			switch {
+			case s.Chunks == 0:
+				// Inline (or empty): no intent to release, the path
+				// item written below is all of it.
+			case tx != "":
 				w, err := d.stageIntent(*s, tx) // whole.go
 				if err != nil {
 					return nil, nil, nil, err
 				}
 				add(roleIntent, w)
-			} else {
+			default:
 				c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
 				if err != nil {
 					return nil, nil, nil, err

@@ -42,7 +42,7 @@ func fill(t testing.TB, s *datastore.Store, partition string, k int) {
 	ctx := context.Background()
 	var es []datastore.Entry
 	for i := range k {
-		st, err := s.Upload(ctx, fmt.Sprintf("data/%s/f%04d", partition, i), strings.NewReader(fmt.Sprint(i)), nil)
+		st, err := s.Upload(ctx, fmt.Sprintf("data/%s/f%04d", partition, i), strings.NewReader(oneChunk(fmt.Sprint(i))), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,11 @@ func TestForeignSizeAndChunk(t *testing.T) {
 	raw, table, s := rawStore(t)
 	ctx := t.Context()
 	for _, p := range []string{"data/t/i/huge", "data/t/i/junk", "data/t/i/ok"} {
-		if _, err := s.Put(ctx, p, strings.NewReader("hello"), nil); err != nil {
+		content := "hello"
+		if p == "data/t/i/junk" {
+			content = oneChunk(content) // its chunk is what the peer damages
+		}
+		if _, err := s.Put(ctx, p, strings.NewReader(content), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

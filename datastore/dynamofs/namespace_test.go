@@ -132,7 +132,7 @@ func TestNamespaceLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []*datastore.Store{root, alpha, alpha, cat} {
-		if _, err := s.Put(ctx, "data/m/1/f", strings.NewReader("x"), nil); err != nil {
+		if _, err := s.Put(ctx, "data/m/1/f", strings.NewReader(oneChunk("x")), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

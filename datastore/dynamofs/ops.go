@@ -214,6 +214,12 @@ func (d *Driver) fileItem(info datastore.Info) item {
 	it["chunks"] = num(uint64(info.Chunks))
 	it["sha"] = str(info.SHA256)
 	it["meta"] = &types.AttributeValueMemberB{Value: info.Meta}
+	if len(info.Inline) > 0 {
+		// An inline file's content (Chunks 0): absent for a file in
+		// chunks, an empty file, and every item written before inline
+		// storage existed.
+		it["inl"] = &types.AttributeValueMemberB{Value: info.Inline}
+	}
 	return it
 }
 
@@ -225,7 +231,7 @@ func fileInfo(it item) datastore.Info {
 	}
 	return datastore.Info{Path: path, Partition: itemPartition(it, path), Pos: getN(it, attrPos), Deleted: getBool(it, "del"),
 		Version: getS(it, "ver"), Size: getI(it, "size"), Chunks: int(getN(it, "chunks")), SHA256: getS(it, "sha"),
-		Meta: meta, Time: time.Unix(0, getI(it, "t"))}
+		Meta: meta, Inline: getB(it, "inl"), Time: time.Unix(0, getI(it, "t"))}
 }
 
 // itemPartition returns the partition a file item is stored in: its pk

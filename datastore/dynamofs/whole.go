@@ -142,7 +142,7 @@ func (d *Driver) stagedItem(fi, old item, tx string) item {
 // listItem is e's entry item under commit tx.
 func (d *Driver) listItem(tx string, e datastore.Entry) item {
 	it := key(d.txPK(tx), "e#"+e.Path())
-	if e.Put != nil {
+	if e.Put != nil && e.Put.Chunks > 0 { // an inline file has no intent
 		ik := d.intentKey(*e.Put)
 		it["ipk"], it["isk"] = ik[attrPK], ik[attrSK]
 	}

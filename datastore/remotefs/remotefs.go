@@ -157,8 +157,12 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	if d.whole && len(entries) > nodeapi.DataMaxWholeCommit {
 		return d.commitParts(ctx, fence, entries, now) // whole.go
 	}
+	entries, err := d.spillInline(ctx, entries) // whole.go
+	if err != nil {
+		return nil, err
+	}
 	var out nodeapi.DataInfos
-	err := d.call(ctx, http.MethodPost, nodeapi.DataCommit, nodeapi.DataCommitRequest{Fence: fence, Entries: entries, Now: now}, &out)
+	err = d.call(ctx, http.MethodPost, nodeapi.DataCommit, nodeapi.DataCommitRequest{Fence: fence, Entries: entries, Now: now}, &out)
 	if errors.Is(err, metastore.ErrRefused) {
 		return nil, fmt.Errorf("%w (%v)", datastore.ErrUploadExpired, err)
 	}

@@ -45,9 +45,10 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 		}
 		byPart[p] = append(byPart[p], i)
 	}
-	// Refuse an expired upload before anything is written.
+	// Refuse an expired upload before anything is written. An inline
+	// file has no intent: its log entry is all of it.
 	for _, e := range entries {
-		if e.Put == nil {
+		if e.Put == nil || e.Put.Chunks == 0 {
 			continue
 		}
 		if _, err := d.c.head(ctx, d.uploadKey(e.Put.Version, e.Put.Started)); err != nil {
@@ -245,7 +246,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		for _, e := range entries {
 			if e.Put != nil {
 				p := e.Put
-				obj.Entries = append(obj.Entries, logEntry{Path: p.Path, Version: p.Version, Size: p.Size, Chunks: p.Chunks, SHA256: p.SHA256, Meta: p.Meta})
+				obj.Entries = append(obj.Entries, logEntry{Path: p.Path, Version: p.Version, Size: p.Size, Chunks: p.Chunks, SHA256: p.SHA256, Meta: p.Meta, Inline: p.Inline})
 			}
 		}
 		var deletes []string

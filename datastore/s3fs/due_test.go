@@ -21,7 +21,7 @@ func TestForeignDueEntryKeepsALiveVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := s.Put(ctx, "data/m/1/b", strings.NewReader("first"), nil)
+	old, err := s.Put(ctx, "data/m/1/b", strings.NewReader(oneChunk("first")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,10 @@ type logEntry struct {
 	Chunks  int    `json:"chunks,omitempty"`
 	SHA256  string `json:"sha256,omitempty"`
 	Meta    []byte `json:"meta,omitempty"`
+	// Inline is the content of a file stored inline (Chunks 0), base64
+	// in the JSON; absent for a file in chunks and in every entry
+	// written before inline storage existed.
+	Inline []byte `json:"inline,omitempty"`
 }
 
 func (o *logObject) span() uint64 { return uint64(max(len(o.Entries), 1)) }
@@ -76,7 +80,7 @@ func (e logEntry) info(part string, pos uint64, t time.Time) datastore.Info {
 		meta = []byte{}
 	}
 	return datastore.Info{Path: e.Path, Partition: part, Pos: pos, Deleted: e.Deleted, Version: e.Version,
-		Size: e.Size, Chunks: e.Chunks, SHA256: e.SHA256, Meta: meta, Time: t}
+		Size: e.Size, Chunks: e.Chunks, SHA256: e.SHA256, Meta: meta, Inline: e.Inline, Time: t}
 }
 
 // head is the value of h/PART: the partition's registry entry (created

@@ -146,7 +146,7 @@ func TestNamespacesShareNoObject(t *testing.T) {
 				defer wg.Done()
 				for i := range commits {
 					p := fmt.Sprintf("data/m/%d/f%d", w%2, i)
-					st, err := s.Upload(ctx, p, strings.NewReader(ns+p), nil)
+					st, err := s.Upload(ctx, p, strings.NewReader(oneChunk(ns+p)), nil)
 					if err == nil {
 						_, err = s.Commit(ctx, &fence, []datastore.Entry{{Put: &st}})
 					}
@@ -165,8 +165,8 @@ func TestNamespacesShareNoObject(t *testing.T) {
 	}
 	for _, ns := range names {
 		s, _ := root.Namespace(ns)
-		if _, got, err := s.Get(t.Context(), "data/m/1/f3"); err != nil || string(got) != ns+"data/m/1/f3" {
-			t.Fatalf("%s reads %q, %v", ns, got, err)
+		if _, got, err := s.Get(t.Context(), "data/m/1/f3"); err != nil || string(got) != oneChunk(ns+"data/m/1/f3") {
+			t.Fatalf("%s reads %.40q, %v", ns, got, err)
 		}
 		own := testPrefix + "n/" + ns + "/"
 		records := []string{testPrefix + "r/lock/rec/" + ns + "/sync~", testPrefix + "r/datastore/namespaces/" + ns + "~"}

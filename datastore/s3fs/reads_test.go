@@ -85,7 +85,7 @@ func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
 	const files = 60
 	for round := range 2 { // the second round replaces every version of the first
 		for i := range files {
-			if _, err := s.Put(ctx, fmt.Sprintf("data/m/p/f%03d", i), strings.NewReader(fmt.Sprint(round, i)), nil); err != nil {
+			if _, err := s.Put(ctx, fmt.Sprintf("data/m/p/f%03d", i), strings.NewReader(oneChunk(fmt.Sprint(round, i))), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -110,8 +110,8 @@ func TestReclaimReadsOnlyWhatIsDue(t *testing.T) {
 	}
 	for i := range files {
 		p := fmt.Sprintf("data/m/p/f%03d", i)
-		if _, got, err := s.Get(ctx, p); err != nil || string(got) != fmt.Sprint(1, i) {
-			t.Fatalf("%s after the reclaim reads %q, %v; want the second round's", p, got, err)
+		if _, got, err := s.Get(ctx, p); err != nil || string(got) != oneChunk(fmt.Sprint(1, i)) {
+			t.Fatalf("%s after the reclaim reads %.40q, %v; want the second round's", p, got, err)
 		}
 	}
 	left := map[string]int{}

@@ -1,0 +1,138 @@
+package dynamofs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/datastore"
+)
+
+// Fewer Queries for the clash checks of a commit of many new files (issue
+// 31). clashChecks asks, for each new file p, whether a live file exists
+// below p/ in p's partition: one Query each, 300 for a first sync of 300
+// files. A partition that gets at least belowBatchMin new files in one
+// transaction is instead read once, its live paths kept in a belowCache,
+// when its head says that should take at most belowBatchPages pages (lake
+// writes no more file items than its head's seq); a larger partition, or a
+// read that does not end within those pages, keeps a Query per file. The answer is the same and is vouched for the
+// same way: by the CAS of the partition's head in the same transaction,
+// which every commit that changes the partition makes.
+const (
+	belowBatchMin   = 4
+	belowBatchPages = 3
+	belowPageItems  = 100
+)
+
+// belowCache holds, per partition key, the sorted live paths of the
+// partition (those not in the commit's own gone set), or nil when the
+// partition is read per file.
+type belowCache struct {
+	puts  map[string]int      // new puts per partition key in this transaction
+	small map[string]bool     // pk -> its head's seq is below belowBatchPages pages
+	paths map[string][]string // pk -> sorted live paths; absent: not read yet
+	tried map[string]bool     // pk -> the one read was made (paths may be nil: too large)
+}
+
+// newBelowCache counts the new puts of entries per partition; lookup is the
+// state the commit read (its partitions' heads among it).
+func newBelowCache(d *Driver, entries []datastore.Entry, lookup func(item) item) *belowCache {
+	c := &belowCache{puts: map[string]int{}, small: map[string]bool{}, paths: map[string][]string{}, tried: map[string]bool{}}
+	for _, e := range entries {
+		if e.Put != nil {
+			part := d.partition(e.Put.Path)
+			pk := d.filePK(part)
+			c.puts[pk]++
+			// Not a bound on what it holds: a foreign writer's file
+			// items need no head (TestForeignFileItemClashes), and a
+			// read that does not finish in belowBatchPages pages falls
+			// back to a Query per file.
+			c.small[pk] = getN(lookup(d.headKey(part)), "seq") < belowBatchPages*belowPageItems
+		}
+	}
+	return c
+}
+
+// liveBelowBatched is liveBelow(ctx, pk, prefix, gone, tx) answered from
+// one read of the partition when it has enough new files in this commit
+// and is small enough.
+func (d *Driver) liveBelowBatched(ctx context.Context, c *belowCache, pk, prefix string, gone map[string]bool, tx string) (string, error) {
+	if c == nil {
+		return d.liveBelow(ctx, pk, prefix, gone, tx)
+	}
+	if !c.tried[pk] {
+		if c.puts[pk] < belowBatchMin || !c.small[pk] {
+			return d.liveBelow(ctx, pk, prefix, gone, tx)
+		}
+		c.tried[pk] = true
+		live, complete, err := d.livePaths(ctx, pk, gone, tx)
+		if err != nil {
+			return "", err
+		}
+		if complete {
+			c.paths[pk] = live
+		}
+	}
+	live, ok := c.paths[pk]
+	if !ok {
+		return d.liveBelow(ctx, pk, prefix, gone, tx)
+	}
+	i := sort.SearchStrings(live, prefix)
+	if i < len(live) && strings.HasPrefix(live[i], prefix) {
+		return live[i], nil
+	}
+	return "", nil
+}
+
+// livePaths reads the live paths of partition key pk (not in gone, as
+// clashLive counts them for tx), sorted, and reports whether it read all of
+// them within belowBatchPages pages.
+func (d *Driver) livePaths(ctx context.Context, pk string, gone map[string]bool, tx string) ([]string, bool, error) {
+	var live []string
+	var start item
+	for range belowBatchPages {
+		items, next, err := d.belowPage(ctx, pk, "", start)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, it := range items {
+			if p := getS(it, attrSK); !gone[p] && clashLive(it, tx) {
+				live = append(live, p)
+			}
+		}
+		if next == nil {
+			slices.Sort(live)
+			return live, true, nil
+		}
+		start = next
+	}
+	return nil, false, nil
+}
+
+// belowPage reads one page (at most 100 items) of the file items of pk
+// whose path starts with prefix ("" for all) that may be live: the same
+// read as liveBelow's (clash.go), which keeps its own loop.
+func (d *Driver) belowPage(ctx context.Context, pk, prefix string, start item) ([]item, item, error) {
+	kc := expression.Key(attrPK).Equal(expression.Value(pk))
+	if prefix != "" {
+		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
+	}
+	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false))).
+		Or(expression.AttributeExists(expression.Name(attrTx)))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filt).
+		WithProjection(expression.NamesList(expression.Name(attrSK), expression.Name("del"), expression.Name(attrTx), expression.Name(attrOld))).Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("lake: build expression: %w", err)
+	}
+	out, err := d.query(ctx, &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+		ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ExclusiveStartKey: start, Limit: aws32(belowPageItems)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.Items, out.LastEvaluatedKey, nil
+}
