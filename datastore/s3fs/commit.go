@@ -302,7 +302,12 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		etag, err := d.c.create(ctx, d.logKey(part, obj.First), body)
 		if errors.Is(err, metastore.ErrConflict) {
 			lost = obj.First
-			if berr := backoff(ctx, attempt); berr != nil {
+			// A lost position means another commit landed: the log
+			// moved on and nothing needs to cool down. A growing
+			// backoff here would only hand the next positions to the
+			// writers that just won (they go again at once) and starve
+			// this one; a short jitter keeps the races fair.
+			if berr := backoff(ctx, min(attempt, 1)); berr != nil {
 				return nil, berr
 			}
 			continue // another writer took the position
