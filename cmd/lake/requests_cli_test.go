@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/lakemeta/lake/internal/ddblocal"
@@ -32,7 +33,8 @@ type requestsPerSync struct {
 //	go test ./cmd/lake/ -run TestRequestsPerSync -v
 //
 // LAKE_REQUESTS_FILES sets the files of the first sync (30, to stay cheap;
-// the docs' figures are of 300).
+// the docs' figures are of 300); LAKE_REQUESTS_TABLE=1 also prints them as
+// a markdown table on standard output, for the docs' figures block.
 func TestRequestsPerSync(t *testing.T) {
 	files := 30
 	if v := os.Getenv("LAKE_REQUESTS_FILES"); v != "" {
@@ -41,6 +43,11 @@ func TestRequestsPerSync(t *testing.T) {
 			t.Fatalf("LAKE_REQUESTS_FILES=%q: want 1 to 10000", v)
 		}
 		files = n
+	}
+	if os.Getenv("LAKE_REQUESTS_TABLE") == "1" {
+		// The docs' figures block: `… -v | grep '^|'` keeps the table.
+		fmt.Println("| sync | backend | requests | minimum | ratio | the requests |")
+		fmt.Println("|---|---|---|---|---|---|")
 	}
 	t.Run("dynamodb", func(t *testing.T) {
 		p, err := reqcount.Start(ddblocal.Endpoint(t))
@@ -137,8 +144,13 @@ func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, f
 		// content, the lock, the commit, release.
 		{fmt.Sprintf("first sync of %d new files", files), first, (files+24)/25 + 4, most[2]*files + 50},
 	}
+	backend := map[bool]string{true: "DynamoDB", false: "S3"}[strings.HasPrefix(store, "dynamodb:")]
 	for _, r := range rows {
-		t.Logf("%-28s %4d requests, minimum %d, ratio %.1f×: %s", r.kind, r.counts.Total(), r.minimum, float64(r.counts.Total())/float64(r.minimum), r.counts)
+		ratio := float64(r.counts.Total()) / float64(r.minimum)
+		t.Logf("%-28s %4d requests, minimum %d, ratio %.1f×: %s", r.kind, r.counts.Total(), r.minimum, ratio, r.counts)
+		if os.Getenv("LAKE_REQUESTS_TABLE") == "1" {
+			fmt.Printf("| %s | %s | %d | %d | %.1f× | %s |\n", r.kind, backend, r.counts.Total(), r.minimum, ratio, r.counts)
+		}
 	}
 	for _, r := range rows {
 		if r.counts.Total() > r.most {
