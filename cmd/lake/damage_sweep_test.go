@@ -277,6 +277,13 @@ func TestDamageSweep(t *testing.T) {
 		tally.copies, tally.runs, tally.nodes, time.Since(start).Round(time.Second), tally.crashes, tally.hangs, sweepTimeout, tally.changedReads, tally.nodeFailures,
 		tally.bigRSS, sweepMaxRSS>>10, tally.maxRSS>>10)
 	t.Logf("runs: %d succeeded, %d refused naming the damage, %d other errors", tally.succeeded, tally.damaged, tally.otherErr)
+	if os.Getenv("LAKE_DAMAGE_TABLE") == "1" {
+		// The docs' figures block (docs/bolt.md): `… -v | grep '^|'`.
+		fmt.Println("| seed | copies | command runs | succeeded | refused naming the damage | other errors | nodes | crashes | hangs | reads that changed the file | node failures | peak RSS of a run (MiB) |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Printf("| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", seed, tally.copies, tally.runs, tally.succeeded, tally.damaged, tally.otherErr,
+			tally.nodes, tally.crashes, tally.hangs, tally.changedReads, tally.nodeFailures, tally.maxRSS>>10)
+	}
 	if tally.crashes+tally.hangs+tally.changedReads+tally.nodeFailures+tally.bigRSS > 0 {
 		t.Fatalf("the sweep found:\n%s", strings.Join(tally.examples, "\n"))
 	}
