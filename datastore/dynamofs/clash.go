@@ -169,16 +169,9 @@ const maxBelowPages = 1000
 // deletes), or "" if there is none. A path staged by a commit other than tx
 // counts as live if either of its states is (clashLive).
 func (d *Driver) liveBelow(ctx context.Context, pk, prefix string, gone map[string]bool, tx string) (string, error) {
-	kc := expression.Key(attrPK).Equal(expression.Value(pk))
-	if prefix != "" {
-		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
-	}
-	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false))).
-		Or(expression.AttributeExists(expression.Name(attrTx)))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filt).
-		WithProjection(expression.NamesList(expression.Name(attrSK), expression.Name("del"), expression.Name(attrTx), expression.Name(attrOld))).Build()
+	e, err := belowQuery(pk, prefix)
 	if err != nil {
-		return "", fmt.Errorf("lake: build expression: %w", err)
+		return "", err
 	}
 	var start item
 	for range maxBelowPages {
@@ -222,3 +215,22 @@ func (d *Driver) liveInModels(ctx context.Context, typ string, gone map[string]b
 // CrossPartitionClashes reports that a clash across partitions is refused
 // atomically (the ConditionChecks above and the claims of claims.go).
 func (d *Driver) CrossPartitionClashes() bool { return true }
+
+// belowQuery is the Query of the items of partition key pk whose sort keys
+// start with prefix and that may be live: not deleted, or staged by a
+// commit (either of whose states may be live); only the attributes a clash
+// check reads.
+func belowQuery(pk, prefix string) (expression.Expression, error) {
+	kc := expression.Key(attrPK).Equal(expression.Value(pk))
+	if prefix != "" {
+		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
+	}
+	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false))).
+		Or(expression.AttributeExists(expression.Name(attrTx)))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filt).
+		WithProjection(expression.NamesList(expression.Name(attrSK), expression.Name("del"), expression.Name(attrTx), expression.Name(attrOld))).Build()
+	if err != nil {
+		return expression.Expression{}, fmt.Errorf("lake: build expression: %w", err)
+	}
+	return e, nil
+}

@@ -2,12 +2,10 @@ package dynamofs
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/datastore"
 )
@@ -115,18 +113,11 @@ func (d *Driver) livePaths(ctx context.Context, pk string, gone map[string]bool,
 
 // belowPage reads one page (at most 100 items) of the file items of pk
 // whose path starts with prefix ("" for all) that may be live: the same
-// read as liveBelow's (clash.go), which keeps its own loop.
+// read as liveBelow's (clash.go, belowQuery), which keeps its own loop.
 func (d *Driver) belowPage(ctx context.Context, pk, prefix string, start item) ([]item, item, error) {
-	kc := expression.Key(attrPK).Equal(expression.Value(pk))
-	if prefix != "" {
-		kc = kc.And(expression.Key(attrSK).BeginsWith(prefix))
-	}
-	filt := expression.AttributeNotExists(expression.Name("del")).Or(expression.Name("del").Equal(expression.Value(false))).
-		Or(expression.AttributeExists(expression.Name(attrTx)))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(filt).
-		WithProjection(expression.NamesList(expression.Name(attrSK), expression.Name("del"), expression.Name(attrTx), expression.Name(attrOld))).Build()
+	e, err := belowQuery(pk, prefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lake: build expression: %w", err)
+		return nil, nil, err
 	}
 	out, err := d.query(ctx, &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
 		ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
