@@ -50,6 +50,28 @@ type OpCost struct {
 	RawP50, RawP99      time.Duration
 	LakeUnits, RawUnits float64 // capacity units per operation
 	LakeRequests        float64 // requests per operation
+	// RawRequests are the raw SDK's requests per operation: the fewest
+	// one step of this kind needs (one conditional write, one read), the
+	// minimum lake's figure is judged against.
+	RawRequests float64
+}
+
+// RequestRatio is lake's requests per operation over the minimum (the raw
+// SDK's); 0 when the raw side sent none.
+func (o OpCost) RequestRatio() float64 {
+	if o.RawRequests == 0 {
+		return 0
+	}
+	return o.LakeRequests / o.RawRequests
+}
+
+// UnitRatio is lake's capacity units per operation over the raw SDK's; 0
+// when the raw side consumed none.
+func (o OpCost) UnitRatio() float64 {
+	if o.RawUnits == 0 {
+		return 0
+	}
+	return o.LakeUnits / o.RawUnits
 }
 
 // StateCosts are the figures of one layout or migration state.
@@ -304,6 +326,9 @@ func rawKey(v2 bool, i int) map[string]types.AttributeValue {
 type sample struct {
 	lat   []time.Duration
 	units float64
+	// calls counts the operations that completed: each raw operation is
+	// one request, so for the raw side it is the requests sent.
+	calls int
 }
 
 func (s *sample) time(f func() (float64, error)) error {
@@ -311,6 +336,9 @@ func (s *sample) time(f func() (float64, error)) error {
 	u, err := f()
 	s.lat = append(s.lat, time.Since(start))
 	s.units += u
+	if err == nil {
+		s.calls++
+	}
 	return err
 }
 
@@ -411,7 +439,7 @@ func compareOps(ctx context.Context, api RawAPI, s *metastore.Store, d *dynamost
 		out = append(out, OpCost{Op: k.name,
 			LakeP50: l.pct(50), LakeP99: l.pct(99), RawP50: r.pct(50), RawP99: r.pct(99),
 			LakeUnits: (c.ReadCapacity + c.WriteCapacity) / float64(n), RawUnits: r.units / float64(n),
-			LakeRequests: float64(c.TotalRequests()) / float64(n)})
+			LakeRequests: float64(c.TotalRequests()) / float64(n), RawRequests: float64(r.calls) / float64(n)})
 	}
 	return out, nil
 }
@@ -419,13 +447,13 @@ func compareOps(ctx context.Context, api RawAPI, s *metastore.Store, d *dynamost
 // PrintCompare writes r for people.
 func PrintCompare(w io.Writer, r CompareResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "state\toperation\tlake p50\traw p50\tp50 ratio\tlake p99\traw p99\tlake units/op\traw units/op\tlake requests/op\t")
+	fmt.Fprintln(tw, "state\toperation\tlake p50\traw p50\tp50 ratio\tlake p99\traw p99\tlake units/op\traw units/op\tunits ratio\tlake requests/op\tminimum\trequests ratio\t")
 	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + " µs" }
 	for _, st := range r.States {
 		for _, o := range st.Ops {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f×\t%s\t%s\t%.2f\t%.2f\t%.2f\t\n", st.State, o.Op,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f×\t%s\t%s\t%.2f\t%.2f\t%.2f×\t%.2f\t%.2f\t%.2f×\t\n", st.State, o.Op,
 				us(o.LakeP50), us(o.RawP50), float64(o.LakeP50)/float64(max(o.RawP50, 1)), us(o.LakeP99), us(o.RawP99),
-				o.LakeUnits, o.RawUnits, o.LakeRequests)
+				o.LakeUnits, o.RawUnits, o.UnitRatio(), o.LakeRequests, o.RawRequests, o.RequestRatio())
 		}
 	}
 	if err := tw.Flush(); err != nil {

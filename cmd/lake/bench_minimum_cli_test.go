@@ -3,10 +3,12 @@ package main
 import (
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/lakemeta/lake/bench/syncload"
 	"github.com/lakemeta/lake/bench/syncreport"
+	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
 // TestBenchSyncPrintsMinimum (issue 31): `lake bench sync` prints, for
@@ -58,5 +60,31 @@ func TestSyncMinimum(t *testing.T) {
 	}
 	if _, _, _, ok := syncreport.Minimum(syncload.Config{Mode: syncload.ModeLoop, Models: syncload.ModelsLongLived}, "s3://b"); ok {
 		t.Error("a minimum for long-lived models")
+	}
+}
+
+// TestBenchComparePrintsMinimum (issue 31): `lake bench compare` prints,
+// for every single step in every state, lake's requests per operation
+// beside the minimum (the raw SDK's one request) and the ratio, and the
+// ratio of capacity units.
+func TestBenchComparePrintsMinimum(t *testing.T) {
+	dir := t.TempDir()
+	store := "dynamodb://" + ddblocal.TableName(t) + "?endpoint=" + ddblocal.Endpoint(t)
+	r := ok(t, run(t, dir, "", "--store", store, "bench", "compare", "--ops", "2", "--records", "0"))
+	head := regexp.MustCompile(`lake units/op +raw units/op +units ratio +lake requests/op +minimum +requests ratio\n`)
+	if !head.MatchString(r.stdout) {
+		t.Fatalf("no minimum columns: %q", r.stdout)
+	}
+	// Six states of four steps; each step's minimum is one request, and
+	// lake's own figure (at least one) is divided by it.
+	row := regexp.MustCompile(`(?m)^ *(v1|dual|backfill|v2-authoritative|v2-only|standalone v2) +(create if absent|point read \(strong\)|CAS|delete) .* ([0-9.]+)× +([0-9.]+) +1\.00 +([0-9.]+)×$`)
+	rows := row.FindAllStringSubmatch(r.stdout, -1)
+	if len(rows) != 24 {
+		t.Fatalf("%d rows with a minimum of 1 request, want 24: %q", len(rows), r.stdout)
+	}
+	for _, m := range rows {
+		if n, err := strconv.ParseFloat(m[4], 64); err != nil || n < 1 || m[4] != m[5] {
+			t.Errorf("%s %s: %s requests over a minimum of 1 printed as %s×", m[1], m[2], m[4], m[5])
+		}
 	}
 }

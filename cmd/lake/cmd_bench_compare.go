@@ -33,8 +33,9 @@ table, each lake operation followed by its raw counterpart:
   CAS               CAS(value)          PutItem if v = expected
   delete            Delete(value)       DeleteItem if v = expected
 
-Prints p50 and p99 latency of both, their p50 ratio, capacity units and
-requests per operation; then the backfill of the records against a raw copy
+Prints p50 and p99 latency of both, their p50 ratio, capacity units of both
+and their ratio, and lake's requests per operation beside the minimum (the
+raw SDK's: one request does each step) and their ratio; then the backfill of the records against a raw copy
 of them (Scan + BatchWriteItem, no conditions: the practical ceiling) and
 against the raw SDK doing the backfill's conditioned work (the same segments,
 pages and transactions: what DynamoDB itself costs for it), in items per
