@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 // time each ended (a run whose syncs grow from 100 to 290 requests prints
 // 105 against 285, ratio 2.71×).
 func TestPrintProcessLoop(t *testing.T) {
-	var syncs []processSync
+	var syncs []ProcessSync
 	for i := 19; i >= 0; i-- { // out of order, as workers report
-		syncs = append(syncs, processSync{at: time.Duration(i) * time.Second, requests: 100 + 10*i, took: time.Second})
+		syncs = append(syncs, ProcessSync{At: time.Duration(i) * time.Second, Requests: 100 + 10*i, Took: time.Second})
 	}
 	var out bytes.Buffer
-	printProcessLoop(&out, syncs, processLoopOptions{duration: 20 * time.Second, reports: 2})
+	PrintProcessLoop(&out, syncs, ProcessLoopConfig{Duration: 20 * time.Second, Reports: 2})
 	got := out.String()
 	for _, want := range []string{
 		"0s–10s                10          145.0           190           1.00",
