@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/lakemeta/lake/internal/amztarget"
 	"io"
 	"net"
 	"net/http"
@@ -167,7 +168,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var rs []Request
 	if p.opts.Service == "dynamodb" {
-		rs, err = p.dynamo(r.Header.Get("X-Amz-Target"), body)
+		rs, err = p.dynamo(r.Header, body)
 	} else {
 		rs, err = p.s3(r, body)
 	}
@@ -191,8 +192,7 @@ func (p *Proxy) response(resp *http.Response) error {
 	if p.opts.Service != "dynamodb" || resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	op := resp.Request.Header.Get("X-Amz-Target")
-	if !strings.HasSuffix(op, ".GetShardIterator") && !strings.HasSuffix(op, ".GetRecords") {
+	if _, op, _ := amztarget.Op(resp.Request.Header); op != "GetShardIterator" && op != "GetRecords" {
 		return nil
 	}
 	body, err := io.ReadAll(resp.Body)
@@ -285,8 +285,8 @@ func (p *Proxy) itemReq(action, table string, item map[string]av) (Request, erro
 }
 
 // dynamo interprets one DynamoDB (or DynamoDB Streams) JSON request.
-func (p *Proxy) dynamo(target string, body []byte) ([]Request, error) {
-	svc, op, ok := strings.Cut(target, ".")
+func (p *Proxy) dynamo(h http.Header, body []byte) ([]Request, error) {
+	svc, op, ok := amztarget.Op(h)
 	if !ok {
 		return nil, fmt.Errorf("lake: awsrec: request without X-Amz-Target")
 	}
@@ -305,7 +305,7 @@ func (p *Proxy) dynamo(target string, body []byte) ([]Request, error) {
 	}
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &in); err != nil {
-			return nil, fmt.Errorf("lake: awsrec: %s: %v", target, err)
+			return nil, fmt.Errorf("lake: awsrec: %s.%s: %v", svc, op, err)
 		}
 	}
 	if strings.HasPrefix(svc, "DynamoDBStreams") {

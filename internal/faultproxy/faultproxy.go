@@ -19,13 +19,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/lakemeta/lake/internal/amztarget"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 )
@@ -151,10 +151,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	op := r.Header.Get("X-Amz-Target")
-	if i := strings.LastIndexByte(op, '.'); i >= 0 {
-		op = op[i+1:]
-	}
+	_, op, _ := amztarget.Op(r.Header)
 	switch p.draw(op) {
 	case Delay:
 		time.Sleep(p.delay)

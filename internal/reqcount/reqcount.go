@@ -15,6 +15,7 @@ package reqcount
 import (
 	"bytes"
 	"fmt"
+	"github.com/lakemeta/lake/internal/amztarget"
 	"io"
 	"maps"
 	"net"
@@ -70,11 +71,8 @@ func (p *Proxy) Close() error { return p.srv.Close() }
 
 // Op names the operation of request r.
 func Op(r *http.Request) string {
-	if t := r.Header.Get("X-Amz-Target"); t != "" {
-		if i := strings.LastIndexByte(t, '.'); i >= 0 {
-			t = t[i+1:]
-		}
-		return t
+	if _, op, _ := amztarget.Op(r.Header); op != "" {
+		return op
 	}
 	// S3, path style: /BUCKET or /BUCKET/KEY.
 	path := strings.TrimPrefix(r.URL.Path, "/")
@@ -135,7 +133,7 @@ func (p *Proxy) Log() []string {
 // DynamoDB body and puts them back for the forward.
 func describe(r *http.Request) string {
 	line := Op(r)
-	if r.Header.Get("X-Amz-Target") == "" {
+	if r.Header.Get(amztarget.Header) == "" {
 		return line + " " + r.URL.Path + "?" + r.URL.RawQuery
 	}
 	if r.Body == nil {
