@@ -127,3 +127,21 @@ func (d *Driver) belowPage(ctx context.Context, pk, prefix string, start item) (
 	}
 	return out.Items, out.LastEvaluatedKey, nil
 }
+
+// mayHoldFiles reports whether a model whose head is h (as the commit read
+// it: nil when absent) can hold a live file, so that a put of its
+// directory as a file must Query it (clashChecks). Every commit that
+// gives a partition a file, staged or not, sets its head's seq in the same
+// transaction, and nothing lake does clears seq while a file is left:
+// DropPartition deletes the head in its last transaction, after the
+// files, conditioned on the seq it read first, and a guard bump on a
+// dropped model's head leaves a stub without seq. So a head without seq
+// vouches for an empty model (no Query: issue 31, the first sync of many
+// files each at a path that could be a deeper model's directory), and the
+// ConditionCheck or guard update of that head the put carries in its
+// transaction (guard) keeps it so until the commit: a commit of the model
+// in between sets seq and fails this one, which reads again and Queries.
+// A file item written without its head (not lake's protocol: a foreign
+// writer) is not seen here; `lake data check --repair` rebuilds the head
+// of a partition holding files, and the put Queries from then on.
+func mayHoldFiles(h item) bool { return getN(h, "seq") != 0 }
