@@ -262,6 +262,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	seq := map[string]uint64{}
 	var out []datastore.Info
+	var listed []datastore.Entry // staged: the entry list's (stagebatch.go)
 	for _, e := range entries {
 		path := e.Path()
 		part := d.partition(path)
@@ -320,7 +321,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		fi := d.fileItem(info)
 		if tx != "" {
 			fi = d.stagedItem(fi, old, tx) // whole.go
-			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.listItem(tx, e)}})
+			listed = append(listed, e)
 		}
 		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: fi,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
@@ -328,6 +329,9 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	if len(out) == 0 {
 		return nil, nil, nil, nil
+	}
+	if len(listed) > 0 {
+		add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.listBatchItem(tx, listed)}})
 	}
 	// Heads and counters: every changed partition moves its one index
 	// entry (its head item) to the next position of its shard.
@@ -385,6 +389,9 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, err
 		}
 		return nil, nil, nil, errClaimedFirst
+	}
+	if tx != "" && tooBig(items) {
+		return nil, nil, nil, errTxTooBig // stagebatch.go: stageAll halves the batch
 	}
 	return items, roles, out, nil
 }
