@@ -115,10 +115,8 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
-	for _, p := range parts {
-		if err := d.register(ctx, p); err != nil {
-			return nil, err
-		}
+	if err := d.registerAll(ctx, parts); err != nil { // stagebatch.go
+		return nil, err
 	}
 	if len(entries) > d.maxCommit {
 		return d.commitWhole(ctx, fence, entries, now) // whole.go
@@ -167,6 +165,7 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
+			noteStaged(ctx, tx, items) // stagebatch.go
 			return out, nil
 		}
 		failed, ok := failedIndexes(err)

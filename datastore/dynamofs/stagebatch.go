@@ -86,8 +86,11 @@ func (d *Driver) stageLen(entries []datastore.Entry) int {
 	return len(entries)
 }
 
-// stageAll stages entries under commit id, as many a transaction as fit.
-func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, id string) ([]datastore.Info, error) {
+// stageAll stages entries under commit id, as many a transaction as fit,
+// and returns what it staged (for settleOwn).
+func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, id string) ([]datastore.Info, *stagedNote, error) {
+	own := &stagedNote{}
+	ctx = context.WithValue(ctx, stagedNoteKey{}, own)
 	var out []datastore.Info
 	for start := 0; start < len(entries); {
 		n := d.stageLen(entries[start:])
@@ -104,14 +107,14 @@ func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries [
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, infos...)
 			break
 		}
 		start += n
 	}
-	return out, nil
+	return out, own, nil
 }
 
 // tooBig reports whether a staging transaction of items exceeds one
@@ -281,4 +284,91 @@ func valueBytes(v types.AttributeValue) int {
 		return n
 	}
 	return 1
+}
+
+// stagedNote is what the writer of a staged commit wrote: its staged file
+// items and entry-list items, as its transactions put them, so that its
+// own roll-forward right after its flip reads none of them back
+// (settleOwn).
+type stagedNote struct{ files, lists []item }
+
+type stagedNoteKey struct{}
+
+// noteStaged records in ctx's stagedNote (if any) the items a staging
+// transaction of commit tx put: the path items it staged (tx = tx) and its
+// entry-list item (b#).
+func noteStaged(ctx context.Context, tx string, items []types.TransactWriteItem) {
+	n, _ := ctx.Value(stagedNoteKey{}).(*stagedNote)
+	if tx == "" || n == nil {
+		return
+	}
+	for _, w := range items {
+		switch {
+		case w.Put == nil:
+		case getS(w.Put.Item, attrTx) == tx:
+			n.files = append(n.files, w.Put.Item)
+		case strings.HasPrefix(getS(w.Put.Item, attrSK), "b#"):
+			n.lists = append(n.lists, w.Put.Item)
+		}
+	}
+}
+
+// settleOwn rolls forward commit id, which this writer has just flipped,
+// from what it staged (own): no read of the record, the entry list or the
+// staged items. It cannot be wrong where settle would be right: the flip
+// landed, so the record is done (or already settled by another, and then
+// every write below is conditioned on tx = id, fails and is skipped:
+// settleItems), and an item staged by id changes only by settling id.
+func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *stagedNote) error {
+	if own == nil || len(own.lists) == 0 {
+		return d.settle(ctx, id, now)
+	}
+	if err := d.rollForwardItems(ctx, id, now, entryItems(own.lists), own.files); err != nil {
+		return err
+	}
+	var keys []item
+	for _, it := range own.lists {
+		keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+	}
+	return d.forgetKeys(ctx, id, keys)
+}
+
+// registerAll registers parts (register) before a commit's first change:
+// the partitions not yet registered by this process in one
+// TransactWriteItems (an ADD to each registry shard's set, idempotent)
+// when there are several, not one UpdateItem each.
+func (d *Driver) registerAll(ctx context.Context, parts []string) error {
+	byShard := map[string][]string{}
+	var todo []string
+	for _, p := range parts {
+		if _, ok := d.registered.Load(d.regKey(p)); !ok {
+			todo = append(todo, p)
+			byShard[shard(p)] = append(byShard[shard(p)], p)
+		}
+	}
+	if len(todo) < 2 || len(byShard) > maxTxItems {
+		for _, p := range todo {
+			if err := d.register(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var items []types.TransactWriteItem
+	for _, sh := range slices.Sorted(maps.Keys(byShard)) {
+		u, err := build(expression.NewBuilder().WithUpdate(expression.Add(expression.Name("parts"),
+			expression.Value(&types.AttributeValueMemberSS{Value: byShard[sh]}))))
+		if err != nil {
+			return err
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.registryKey(sh),
+			UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}})
+	}
+	if err := d.transact(ctx, items); err != nil {
+		return d.classify(err, todo[0])
+	}
+	for _, p := range todo {
+		d.registered.Store(d.regKey(p), struct{}{})
+	}
+	return nil
 }

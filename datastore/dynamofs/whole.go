@@ -213,7 +213,7 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		return nil, d.classify(err, "")
 	}
-	out, err := d.stageAll(ctx, fence, entries, now, id) // stagebatch.go
+	out, own, err := d.stageAll(ctx, fence, entries, now, id) // stagebatch.go
 	if err != nil {
 		d.giveUp(ctx, id, now)
 		return nil, err
@@ -249,7 +249,7 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	// Done and visible; a failed roll-forward is left to readers, the next
 	// writer and Reclaim, never reported as a failed commit.
-	_ = d.settle(ctx, id, now)
+	_ = d.settleOwn(ctx, id, now, own) // stagebatch.go
 	return out, nil
 }
 
@@ -434,6 +434,13 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 	if err != nil {
 		return err
 	}
+	return d.rollForwardItems(ctx, id, now, entries, files)
+}
+
+// rollForwardItems is rollForward over commit id's entry items and the
+// items of its paths still staged by it (as staged reads them, or as its
+// writer wrote them: stagebatch.go).
+func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item) error {
 	intents := map[string]item{}
 	for _, it := range entries {
 		if getS(it, "ipk") != "" {
@@ -607,6 +614,11 @@ func (d *Driver) forget(ctx context.Context, id string) error {
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+	return d.forgetKeys(ctx, id, keys)
+}
+
+// forgetKeys is forget with commit id's entry item keys known.
+func (d *Driver) forgetKeys(ctx context.Context, id string, keys []item) error {
 	// The record goes last: while it exists, a settler finds the entries.
 	if err := d.batchDelete(ctx, append(keys, d.txKey(id))); err != nil {
 		return err
