@@ -290,7 +290,63 @@ func valueBytes(v types.AttributeValue) int {
 // items and entry-list items, as its transactions put them, so that its
 // own roll-forward right after its flip reads none of them back
 // (settleOwn).
-type stagedNote struct{ files, lists []item }
+type stagedNote struct {
+	files, lists []item
+	// below and pending carry a partition's live paths (clashbatch.go)
+	// from one staging transaction to the next: pending as the
+	// transaction being built read them, below once it landed.
+	below, pending map[string]livePathsAt
+}
+
+// livePathsAt is a partition's live paths (sorted) while its head holds
+// seq and guard.
+type livePathsAt struct {
+	paths      []string
+	seq, guard uint64
+}
+
+// carry notes, for the staging transaction being built, the live paths of
+// partition key pk that its clash checks used and its head as read.
+func carry(ctx context.Context, pk string, paths []string, head item) {
+	n, _ := ctx.Value(stagedNoteKey{}).(*stagedNote)
+	if n == nil {
+		return
+	}
+	if n.pending == nil {
+		n.pending = map[string]livePathsAt{}
+	}
+	n.pending[pk] = livePathsAt{paths: paths, seq: getN(head, "seq"), guard: getN(head, "guard")}
+}
+
+// carried returns the live paths of partition key pk (less gone) as an
+// earlier staging transaction of this commit left them, if its head (as
+// this one read it) still holds the seq that transaction gave it and the
+// guard it read. Why that cannot be wrong: those paths were vouched for by
+// that transaction's head CAS, which landed, and the paths it staged are
+// added to them (noteStaged); every commit that changes a file of the
+// partition since moves its head's seq, and every claim on it its guard,
+// and this transaction's own head CAS checks both as read. Settling
+// another commit's staged path changes no seq, but only from "either
+// state" (clashLive) to one of them: the carried paths are then a
+// superset, never missing a live file. A foreign file item written without
+// its head is not vouched for by any read (clashbatch.go).
+func carried(ctx context.Context, pk string, head item, gone map[string]bool) ([]string, bool) {
+	n, _ := ctx.Value(stagedNoteKey{}).(*stagedNote)
+	if n == nil {
+		return nil, false
+	}
+	b, ok := n.below[pk]
+	if !ok || head == nil || getN(head, "seq") != b.seq || getN(head, "guard") != b.guard {
+		return nil, false
+	}
+	var out []string
+	for _, p := range b.paths {
+		if !gone[p] {
+			out = append(out, p)
+		}
+	}
+	return out, true
+}
 
 type stagedNoteKey struct{}
 
@@ -302,15 +358,55 @@ func noteStaged(ctx context.Context, tx string, items []types.TransactWriteItem)
 	if tx == "" || n == nil {
 		return
 	}
+	var staged []item
 	for _, w := range items {
 		switch {
 		case w.Put == nil:
 		case getS(w.Put.Item, attrTx) == tx:
-			n.files = append(n.files, w.Put.Item)
+			staged = append(staged, w.Put.Item)
 		case strings.HasPrefix(getS(w.Put.Item, attrSK), "b#"):
 			n.lists = append(n.lists, w.Put.Item)
 		}
 	}
+	n.files = append(n.files, staged...)
+	// The live paths the transaction's clash checks used, with what it
+	// staged, at the seq its head CAS set (the last position it gave).
+	for pk, at := range n.pending {
+		live := map[string]bool{}
+		for _, p := range at.paths {
+			live[p] = true
+		}
+		var seq, first uint64
+		for _, it := range staged {
+			if getS(it, attrPK) != pk {
+				continue
+			}
+			pos := getN(it, attrPos)
+			seq = max(seq, pos)
+			if first == 0 || pos < first {
+				first = pos
+			}
+			live[getS(it, attrSK)] = !getBool(it, "del")
+		}
+		if seq == 0 || first != at.seq+1 {
+			// Nothing staged there (its head did not move), or the
+			// paths were read by an earlier build of this transaction
+			// against another head: positions follow the head read.
+			continue
+		}
+		var paths []string
+		for p, ok := range live {
+			if ok {
+				paths = append(paths, p)
+			}
+		}
+		slices.Sort(paths)
+		if n.below == nil {
+			n.below = map[string]livePathsAt{}
+		}
+		n.below[pk] = livePathsAt{paths: paths, seq: seq, guard: at.guard}
+	}
+	n.pending = nil
 }
 
 // settleOwn rolls forward commit id, which this writer has just flipped,

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
 // TestStagedCommitPacksTransactions (issue 31): a commit of 250 new files
@@ -66,4 +69,76 @@ func TestStagedCommitPacksTransactions(t *testing.T) {
 	meta := bytes.Repeat([]byte("m"), 60<<10)
 	commit(paths[:60], meta)
 	commit(paths[:60], meta) // each staged item carries its old state too
+}
+
+// TestStagedBatchesCarryPartitionReads (issue 31): the staging
+// transactions of one commit read a partition once for their clash checks
+// (the first), the later ones carrying its live paths while its head is
+// as the previous one left it. A foreign writer (another client on the
+// same table) committing a file below a path of the last batch after that
+// batch was built moves the head: the transaction fails, the batch reads
+// the partition again and the commit is refused naming both paths.
+func TestStagedBatchesCarryPartitionReads(t *testing.T) {
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	open := func() (*dynamofs.Driver, *datastore.Store) {
+		d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := datastore.New(d)
+		t.Cleanup(func() { s.Close() })
+		return d, s
+	}
+	d, s := open()
+	_, foreign := open()
+	ctx := t.Context()
+	entries := func(dir string) []datastore.Entry {
+		var es []datastore.Entry
+		for i := range 250 {
+			st, err := s.Upload(ctx, fmt.Sprintf("%s/f%03d", dir, i), strings.NewReader("x"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, datastore.Entry{Put: &st})
+		}
+		return es
+	}
+	if _, err := s.Put(ctx, "top/zz", strings.NewReader("z"), nil); err != nil { // registers the partition
+		t.Fatal(err)
+	}
+	before := d.Stats()
+	if _, err := s.Commit(ctx, nil, entries("top/ok")); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Stats().Sub(before).Requests; got["Query"] != 1 || got["TransactWriteItems"] < 5 {
+		t.Fatalf("a staged commit of 250 new files in one partition: %v, want one Query (and several staging transactions)", got)
+	}
+
+	es := entries("top/cb")
+	writes, fired := 0, false
+	d.SetWriteFault(func() error {
+		// 1: the record; 2, 3: the first two batches; 4: the last, built
+		// from the carried paths.
+		if writes++; writes != 4 {
+			return nil
+		}
+		fired = true
+		_, err := foreign.Put(ctx, "top/cb/f200/below", strings.NewReader("b"), nil)
+		return err
+	})
+	_, err := s.Commit(ctx, nil, es)
+	d.SetWriteFault(nil)
+	if !fired {
+		t.Fatalf("the foreign commit never ran (%d writes)", writes)
+	}
+	if cl, ok := datastore.AsClash(err); !ok || cl.Path != "top/cb/f200" || cl.Other != "top/cb/f200/below" {
+		t.Fatalf("a staged commit over a directory another client filled after its last batch was built: %v, want a clash naming both", err)
+	}
+	for _, p := range []string{"top/cb/f000", "top/cb/f200"} {
+		if _, err := s.Stat(ctx, p); err == nil {
+			t.Fatalf("%s of the refused commit is visible", p)
+		}
+	}
 }
