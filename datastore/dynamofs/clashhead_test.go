@@ -141,3 +141,31 @@ func TestDeeperModelWrittenBetweenReadAndCommit(t *testing.T) {
 
 func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func nv(n string) types.AttributeValue { return &types.AttributeValueMemberN{Value: n} }
+
+// TestHeadlessDeeperModelFoundByCheck: a client that is not lake writes a
+// file item of the model t/fh/f000 with a raw PutItem and no head. A put
+// of the model's directory trusts the model's head (none: no Query), so
+// `lake data check` names the missing head, and once --repair rebuilt it
+// the put is refused naming both paths.
+func TestHeadlessDeeperModelFoundByCheck(t *testing.T) {
+	raw, table, s := rawStore(t)
+	ctx := t.Context()
+	const model, deep = "t/fh/f000", "data/t/fh/f000/n/v/raw"
+	if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"pk": sv("f#" + model), "sk": sv(deep), "pos": nv("1"), "t": nv("0"), "ver": sv("00"),
+		"size": nv("0"), "chunks": nv("0"), "sha": sv("e3b0"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check(ctx, datastore.CheckOptions{})
+	if err != nil || !strings.Contains(fmt.Sprint(rep.Problems), model) {
+		t.Fatalf("check beside a headless file item of %s: %v, %+v; want its head named", model, err, rep.Problems)
+	}
+	if _, err := s.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Put(ctx, "data/t/fh/f000", strings.NewReader("x"), nil)
+	if cl, ok := datastore.AsClash(err); !ok || cl.Path != "data/t/fh/f000" || cl.Other != deep {
+		t.Fatalf("a put of the directory of a repaired model's file: %v, want a clash naming both", err)
+	}
+}
