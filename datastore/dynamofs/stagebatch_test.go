@@ -2,9 +2,15 @@ package dynamofs_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
@@ -140,5 +146,118 @@ func TestStagedBatchesCarryPartitionReads(t *testing.T) {
 		if _, err := s.Stat(ctx, p); err == nil {
 			t.Fatalf("%s of the refused commit is visible", p)
 		}
+	}
+}
+
+// TestOlderEntryItemsSettle: a commit staged by an older release lists its
+// entries as one o#ID/e#PATH item each, not one b# item a staging
+// transaction. Its writer died (at the flip, or right after it); the
+// entry lists are rewritten in the older form with raw SDK calls, and
+// Reclaim settles the commit from them: rolled back (never flipped: no
+// file visible) or forward (every file visible, an intent of a chunked
+// file released), and nothing of the commit's own items is left.
+func TestOlderEntryItemsSettle(t *testing.T) {
+	for _, flipped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flipped=%v", flipped), func(t *testing.T) {
+			raw := ddblocal.Client(t)
+			table := ddblocal.TableName(t)
+			ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+			d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table, MaxCommit: 4, CommitWindow: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := datastore.New(d)
+			t.Cleanup(func() { s.Close() })
+			ctx := t.Context()
+			if _, err := s.Put(ctx, "top/zz", strings.NewReader("z"), nil); err != nil { // registers the partition
+				t.Fatal(err)
+			}
+			var es []datastore.Entry
+			want := map[string]string{}
+			for i := range 10 {
+				p, body := fmt.Sprintf("top/ol/f%02d", i), fmt.Sprint(i)
+				if i == 3 {
+					body = strings.Repeat("c", datastore.InlineMax+1) // chunked: an upload intent
+				}
+				st, err := s.Upload(ctx, p, strings.NewReader(body), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				es = append(es, datastore.Entry{Put: &st})
+				want[p] = body
+			}
+			// Writes: 1 the record, 2-4 the staging batches, 5 the
+			// flip, 6 the first roll-forward transaction.
+			writes, dieAt := 0, map[bool]int{false: 5, true: 6}[flipped]
+			d.SetWriteFault(func() error {
+				if writes++; writes >= dieAt {
+					return errors.New("killed")
+				}
+				return nil
+			})
+			_, err = s.Commit(ctx, nil, es)
+			d.SetWriteFault(nil)
+			if flipped != (err == nil) {
+				t.Fatalf("commit dying at write %d: %v", dieAt, err)
+			}
+			// The older form: each b# item's entries as e#PATH items.
+			scan := func() []map[string]types.AttributeValue {
+				out, err := raw.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var its []map[string]types.AttributeValue
+				for _, it := range out.Items {
+					if pk := it["pk"].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "o#") && pk != "o#" {
+						its = append(its, it)
+					}
+				}
+				return its
+			}
+			lists := 0
+			for _, it := range scan() {
+				sk := it["sk"].(*types.AttributeValueMemberS).Value
+				if !strings.HasPrefix(sk, "b#") {
+					continue
+				}
+				lists++
+				for _, v := range it["es"].(*types.AttributeValueMemberL).Value {
+					m := v.(*types.AttributeValueMemberM).Value
+					e := map[string]types.AttributeValue{"pk": it["pk"], "sk": sv("e#" + m["p"].(*types.AttributeValueMemberS).Value)}
+					if m["ipk"] != nil {
+						e["ipk"], e["isk"] = m["ipk"], m["isk"]
+					}
+					if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: e}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := raw.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table),
+					Key: map[string]types.AttributeValue{"pk": it["pk"], "sk": it["sk"]}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if lists != 3 {
+				t.Fatalf("%d entry-list items, want 3 (one per staging transaction)", lists)
+			}
+			time.Sleep(5 * time.Millisecond) // past the commit window
+			if _, err := s.Reclaim(ctx, datastore.ReclaimOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for p, body := range want {
+				_, b, err := s.Get(ctx, p)
+				if !flipped {
+					if err == nil {
+						t.Fatalf("%s of a commit never flipped is visible after it was settled", p)
+					}
+					continue
+				}
+				if err != nil || string(b) != body {
+					t.Fatalf("get %s of a flipped commit: %d bytes, %v; want %d", p, len(b), err, len(body))
+				}
+			}
+			if left := scan(); len(left) != 0 {
+				t.Fatalf("the settled commit left %d of its items: %v", len(left), left)
+			}
+		})
 	}
 }
