@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +260,84 @@ func TestOlderEntryItemsSettle(t *testing.T) {
 				t.Fatalf("the settled commit left %d of its items: %v", len(left), left)
 			}
 		})
+	}
+}
+
+// TestConcurrentStagedCommitsOnePartition: two clients (separate drivers,
+// as two processes) each commit 150 new files to one partition in staged
+// commits at once, while a third puts, at the same time, a file at a
+// directory the first's last batch fills. The staging transactions race
+// on the partition's head; each that loses reads again (its carried paths
+// no longer match the head), so both big commits land whole unless one is
+// refused naming the third's file, and the partition's feed holds every
+// change once.
+func TestConcurrentStagedCommitsOnePartition(t *testing.T) {
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	open := func() *datastore.Store {
+		d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := datastore.New(d)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx := t.Context()
+	stores := []*datastore.Store{open(), open(), open()}
+	entries := func(s *datastore.Store, dir string) []datastore.Entry {
+		var es []datastore.Entry
+		for i := range 150 {
+			st, err := s.Upload(ctx, fmt.Sprintf("%s/f%03d", dir, i), strings.NewReader(dir), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, datastore.Entry{Put: &st})
+		}
+		return es
+	}
+	a, b := entries(stores[0], "top/cc/a"), entries(stores[1], "top/cc/b")
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, es := range [][]datastore.Entry{a, b} {
+		wg.Go(func() { _, errs[i] = stores[i].Commit(ctx, nil, es) })
+	}
+	wg.Go(func() { _, errs[2] = stores[2].Put(ctx, "top/cc/a/f140/x", strings.NewReader("x"), nil) })
+	wg.Wait()
+	if errs[1] != nil {
+		t.Fatalf("the commit beside them: %v", errs[1])
+	}
+	t.Logf("the commit over the put's directory: %v; the put: %v", errs[0], errs[2])
+	want := 150
+	switch cl0, ok0 := datastore.AsClash(errs[0]); {
+	case errs[0] == nil && errs[2] == nil:
+		t.Fatal("both the commit of top/cc/a/f140 and the put of top/cc/a/f140/x landed")
+	case errs[0] == nil:
+		if cl, ok := datastore.AsClash(errs[2]); !ok || cl.Path != "top/cc/a/f140/x" || cl.Other != "top/cc/a/f140" {
+			t.Fatalf("the put below a file the commit made: %v, want a clash naming both", errs[2])
+		}
+		want += 150
+	case errs[2] == nil:
+		if !ok0 || cl0.Path != "top/cc/a/f140" || cl0.Other != "top/cc/a/f140/x" {
+			t.Fatalf("the commit over the put's directory: %v, want a clash naming both", errs[0])
+		}
+		want++
+	default:
+		t.Fatalf("neither landed: %v; %v", errs[0], errs[2])
+	}
+	var n int
+	for cur := ""; ; {
+		page, err := stores[2].List(ctx, "top/cc/", 1000, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Files)
+		if cur = page.Cursor; cur == "" {
+			break
+		}
+	}
+	if n != want {
+		t.Fatalf("%d files under top/cc/, want %d", n, want)
 	}
 }
