@@ -389,6 +389,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		return nil, nil, nil, errClaimedFirst
 	}
+	items, roles = withFirst(ctx, tx, items, roles) // stagebatch.go: a staged commit's record, with its first batch
 	if tx != "" && tooBig(items) {
 		return nil, nil, nil, errTxTooBig // stagebatch.go: stageAll halves the batch
 	}

@@ -88,8 +88,12 @@ func (d *Driver) stageLen(entries []datastore.Entry) int {
 
 // stageAll stages entries under commit id, as many a transaction as fit,
 // and returns what it staged (for settleOwn).
-func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, id string) ([]datastore.Info, *stagedNote, error) {
-	own := &stagedNote{}
+//
+// first (the record's create and its live-set id) goes in the first
+// staging transaction that changes anything; own.first is still set when
+// none did (nothing was written).
+func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, id string, first []types.TransactWriteItem) ([]datastore.Info, *stagedNote, error) {
+	own := &stagedNote{first: first}
 	ctx = context.WithValue(ctx, stagedNoteKey{}, own)
 	var out []datastore.Info
 	for start := 0; start < len(entries); {
@@ -292,6 +296,9 @@ func valueBytes(v types.AttributeValue) int {
 // (settleOwn).
 type stagedNote struct {
 	files, lists []item
+	// first are the items the first staging transaction carries besides
+	// its batch (the record's create, its live-set id): nil once it landed.
+	first []types.TransactWriteItem
 	// below and pending carry a partition's live paths (clashbatch.go)
 	// from one staging transaction to the next: pending as the
 	// transaction being built read them, below once it landed.
@@ -358,6 +365,7 @@ func noteStaged(ctx context.Context, tx string, items []types.TransactWriteItem)
 	if tx == "" || n == nil {
 		return
 	}
+	n.first = nil // the record landed with this transaction, if it was the first
 	var staged []item
 	for _, w := range items {
 		switch {
@@ -467,4 +475,19 @@ func (d *Driver) registerAll(ctx context.Context, parts []string) error {
 		d.registered.Store(d.regKey(p), struct{}{})
 	}
 	return nil
+}
+
+// withFirst adds to a staging transaction of commit tx (items, roles) the
+// items the first one carries (stagedNote.first), while no staging
+// transaction of it has landed: the record is created in the same write
+// as the first staged items, so none is ever seen without it.
+func withFirst(ctx context.Context, tx string, items []types.TransactWriteItem, roles []role) ([]types.TransactWriteItem, []role) {
+	n, _ := ctx.Value(stagedNoteKey{}).(*stagedNote)
+	if tx == "" || n == nil || n.first == nil {
+		return items, roles
+	}
+	for range n.first {
+		roles = append(roles, roleOther)
+	}
+	return append(items, n.first...), roles
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // TestStagedCommitPacksTransactions (issue 31): a commit of 250 new files
@@ -58,12 +59,12 @@ func TestStagedCommitPacksTransactions(t *testing.T) {
 	}
 	commit(paths, nil)
 	got := sent
-	// The registry (3 partitions), the record, 3 or 4 staging
-	// transactions, the flip, 3 roll-forward transactions, the index
-	// entries, the live set: 12; no read of what the writer staged
-	// (settleOwn).
-	if got["TransactWriteItems"] > 12 || got["BatchWriteItem"] > 1 || got["UpdateItem"] > 0 || got["GetItem"] > 0 {
-		t.Fatalf("a commit of 250 new files sent %d TransactWriteItems and %d BatchWriteItem, want at most 12 and 1, and no UpdateItem or GetItem: %v",
+	// The registry (3 partitions), 3 or 4 staging transactions (the
+	// first also creates the record), the flip, 3 roll-forward
+	// transactions, the index entries, the live set: 11; no read of what
+	// the writer staged (settleOwn).
+	if got["TransactWriteItems"] > 11 || got["BatchWriteItem"] > 1 || got["UpdateItem"] > 0 || got["GetItem"] > 0 {
+		t.Fatalf("a commit of 250 new files sent %d TransactWriteItems and %d BatchWriteItem, want at most 11 and 1, and no UpdateItem or GetItem: %v",
 			got["TransactWriteItems"], got["BatchWriteItem"], got)
 	}
 	page, err := s.List(ctx, "data/t/p1/", 1000, "")
@@ -126,9 +127,9 @@ func TestStagedBatchesCarryPartitionReads(t *testing.T) {
 	es := entries("top/cb")
 	writes, fired := 0, false
 	d.SetWriteFault(func() error {
-		// 1: the record; 2, 3: the first two batches; 4: the last, built
-		// from the carried paths.
-		if writes++; writes != 4 {
+		// 1, 2: the first two batches (the first also creates the
+		// record); 3: the last, built from the carried paths.
+		if writes++; writes != 3 {
 			return nil
 		}
 		fired = true
@@ -187,9 +188,10 @@ func TestOlderEntryItemsSettle(t *testing.T) {
 				es = append(es, datastore.Entry{Put: &st})
 				want[p] = body
 			}
-			// Writes: 1 the record, 2-4 the staging batches, 5 the
-			// flip, 6 the first roll-forward transaction.
-			writes, dieAt := 0, map[bool]int{false: 5, true: 6}[flipped]
+			// Writes: 1-3 the staging batches (the first also creates
+			// the record), 4 the flip, 5 the first roll-forward
+			// transaction.
+			writes, dieAt := 0, map[bool]int{false: 4, true: 5}[flipped]
 			d.SetWriteFault(func() error {
 				if writes++; writes >= dieAt {
 					return errors.New("killed")
@@ -339,5 +341,37 @@ func TestConcurrentStagedCommitsOnePartition(t *testing.T) {
 	}
 	if n != want {
 		t.Fatalf("%d files under top/cc/, want %d", n, want)
+	}
+}
+
+// TestStagedCommitOfNothing: a commit larger than one transaction whose
+// every entry changes nothing (deletes of absent paths) writes nothing,
+// not even its record (which the first staging transaction that changes
+// something creates), answers for its fence, and leaves no item behind.
+func TestStagedCommitOfNothing(t *testing.T) {
+	raw, table, s := rawStore(t)
+	ctx := t.Context()
+	var es []datastore.Entry
+	for i := range 40 {
+		es = append(es, datastore.Entry{Delete: fmt.Sprintf("top/none/f%02d", i)})
+	}
+	if infos, err := s.Commit(ctx, nil, es); err != nil || len(infos) != 0 {
+		t.Fatalf("a commit of 40 deletes of absent paths: %v, %v; want nothing done", infos, err)
+	}
+	if err := s.Records().CASRecord(ctx, "lock/none", metastore.ExpectAbsent(), []byte("t1")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Commit(ctx, &datastore.Fence{Key: "lock/none", Token: []byte("t0")}, es)
+	if !errors.Is(err, metastore.ErrConflict) {
+		t.Fatalf("the same under a stale fence: %v, want a conflict", err)
+	}
+	out, err := raw.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range out.Items {
+		if pk := it["pk"].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "o#") {
+			t.Fatalf("a commit that changed nothing left %v", it)
+		}
 	}
 }

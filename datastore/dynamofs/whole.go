@@ -30,8 +30,9 @@ import (
 //	o#ID   e#PATH   one per entry, as older releases wrote the entries (still read)
 //	o#     live     ids: the string set of commit records not yet settled
 //
-//  1. One transaction creates the record (pending) and adds its id to the
-//     live set, under the fence's ConditionCheck.
+//  1. The record is created (pending) and its id added to the live set by
+//     the first staging transaction below, under its fence's
+//     ConditionCheck (a transaction of its own before issue 31).
 //  2. The entries are staged as many as fit at a time (stagebatch.go), each batch a transaction
 //     exactly like a small commit's (fence, the position it read, heads and
 //     shard counters moved, clash checks) except that each path's item gets
@@ -200,23 +201,15 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 		{Put: &types.Put{TableName: &d.table, Item: rec, ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}},
 		{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}},
 	}
-	if fence != nil {
-		f, err := d.fenceCheck(fence)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, f)
-	}
-	if err := d.transact(ctx, items); err != nil {
-		if idx, ok := failedIndexes(err); ok && slices.Contains(idx, 2) {
-			return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
-		}
-		return nil, d.classify(err, "")
-	}
-	out, own, err := d.stageAll(ctx, fence, entries, now, id) // stagebatch.go
+	// The record and its live-set id are created by the first staging
+	// transaction (stagebatch.go), under its fence's ConditionCheck.
+	out, own, err := d.stageAll(ctx, fence, entries, now, id, items) // stagebatch.go
 	if err != nil {
 		d.giveUp(ctx, id, now)
 		return nil, err
+	}
+	if own.first != nil {
+		return out, nil // no batch changed anything: no record, nothing to flip
 	}
 	// The flip: the one write that makes the commit visible.
 	e, err := build(expression.NewBuilder().WithCondition(expression.Name("st").Equal(expression.Value("p"))).
