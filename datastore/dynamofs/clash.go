@@ -39,6 +39,9 @@ import (
 //
 // Cost per put: the directories above it in the BatchGetItem the commit
 // makes anyway, one Query for a new file, and at most one ConditionCheck.
+// A put of a deeper model's directory Queries that model only when its
+// head (read in the same BatchGetItem) says it may hold files
+// (mayHoldFiles, clashbatch.go).
 
 // ChecksClashes reports that Commit refuses file/directory clashes (the
 // conformance suite's FileOrDirectory).
@@ -141,10 +144,12 @@ func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, tou
 		model, isDir := d.modelDirOf(p)
 		switch {
 		case isDir && model != part:
-			if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
-				return nil, err
-			} else if below != "" {
-				return nil, datastore.Clash(p, below)
+			if mayHoldFiles(lookup(d.headKey(model))) { // clashbatch.go
+				if below, err := d.liveBelow(ctx, d.filePK(model), "", in, tx); err != nil {
+					return nil, err
+				} else if below != "" {
+					return nil, datastore.Clash(p, below)
+				}
 			}
 			if !touched[model] {
 				guard(model) // claims.go: seq and guard as read, guard bumped

@@ -34,12 +34,13 @@ type belowCache struct {
 	small map[string]bool     // pk -> its head's seq is below belowBatchPages pages
 	paths map[string][]string // pk -> sorted live paths; absent: not read yet
 	tried map[string]bool     // pk -> the one read was made (paths may be nil: too large)
+	head  map[string]item     // pk -> its partition's head as the commit read it (carried)
 }
 
 // newBelowCache counts the new puts of entries per partition; lookup is the
 // state the commit read (its partitions' heads among it).
 func newBelowCache(d *Driver, entries []datastore.Entry, lookup func(item) item) *belowCache {
-	c := &belowCache{puts: map[string]int{}, small: map[string]bool{}, paths: map[string][]string{}, tried: map[string]bool{}}
+	c := &belowCache{puts: map[string]int{}, small: map[string]bool{}, paths: map[string][]string{}, tried: map[string]bool{}, head: map[string]item{}}
 	for _, e := range entries {
 		if e.Put != nil {
 			part := d.partition(e.Put.Path)
@@ -50,6 +51,7 @@ func newBelowCache(d *Driver, entries []datastore.Entry, lookup func(item) item)
 			// read that does not finish in belowBatchPages pages falls
 			// back to a Query per file.
 			c.small[pk] = getN(lookup(d.headKey(part)), "seq") < belowBatchPages*belowPageItems
+			c.head[pk] = lookup(d.headKey(part))
 		}
 	}
 	return c
@@ -63,16 +65,24 @@ func (d *Driver) liveBelowBatched(ctx context.Context, c *belowCache, pk, prefix
 		return d.liveBelow(ctx, pk, prefix, gone, tx)
 	}
 	if !c.tried[pk] {
-		if c.puts[pk] < belowBatchMin || !c.small[pk] {
-			return d.liveBelow(ctx, pk, prefix, gone, tx)
-		}
-		c.tried[pk] = true
-		live, complete, err := d.livePaths(ctx, pk, gone, tx)
-		if err != nil {
-			return "", err
-		}
-		if complete {
+		if live, ok := carried(ctx, pk, c.head[pk], gone); ok { // stagebatch.go
+			c.tried[pk] = true
 			c.paths[pk] = live
+		} else {
+			if c.puts[pk] < belowBatchMin || !c.small[pk] {
+				return d.liveBelow(ctx, pk, prefix, gone, tx)
+			}
+			c.tried[pk] = true
+			live, complete, err := d.livePaths(ctx, pk, gone, tx)
+			if err != nil {
+				return "", err
+			}
+			if complete {
+				c.paths[pk] = live
+			}
+		}
+		if live, ok := c.paths[pk]; ok {
+			carry(ctx, pk, live, c.head[pk])
 		}
 	}
 	live, ok := c.paths[pk]
@@ -127,3 +137,21 @@ func (d *Driver) belowPage(ctx context.Context, pk, prefix string, start item) (
 	}
 	return out.Items, out.LastEvaluatedKey, nil
 }
+
+// mayHoldFiles reports whether a model whose head is h (as the commit read
+// it: nil when absent) can hold a live file, so that a put of its
+// directory as a file must Query it (clashChecks). Every commit that
+// gives a partition a file, staged or not, sets its head's seq in the same
+// transaction, and nothing lake does clears seq while a file is left:
+// DropPartition deletes the head in its last transaction, after the
+// files, conditioned on the seq it read first, and a guard bump on a
+// dropped model's head leaves a stub without seq. So a head without seq
+// vouches for an empty model (no Query: issue 31, the first sync of many
+// files each at a path that could be a deeper model's directory), and the
+// ConditionCheck or guard update of that head the put carries in its
+// transaction (guard) keeps it so until the commit: a commit of the model
+// in between sets seq and fails this one, which reads again and Queries.
+// A file item written without its head (not lake's protocol: a foreign
+// writer) is not seen here; `lake data check --repair` rebuilds the head
+// of a partition holding files, and the put Queries from then on.
+func mayHoldFiles(h item) bool { return getN(h, "seq") != 0 }

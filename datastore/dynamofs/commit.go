@@ -115,10 +115,8 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
-	for _, p := range parts {
-		if err := d.register(ctx, p); err != nil {
-			return nil, err
-		}
+	if err := d.registerAll(ctx, parts); err != nil { // stagebatch.go
+		return nil, err
 	}
 	if len(entries) > d.maxCommit {
 		return d.commitWhole(ctx, fence, entries, now) // whole.go
@@ -167,6 +165,7 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
+			noteStaged(ctx, tx, items) // stagebatch.go
 			return out, nil
 		}
 		failed, ok := failedIndexes(err)
@@ -262,6 +261,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	seq := map[string]uint64{}
 	var out []datastore.Info
+	var listed []datastore.Entry // staged: the entry list's (stagebatch.go)
 	for _, e := range entries {
 		path := e.Path()
 		part := d.partition(path)
@@ -320,7 +320,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		fi := d.fileItem(info)
 		if tx != "" {
 			fi = d.stagedItem(fi, old, tx) // whole.go
-			add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.listItem(tx, e)}})
+			listed = append(listed, e)
 		}
 		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: fi,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
@@ -328,6 +328,9 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	if len(out) == 0 {
 		return nil, nil, nil, nil
+	}
+	if len(listed) > 0 {
+		add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.listBatchItem(tx, listed)}})
 	}
 	// Heads and counters: every changed partition moves its one index
 	// entry (its head item) to the next position of its shard.
@@ -385,6 +388,10 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, err
 		}
 		return nil, nil, nil, errClaimedFirst
+	}
+	items, roles = withFirst(ctx, tx, items, roles) // stagebatch.go: a staged commit's record, with its first batch
+	if tx != "" && tooBig(items) {
+		return nil, nil, nil, errTxTooBig // stagebatch.go: stageAll halves the batch
 	}
 	return items, roles, out, nil
 }

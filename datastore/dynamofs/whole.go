@@ -26,12 +26,14 @@ import (
 // one conditional write that flips it:
 //
 //	o#ID   o        the commit record: st = p (pending), d (done) or a (aborted); t = its start (ms)
-//	o#ID   e#PATH   one per entry: the path, and a put's upload intent key (ipk, isk)
+//	o#ID   b#FIRST  one per staging transaction: es, its entries' paths and puts' upload intent keys (ipk, isk)
+//	o#ID   e#PATH   one per entry, as older releases wrote the entries (still read)
 //	o#     live     ids: the string set of commit records not yet settled
 //
-//  1. One transaction creates the record (pending) and adds its id to the
-//     live set, under the fence's ConditionCheck.
-//  2. The entries are staged MaxCommit at a time, each batch a transaction
+//  1. The record is created (pending) and its id added to the live set by
+//     the first staging transaction below, under its fence's
+//     ConditionCheck (a transaction of its own before issue 31).
+//  2. The entries are staged as many as fit at a time (stagebatch.go), each batch a transaction
 //     exactly like a small commit's (fence, the position it read, heads and
 //     shard counters moved, clash checks) except that each path's item gets
 //     the new state with tx = ID and old = its previous state (absent for
@@ -73,9 +75,6 @@ const (
 	// defaultCommitWindow is how long a pending commit record is taken for
 	// a commit in flight.
 	defaultCommitWindow = 5 * time.Minute
-	// rollBatch is how many entries one roll-forward or roll-back
-	// transaction settles (at most four items each).
-	rollBatch = 24
 )
 
 // errInFlight is settle's answer for a pending commit within its window.
@@ -137,16 +136,6 @@ func (d *Driver) stagedItem(fi, old item, tx string) item {
 		fi[attrOld] = &types.AttributeValueMemberM{Value: m}
 	}
 	return fi
-}
-
-// listItem is e's entry item under commit tx.
-func (d *Driver) listItem(tx string, e datastore.Entry) item {
-	it := key(d.txPK(tx), "e#"+e.Path())
-	if e.Put != nil && e.Put.Chunks > 0 { // an inline file has no intent
-		ik := d.intentKey(*e.Put)
-		it["ipk"], it["isk"] = ik[attrPK], ik[attrSK]
-	}
-	return it
 }
 
 // oldOf returns the state a staged item replaces, as an item, or nil.
@@ -212,33 +201,15 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 		{Put: &types.Put{TableName: &d.table, Item: rec, ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}},
 		{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}},
 	}
-	if fence != nil {
-		f, err := d.fenceCheck(fence)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, f)
+	// The record and its live-set id are created by the first staging
+	// transaction (stagebatch.go), under its fence's ConditionCheck.
+	out, own, err := d.stageAll(ctx, fence, entries, now, id, items) // stagebatch.go
+	if err != nil {
+		d.giveUp(ctx, id, now)
+		return nil, err
 	}
-	if err := d.transact(ctx, items); err != nil {
-		if idx, ok := failedIndexes(err); ok && slices.Contains(idx, 2) {
-			return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
-		}
-		return nil, d.classify(err, "")
-	}
-	var out []datastore.Info
-	for start := 0; start < len(entries); start += d.maxCommit {
-		batch := entries[start:min(start+d.maxCommit, len(entries))]
-		var parts []string
-		for _, e := range batch {
-			parts = append(parts, d.partition(e.Path()))
-		}
-		slices.Sort(parts)
-		infos, err := d.commitOnce(ctx, fence, batch, slices.Compact(parts), now, id)
-		if err != nil {
-			d.giveUp(ctx, id, now)
-			return nil, err
-		}
-		out = append(out, infos...)
+	if own.first != nil {
+		return out, nil // no batch changed anything: no record, nothing to flip
 	}
 	// The flip: the one write that makes the commit visible.
 	e, err := build(expression.NewBuilder().WithCondition(expression.Name("st").Equal(expression.Value("p"))).
@@ -271,7 +242,7 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	// Done and visible; a failed roll-forward is left to readers, the next
 	// writer and Reclaim, never reported as a failed commit.
-	_ = d.settle(ctx, id, now)
+	_ = d.settleOwn(ctx, id, now, own) // stagebatch.go
 	return out, nil
 }
 
@@ -368,7 +339,9 @@ func (d *Driver) settle(ctx context.Context, id string, now time.Time) error {
 // staged returns commit id's entry items and the current items of their
 // paths that are still staged by it.
 func (d *Driver) staged(ctx context.Context, id string) (entries, files []item, err error) {
-	kc := expression.Key(attrPK).Equal(expression.Value(d.txPK(id))).And(expression.Key(attrSK).BeginsWith("e#"))
+	// The whole pk: e#PATH items, and b# items of several entries
+	// (stagebatch.go); entryItems leaves the record out.
+	kc := expression.Key(attrPK).Equal(expression.Value(d.txPK(id)))
 	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
 	if err != nil {
 		return nil, nil, err
@@ -379,7 +352,7 @@ func (d *Driver) staged(ctx context.Context, id string) (entries, files []item, 
 		if err != nil {
 			return nil, nil, err
 		}
-		entries = append(entries, page.Items...)
+		entries = append(entries, entryItems(page.Items)...)
 		if page.LastEvaluatedKey == nil {
 			break
 		}
@@ -402,20 +375,24 @@ func (d *Driver) staged(ctx context.Context, id string) (entries, files []item, 
 	return entries, files, nil
 }
 
-// settleItems sends ops per staged file, rollBatch files to a transaction;
-// a transaction that fails a condition (another settler got there first)
-// is sent again file by file, and a file's failed condition skipped.
+// settleItems sends ops per staged file, as many files to a transaction as
+// fit (maxTxItems items, maxTxBytes bytes: stagebatch.go); a transaction
+// that fails a condition (another settler got there first) is sent again
+// file by file, and a file's failed condition skipped.
 func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error)) error {
-	for start := 0; start < len(files); start += rollBatch {
-		group := files[start:min(start+rollBatch, len(files))]
+	for start, end := 0, 0; start < len(files); start = end {
 		var all []types.TransactWriteItem
-		for _, it := range group {
-			w, err := ops(it)
+		for end = start; end < len(files); end++ {
+			w, err := ops(files[end])
 			if err != nil {
 				return err
 			}
+			if end > start && tooBig(append(all[:len(all):len(all)], w...)) {
+				break
+			}
 			all = append(all, w...)
 		}
+		group := files[start:end]
 		err := d.transact(ctx, all)
 		if _, ok := failedIndexes(err); !ok || err == nil {
 			if err != nil {
@@ -450,6 +427,13 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 	if err != nil {
 		return err
 	}
+	return d.rollForwardItems(ctx, id, now, entries, files)
+}
+
+// rollForwardItems is rollForward over commit id's entry items and the
+// items of its paths still staged by it (as staged reads them, or as its
+// writer wrote them: stagebatch.go).
+func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item) error {
 	intents := map[string]item{}
 	for _, it := range entries {
 		if getS(it, "ipk") != "" {
@@ -488,12 +472,7 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 		parts = append(parts, d.partition(getS(it, attrSK)[len("e#"):]))
 	}
 	slices.Sort(parts)
-	for _, p := range slices.Compact(parts) {
-		if err := d.bumpIndex(ctx, p, id); err != nil {
-			return err
-		}
-	}
-	return nil
+	return d.bumpIndexes(ctx, slices.Compact(parts), id) // stagebatch.go
 }
 
 // rollBack gives each file still staged by commit id its old state back
@@ -628,6 +607,11 @@ func (d *Driver) forget(ctx context.Context, id string) error {
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+	return d.forgetKeys(ctx, id, keys)
+}
+
+// forgetKeys is forget with commit id's entry item keys known.
+func (d *Driver) forgetKeys(ctx context.Context, id string, keys []item) error {
 	// The record goes last: while it exists, a settler finds the entries.
 	if err := d.batchDelete(ctx, append(keys, d.txKey(id))); err != nil {
 		return err
