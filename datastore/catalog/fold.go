@@ -21,6 +21,10 @@ type FoldStats struct {
 	// changed; Rows the rows rewritten; Removed the rows removed (models
 	// left with no file at all).
 	Changed, Rows, Removed int
+	// Forwarded counts the rows brought forward from their previous row
+	// over the feed; the other rows written were rebuilt from a listing
+	// of their model.
+	Forwarded int
 	// Written are the rows written and Gone the models whose rows were
 	// removed, for a caller that keeps a copy of the catalog.
 	Written []Row
@@ -33,8 +37,9 @@ type FoldStats struct {
 
 // Fold brings the catalog rows of ns's namespace up to date with its
 // changes since the last fold: it reads the partitions that changed (one
-// ChangedPartitions call from the fold's cursor), lists each changed model
-// and rewrites its row, all in one commit fenced by fence, then moves the
+// ChangedPartitions call from the fold's cursor), brings each changed
+// model's row forward over the model's changes since the row (or, when
+// that cannot be proved exact, lists the model) and rewrites it, all in one commit fenced by fence, then moves the
 // cursor (fenced too). Its cost grows with the models that changed, never
 // with the models that exist. Run it under the namespace's lock, with the
 // lock's fence: a holder that lost the lock writes nothing. Without a fence
@@ -42,6 +47,35 @@ type FoldStats struct {
 // is recomputed from the model's files, and the cursor is moved only by a
 // compare-and-swap.
 func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (FoldStats, error) {
+	return FoldWith(ctx, ns, fence, FoldOptions{})
+}
+
+// FoldOptions shape FoldWith.
+type FoldOptions struct {
+	// Before holds the states of paths of the namespace as the caller
+	// read them from the store (StatMany: a tombstone, or a path it did
+	// not return, as a Deleted Info), by path. The fold takes such a
+	// state, when its position is at or below a row's, as the state
+	// that row counted, so that a change of the path since the row
+	// replaces it without a listing of the model.
+	//
+	// That holds only if every row the fold reads was written before
+	// the read, so Before is used only with a fence, and the caller
+	// must have read the states under the lock that fence is of, after
+	// acquiring it: a row is written only by a fold fenced by that
+	// lock, so any row another holder wrote after the read would mean
+	// the lock changed hands, and this fold's fenced commit is then
+	// refused. A sync passes the states its push read (before its
+	// commit) to its first fold only: a later fold reads rows this one
+	// wrote after the read.
+	Before map[string]datastore.Info
+}
+
+// FoldWith is Fold with options.
+func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o FoldOptions) (FoldStats, error) {
+	if fence == nil {
+		o.Before = nil // see FoldOptions.Before
+	}
 	var st FoldStats
 	cat, err := ns.CatalogStore()
 	if err != nil {
@@ -70,7 +104,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 	}
 	st.Changed = len(models)
 	if len(models) > 0 {
-		entries, written, gone, err := foldModels(ctx, ns, cat, models)
+		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before)
 		if err != nil {
 			return st, err
 		}
@@ -83,7 +117,7 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 			}
 		}
-		st.Rows, st.Removed, st.Written, st.Gone = len(written), len(gone), written, gone
+		st.Rows, st.Removed, st.Written, st.Gone, st.Forwarded = len(written), len(gone), written, gone, forwarded
 	}
 	if next == string(old) {
 		return st, nil
@@ -104,72 +138,107 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 }
 
 // foldModels returns the commit entries that rewrite the rows of the
-// changed models (and remove those of models left empty).
-func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head) ([]datastore.Entry, []Row, []string, error) {
+// changed models (and remove those of models left empty): each row
+// brought forward from the previous one over the feed (forward), or
+// rebuilt from a listing of the model when that cannot be proved exact.
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before map[string]datastore.Info) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
 	nsName := ns.NamespaceName()
-	var rowPaths, defPaths []string
+	var rowPaths []string
 	for _, h := range models {
 		rowPaths = append(rowPaths, rowPath(nsName, h.Partition))
-		defPaths = append(defPaths, DefinitionPath(h.Partition))
 	}
 	prevs, err := cat.StatMany(ctx, rowPaths)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	defs, err := ns.StatMany(ctx, defPaths)
-	if err != nil {
-		return nil, nil, nil, err
+	// Each model's outcome, in the order of models: a row, a removal, or
+	// nothing (already folded, or no row and nothing to write).
+	type outcome struct {
+		h    datastore.Head
+		prev *Row
+		row  *Row
+		list bool // to be listed
 	}
-	var entries []datastore.Entry
-	var written []Row
-	var gone []string
+	outs := make([]outcome, 0, len(models))
+	var defPaths []string
 	for _, h := range models {
-		var prev *Row
+		o := outcome{h: h}
 		if info, ok := prevs[rowPath(nsName, h.Partition)]; ok && !info.Deleted {
 			r, err := decodeRow(info)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, 0, err
 			}
 			if r.Pos >= h.Seq {
 				continue // already folded
 			}
-			prev = &r
-		}
-		// The head before the listing: the listing holds at least every
-		// change up to it, so the next fold re-reads anything later.
-		head, err := ns.Head(ctx, h.Partition)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		files, err := modelFiles(ctx, ns, h.Partition)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		var def *datastore.Info
-		if d, ok := defs[DefinitionPath(h.Partition)]; ok {
-			def = &d
-		}
-		if len(files) == 0 && def == nil && (prev == nil || prev.State != Orphaned) {
-			if prev != nil {
-				entries = append(entries, datastore.Entry{Delete: rowPath(nsName, h.Partition)})
-				gone = append(gone, h.Partition)
+			o.prev = &r
+			row, reason, err := forward(ctx, ns, h.Partition, h.Seq, r, before)
+			if err != nil {
+				return nil, nil, nil, 0, err
 			}
-			continue
+			if testHookReason != nil {
+				testHookReason(h.Partition, reason)
+			}
+			if reason == "" {
+				o.row = &row
+				outs = append(outs, o)
+				continue
+			}
 		}
-		row := buildRow(nsName, h.Partition, files, def, prev, head.Seq, ns.Now())
-		meta, err := encodeRow(row)
+		// No previous row, or one that cannot be brought forward:
+		// list the model and read its definition.
+		o.list = true
+		defPaths = append(defPaths, DefinitionPath(h.Partition))
+		outs = append(outs, o)
+	}
+	defs, err := ns.StatMany(ctx, defPaths)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	for _, o := range outs {
+		h, prev := o.h, o.prev
+		row := o.row
+		if !o.list {
+			forwarded++
+		} else {
+			files, err := modelFiles(ctx, ns, h.Partition)
+			if err != nil {
+				return nil, nil, nil, 0, err
+			}
+			var def *datastore.Info
+			if d, ok := defs[DefinitionPath(h.Partition)]; ok {
+				def = &d
+			}
+			if len(files) == 0 && def == nil && (prev == nil || prev.State != Orphaned) {
+				if prev != nil {
+					entries = append(entries, datastore.Entry{Delete: rowPath(nsName, h.Partition)})
+					gone = append(gone, h.Partition)
+				}
+				continue
+			}
+			// The head ChangedPartitions gave, read before the
+			// listing: the listing holds at least every change up to
+			// it, so the next fold reads anything later again.
+			r := buildRow(nsName, h.Partition, files, def, prev, h.Seq, ns.Now())
+			row = &r
+		}
+		meta, err := encodeRow(*row)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, 0, err
 		}
 		staged, err := cat.Upload(ctx, rowPath(nsName, h.Partition), bytes.NewReader(nil), meta)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
+			return nil, nil, nil, 0, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
 		}
 		entries = append(entries, datastore.Entry{Put: &staged})
-		written = append(written, row)
+		written = append(written, *row)
 	}
-	return entries, written, gone, nil
+	return entries, written, gone, forwarded, nil
 }
+
+// testHookReason, when set, is told why each row was listed ("" when it
+// was brought forward).
+var testHookReason func(model, reason string)
 
 // modelFiles returns the live files of model's partition: the listing of
 // its directory without the files of other models in it (a deeper model
