@@ -136,8 +136,14 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	if err != nil {
 		return err
 	}
+	// The states the push read (under this lock, before the commit) let
+	// the first fold bring a changed model's row forward over the
+	// commit without listing the model; a later fold reads rows the
+	// first wrote after that read, so it gets none (FoldOptions.Before).
+	before := rep.stated
 	fold := func() error {
-		fs, err := catalog.Fold(ctx, t.store, fence)
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before})
+		before = nil
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}
@@ -226,6 +232,24 @@ func (t *Tree) forgetPartition(st *state, part string) {
 		}
 	}
 	delete(st.Positions, part)
+}
+
+// noteStated keeps the remote states of paths a batch stat under the lock
+// read (remote: StatMany's answer), a path it did not return as a
+// tombstone, for the catalog fold of this sync (catalog.FoldOptions.Before).
+// A later stat of a path replaces an earlier one: both were read under the
+// lock, before the commit, which is all the fold asks.
+func (rep *Report) noteStated(paths []string, remote map[string]datastore.Info) {
+	if rep.stated == nil {
+		rep.stated = map[string]datastore.Info{}
+	}
+	for _, p := range paths {
+		if info, ok := remote[p]; ok {
+			rep.stated[p] = info
+		} else {
+			rep.stated[p] = datastore.Info{Path: p, Deleted: true}
+		}
+	}
 }
 
 // advanceCatalog moves the tree's catalog positions past the fold's own

@@ -143,6 +143,9 @@ type Report struct {
 	// Warnings are what the sync ignored without skipping a path (dirty
 	// hints that are not tree paths, a damaged hints file walked instead).
 	Warnings []string
+	// stated are the remote states the batch stat read under the lock,
+	// for the catalog fold (noteStated).
+	stated map[string]datastore.Info
 }
 
 // ErrPartial is matched by a sync or run that did everything but skip some
