@@ -148,6 +148,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 			return fmt.Errorf("catalog fold: %w", err)
 		}
 		rep.CatalogFolded += fs.Rows + fs.Removed
+		rep.CatalogForwarded += fs.Forwarded
 		for _, r := range fs.Written {
 			mirror[r.Namespace+"/"+r.Model] = r
 		}

@@ -127,6 +127,10 @@ type Report struct {
 	// CatalogRead counts the catalog rows read; CatalogFolded the rows
 	// this sync's fold rewrote or removed.
 	CatalogRead, CatalogFolded int
+	// CatalogForwarded counts the rows of CatalogFolded brought forward
+	// from their previous row over the feed; the others were rebuilt from
+	// a listing of their model (catalog.FoldStats.Forwarded).
+	CatalogForwarded int
 	// PrunedModels and PrunedVersions count what the namespace's lifecycle
 	// expired during this sync (PrunedFiles the files they held);
 	// Reclaimed the tombstones its periodic Reclaim purged.
