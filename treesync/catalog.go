@@ -140,13 +140,18 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	// the first fold bring a changed model's row forward over the
 	// commit without listing the model; a later fold reads rows the
 	// first wrote after that read, so it gets none (FoldOptions.Before).
-	before := rep.stated
+	// The cursor the last fold left spares the read of its record; the
+	// fold checks it (FoldOptions.Cursor). Kept only once a fold has
+	// completed.
+	before, cursor := rep.stated, st.FoldCursor
+	st.FoldCursor = ""
 	fold := func() error {
-		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before})
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor})
 		before = nil
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}
+		cursor = fs.Cursor
 		rep.CatalogFolded += fs.Rows + fs.Removed
 		rep.CatalogForwarded += fs.Forwarded
 		for _, r := range fs.Written {
@@ -176,6 +181,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		}
 	}
 	st.Policy = &cfg.Lifecycle
+	st.FoldCursor = cursor
 	return nil
 }
 

@@ -33,18 +33,23 @@ type FoldStats struct {
 	// (partition, position), so that a reader that applied Written and
 	// Gone need not read them back.
 	Committed []datastore.Head
+	// Cursor is the fold cursor the record holds after this fold, as this
+	// fold wrote or read it; "" when another fold moved it. A caller may
+	// keep it for its next fold (FoldOptions.Cursor).
+	Cursor string
 }
 
 // Fold brings the catalog rows of ns's namespace up to date with its
 // changes since the last fold: it reads the partitions that changed (one
 // ChangedPartitions call from the fold's cursor), brings each changed
 // model's row forward over the model's changes since the row (or, when
-// that cannot be proved exact, lists the model) and rewrites it, all in one commit fenced by fence, then moves the
-// cursor (fenced too). Its cost grows with the models that changed, never
-// with the models that exist. Run it under the namespace's lock, with the
-// lock's fence: a holder that lost the lock writes nothing. Without a fence
-// (nil) concurrent folds may interleave; each is still correct, since a row
-// is recomputed from the model's files, and the cursor is moved only by a
+// that cannot be proved exact, lists the model) and rewrites it, all in
+// one commit fenced by fence, then moves the cursor (fenced too). Its cost
+// grows with the models that changed, never with the models that exist.
+// Run it under the namespace's lock, with the lock's fence: a holder that
+// lost the lock writes nothing. Without a fence (nil) concurrent folds may
+// interleave; each is still correct, since a row is computed from the
+// model's files or changes, and the cursor is moved only by a
 // compare-and-swap.
 func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (FoldStats, error) {
 	return FoldWith(ctx, ns, fence, FoldOptions{})
@@ -69,6 +74,16 @@ type FoldOptions struct {
 	// commit) to its first fold only: a later fold reads rows this one
 	// wrote after the read.
 	Before map[string]datastore.Info
+	// Cursor is the fold cursor the caller's last fold of the namespace
+	// left (FoldStats.Cursor), used instead of reading the cursor's
+	// record. It is a guess, never trusted: the record's conditional
+	// write expects it (or, when nothing changed since it, the record is
+	// read after all), and when the record held anything else (another
+	// tree folded since, a record rewritten or removed, a datastore
+	// recreated) the fold runs again from the record's own cursor. A
+	// stale or foreign value costs that second pass, never a change left
+	// out of the catalog.
+	Cursor string
 }
 
 // FoldWith is Fold with options.
@@ -76,25 +91,52 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 	if fence == nil {
 		o.Before = nil // see FoldOptions.Before
 	}
-	var st FoldStats
+	st, stale, err := fold(ctx, ns, fence, o)
+	if err != nil || !stale {
+		return st, err
+	}
+	// The remembered cursor was not the record's: fold again from the
+	// record's. The first pass's rows were written after the caller's
+	// reads, so Before no longer holds.
+	again, _, err := fold(ctx, ns, fence, FoldOptions{})
+	st.Changed += again.Changed
+	st.Rows += again.Rows
+	st.Removed += again.Removed
+	st.Forwarded += again.Forwarded
+	st.Written = append(st.Written, again.Written...)
+	st.Gone = append(st.Gone, again.Gone...)
+	st.Committed = append(st.Committed, again.Committed...)
+	st.Cursor = again.Cursor
+	return st, err
+}
+
+// fold is one pass of FoldWith; stale reports that o.Cursor was not the
+// cursor's record, so that the caller folds again from the record.
+func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o FoldOptions) (st FoldStats, stale bool, err error) {
 	cat, err := ns.CatalogStore()
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	recs := ns.Records()
 	key := cursorKey(ns.NamespaceName())
-	old, err := recs.GetRecord(ctx, key)
-	if err != nil && !errors.Is(err, metastore.ErrNotFound) {
-		return st, err
+	remembered := o.Cursor != ""
+	var old []byte
+	if remembered {
+		old = []byte(o.Cursor)
+	} else if old, err = recs.GetRecord(ctx, key); err != nil && !errors.Is(err, metastore.ErrNotFound) {
+		return st, false, err
 	}
 	heads, next, err := ns.ChangedPartitions(ctx, string(old))
 	if errors.Is(err, metastore.ErrInvalidCursor) {
+		if remembered {
+			return st, true, nil // not this datastore's: read the record
+		}
 		// A cursor the index no longer knows (a datastore recreated under
 		// the record): fold every partition again.
 		heads, next, err = ns.ChangedPartitions(ctx, "")
 	}
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	var models []datastore.Head
 	for _, h := range heads {
@@ -106,12 +148,12 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 	if len(models) > 0 {
 		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before)
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		if len(entries) > 0 {
 			applied, err := cat.Commit(ctx, fence, entries)
 			if err != nil {
-				return st, err
+				return st, false, err
 			}
 			for _, a := range applied {
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
@@ -120,7 +162,18 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 		st.Rows, st.Removed, st.Written, st.Gone, st.Forwarded = len(written), len(gone), written, gone, forwarded
 	}
 	if next == string(old) {
-		return st, nil
+		if remembered {
+			// Nothing to write, so no write checks the guess: read.
+			rec, err := recs.GetRecord(ctx, key)
+			if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+				return st, false, err
+			}
+			if string(rec) != next {
+				return st, true, nil
+			}
+		}
+		st.Cursor = next
+		return st, false, nil
 	}
 	expect := metastore.ExpectValue(old)
 	if old == nil {
@@ -132,9 +185,15 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 		err = recs.CASRecord(ctx, key, expect, []byte(next))
 	}
 	if errors.Is(err, metastore.ErrConflict) && !datastore.IsFenceConflict(err) {
-		return st, nil // another fold moved it: its rows are as new as ours
+		if remembered {
+			return st, true, nil // the record was not the guess
+		}
+		return st, false, nil // another fold moved it: its rows are as new as ours
 	}
-	return st, err
+	if err == nil {
+		st.Cursor = next
+	}
+	return st, false, err
 }
 
 // foldModels returns the commit entries that rewrite the rows of the

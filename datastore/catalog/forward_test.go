@@ -73,7 +73,7 @@ func TestForwardIsTheListedRow(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ds.Close()
-		checkForward(t, ds, forwardSteps(t, 40), 2)
+		checkForward(t, ds, forwardSteps(t, 30), 2)
 	})
 	t.Run("s3", func(t *testing.T) {
 		d, err := s3fs.Open(t.Context(), s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "fwd"})
@@ -85,7 +85,7 @@ func TestForwardIsTheListedRow(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ds.Close()
-		checkForward(t, ds, forwardSteps(t, 40), 3)
+		checkForward(t, ds, forwardSteps(t, 20), 3)
 	})
 }
 
@@ -120,6 +120,7 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 		t.Fatal(err)
 	}
 	var folded, forwarded int
+	var cursor, first string
 	reasons := map[string]int{}
 	testHookReason = func(_, reason string) {
 		if i := strings.Index(reason, "data/"); i >= 0 {
@@ -199,11 +200,43 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 				prevs[m] = &r
 			}
 		}
-		st, err := FoldWith(ctx, ns, fence, FoldOptions{Before: before})
+		// The cursor: mostly the last fold's, sometimes none, one that
+		// is not a cursor, or the last fold's over a record removed or
+		// moved back since (a second pass must catch up).
+		o := FoldOptions{Before: before, Cursor: cursor}
+		switch rng.IntN(10) {
+		case 0:
+			o.Cursor = ""
+		case 1:
+			o.Cursor = "not a cursor"
+		case 2, 3:
+			recs, key := ns.Records(), cursorKey(ns.NamespaceName())
+			rec, err := recs.GetRecord(ctx, key)
+			switch {
+			case errors.Is(err, metastore.ErrNotFound):
+			case err != nil:
+				t.Fatal(err)
+			case rng.IntN(2) == 0:
+				err = recs.DeleteRecord(ctx, key, rec)
+			default:
+				err = recs.CASRecord(ctx, key, metastore.ExpectValue(rec), []byte(first))
+			}
+			if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+		st, err := FoldWith(ctx, ns, fence, o)
 		if err != nil {
 			t.Fatalf("step %d: fold: %v", step, err)
 		}
 		folded += st.Rows
+		if st.Cursor == "" {
+			t.Fatalf("step %d: the fold left no cursor", step)
+		}
+		if first == "" {
+			first = st.Cursor
+		}
+		cursor = st.Cursor
 		forwarded += st.Forwarded
 		for _, m := range models {
 			got, ok := readRow(t, cat, ns.NamespaceName(), m)
