@@ -136,18 +136,17 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	if err != nil {
 		return err
 	}
-	// The states the push read (under this lock, before the commit) let
-	// the first fold bring a changed model's row forward over the
-	// commit without listing the model; a later fold reads rows the
-	// first wrote after that read, so it gets none (FoldOptions.Before).
-	// The cursor the last fold left spares the read of its record; the
+	// Each fold is given states read under this lock after the rows it
+	// reads were written (FoldOptions.Before): the first, those the
+	// push read before the commit; the lifecycle's, the files it read
+	// before deleting them (never the push's: the first fold wrote rows
+	// after that read). The cursor the last fold left spares the read of its record; the
 	// fold checks it (FoldOptions.Cursor). Kept only once a fold has
 	// completed.
-	before, cursor := rep.stated, st.FoldCursor
+	cursor := st.FoldCursor
 	st.FoldCursor = ""
-	fold := func() error {
+	fold := func(before map[string]datastore.Info) error {
 		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor})
-		before = nil
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}
@@ -163,7 +162,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		advanceCatalog(st, fs.Committed)
 		return nil
 	}
-	if err := fold(); err != nil {
+	if err := fold(rep.stated); err != nil {
 		return err
 	}
 	cfg, err := t.store.Config(ctx)
@@ -187,7 +186,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 
 // expire applies the namespace's lifecycle policy p, planned from the
 // tree's mirror of its catalog rows.
-func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func() error, rep *Report) error {
+func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func(before map[string]datastore.Info) error, rep *Report) error {
 	var rows []catalog.Row
 	for _, r := range mirror {
 		if r.Namespace == t.opts.Namespace {
@@ -208,7 +207,10 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 		t.forgetPartition(st, m)
 	}
 	if ls.Versions > 0 {
-		if err := fold(); err != nil {
+		// The files Apply read before deleting them were read after the
+		// first fold's rows, under this lock: they say what those rows
+		// counted (FoldOptions.Before).
+		if err := fold(ls.Read); err != nil {
 			return err
 		}
 	}

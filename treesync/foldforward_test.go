@@ -72,6 +72,23 @@ func TestFoldForwardsTheSyncsCommit(t *testing.T) {
 		write(t, a2, "data/m/x/out/3/raw", "v3, from a2")
 		step(a2, 1)
 
+		// Keep-last: the lifecycle deletes the oldest versions, and the
+		// fold after it brings the row forward from the files it read
+		// before deleting them.
+		if _, err := ns.SetLifecycle(ctx, datastore.Lifecycle{Enabled: true, KeepLast: 2}); err != nil {
+			t.Fatal(err)
+		}
+		sync(t, a, treesync.Scope{})
+		write(t, a, "data/m/x/out/5/raw", "v5")
+		rep := sync(t, a, treesync.Scope{})
+		if rep.PrunedVersions == 0 || rep.CatalogFolded != 2 || rep.CatalogForwarded != 2 {
+			t.Fatalf("keep-last 2 pruned %d versions; %d rows folded, %d brought forward; want some, 2, 2", rep.PrunedVersions, rep.CatalogFolded, rep.CatalogForwarded)
+		}
+		wantListedRow(t, ns, "m/x")
+		if _, err := ns.SetLifecycle(ctx, datastore.Lifecycle{}); err != nil {
+			t.Fatal(err)
+		}
+
 		// The fold cursor a tree keeps is only a guess: garbage costs a
 		// second pass from the record's, never a row; none, the read.
 		for _, guess := range []string{"garbage", ""} {
