@@ -136,12 +136,23 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	if err != nil {
 		return err
 	}
-	fold := func() error {
-		fs, err := catalog.Fold(ctx, t.store, fence)
+	// Each fold is given states read under this lock after the rows it
+	// reads were written (FoldOptions.Before): the first, those the
+	// push read before the commit; the lifecycle's, the files it read
+	// before deleting them (never the push's: the first fold wrote rows
+	// after that read). The cursor the last fold left spares the read of its record; the
+	// fold checks it (FoldOptions.Cursor). Kept only once a fold has
+	// completed.
+	cursor := st.FoldCursor
+	st.FoldCursor = ""
+	fold := func(before map[string]datastore.Info) error {
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor})
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}
+		cursor = fs.Cursor
 		rep.CatalogFolded += fs.Rows + fs.Removed
+		rep.CatalogForwarded += fs.Forwarded
 		for _, r := range fs.Written {
 			mirror[r.Namespace+"/"+r.Model] = r
 		}
@@ -151,7 +162,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		advanceCatalog(st, fs.Committed)
 		return nil
 	}
-	if err := fold(); err != nil {
+	if err := fold(rep.stated); err != nil {
 		return err
 	}
 	cfg, err := t.store.Config(ctx)
@@ -169,12 +180,13 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		}
 	}
 	st.Policy = &cfg.Lifecycle
+	st.FoldCursor = cursor
 	return nil
 }
 
 // expire applies the namespace's lifecycle policy p, planned from the
 // tree's mirror of its catalog rows.
-func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func() error, rep *Report) error {
+func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func(before map[string]datastore.Info) error, rep *Report) error {
 	var rows []catalog.Row
 	for _, r := range mirror {
 		if r.Namespace == t.opts.Namespace {
@@ -195,7 +207,10 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 		t.forgetPartition(st, m)
 	}
 	if ls.Versions > 0 {
-		if err := fold(); err != nil {
+		// The files Apply read before deleting them were read after the
+		// first fold's rows, under this lock: they say what those rows
+		// counted (FoldOptions.Before).
+		if err := fold(ls.Read); err != nil {
 			return err
 		}
 	}
@@ -226,6 +241,24 @@ func (t *Tree) forgetPartition(st *state, part string) {
 		}
 	}
 	delete(st.Positions, part)
+}
+
+// noteStated keeps the remote states of paths a batch stat under the lock
+// read (remote: StatMany's answer), a path it did not return as a
+// tombstone, for the catalog fold of this sync (catalog.FoldOptions.Before).
+// A later stat of a path replaces an earlier one: both were read under the
+// lock, before the commit, which is all the fold asks.
+func (rep *Report) noteStated(paths []string, remote map[string]datastore.Info) {
+	if rep.stated == nil {
+		rep.stated = map[string]datastore.Info{}
+	}
+	for _, p := range paths {
+		if info, ok := remote[p]; ok {
+			rep.stated[p] = info
+		} else {
+			rep.stated[p] = datastore.Info{Path: p, Deleted: true}
+		}
+	}
 }
 
 // advanceCatalog moves the tree's catalog positions past the fold's own

@@ -63,6 +63,11 @@ type state struct {
 	// Skipped are the remote paths this tree could not write (a link, a
 	// file or a directory in the way), with why; every sync retries them.
 	Skipped map[string]string `json:"skipped,omitempty"`
+	// FoldCursor is the catalog fold cursor this tree's last fold left
+	// (catalog.FoldStats.Cursor), passed to the next fold so that it
+	// need not read the cursor's record: only a guess, which the fold
+	// checks against the record (catalog.FoldOptions.Cursor).
+	FoldCursor string `json:"foldCursor,omitempty"`
 }
 
 func (t *Tree) newState() *state {

@@ -354,6 +354,7 @@ func (t *Tree) decide(ctx context.Context, st *state, dirty []LocalChange, up ma
 		return nil, nil, err
 	}
 	rep.Stated += len(paths)
+	rep.noteStated(paths, remote)
 	var push, conflicts []LocalChange
 	for _, c := range dirty {
 		r, has := remote[c.Path]

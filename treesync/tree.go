@@ -127,6 +127,10 @@ type Report struct {
 	// CatalogRead counts the catalog rows read; CatalogFolded the rows
 	// this sync's fold rewrote or removed.
 	CatalogRead, CatalogFolded int
+	// CatalogForwarded counts the rows of CatalogFolded brought forward
+	// from their previous row over the feed; the others were rebuilt from
+	// a listing of their model (catalog.FoldStats.Forwarded).
+	CatalogForwarded int
 	// PrunedModels and PrunedVersions count what the namespace's lifecycle
 	// expired during this sync (PrunedFiles the files they held);
 	// Reclaimed the tombstones its periodic Reclaim purged.
@@ -143,6 +147,9 @@ type Report struct {
 	// Warnings are what the sync ignored without skipping a path (dirty
 	// hints that are not tree paths, a damaged hints file walked instead).
 	Warnings []string
+	// stated are the remote states the batch stat read under the lock,
+	// for the catalog fold (noteStated).
+	stated map[string]datastore.Info
 }
 
 // ErrPartial is matched by a sync or run that did everything but skip some

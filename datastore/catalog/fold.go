@@ -21,6 +21,10 @@ type FoldStats struct {
 	// changed; Rows the rows rewritten; Removed the rows removed (models
 	// left with no file at all).
 	Changed, Rows, Removed int
+	// Forwarded counts the rows brought forward from their previous row
+	// over the feed; the other rows written were rebuilt from a listing
+	// of their model.
+	Forwarded int
 	// Written are the rows written and Gone the models whose rows were
 	// removed, for a caller that keeps a copy of the catalog.
 	Written []Row
@@ -29,38 +33,110 @@ type FoldStats struct {
 	// (partition, position), so that a reader that applied Written and
 	// Gone need not read them back.
 	Committed []datastore.Head
+	// Cursor is the fold cursor the record holds after this fold, as this
+	// fold wrote or read it; "" when another fold moved it. A caller may
+	// keep it for its next fold (FoldOptions.Cursor).
+	Cursor string
 }
 
 // Fold brings the catalog rows of ns's namespace up to date with its
 // changes since the last fold: it reads the partitions that changed (one
-// ChangedPartitions call from the fold's cursor), lists each changed model
-// and rewrites its row, all in one commit fenced by fence, then moves the
-// cursor (fenced too). Its cost grows with the models that changed, never
-// with the models that exist. Run it under the namespace's lock, with the
-// lock's fence: a holder that lost the lock writes nothing. Without a fence
-// (nil) concurrent folds may interleave; each is still correct, since a row
-// is recomputed from the model's files, and the cursor is moved only by a
+// ChangedPartitions call from the fold's cursor), brings each changed
+// model's row forward over the model's changes since the row (or, when
+// that cannot be proved exact, lists the model) and rewrites it, all in
+// one commit fenced by fence, then moves the cursor (fenced too). Its cost
+// grows with the models that changed, never with the models that exist.
+// Run it under the namespace's lock, with the lock's fence: a holder that
+// lost the lock writes nothing. Without a fence (nil) concurrent folds may
+// interleave; each is still correct, since a row is computed from the
+// model's files or changes, and the cursor is moved only by a
 // compare-and-swap.
 func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (FoldStats, error) {
-	var st FoldStats
+	return FoldWith(ctx, ns, fence, FoldOptions{})
+}
+
+// FoldOptions shape FoldWith.
+type FoldOptions struct {
+	// Before holds the states of paths of the namespace as the caller
+	// read them from the store (StatMany: a tombstone, or a path it did
+	// not return, as a Deleted Info), by path. The fold takes such a
+	// state, when its position is at or below a row's, as the state
+	// that row counted, so that a change of the path since the row
+	// replaces it without a listing of the model.
+	//
+	// That holds only if every row the fold reads was written before
+	// the read, so Before is used only with a fence, and the caller
+	// must have read the states under the lock that fence is of, after
+	// acquiring it: a row is written only by a fold fenced by that
+	// lock, so any row another holder wrote after the read would mean
+	// the lock changed hands, and this fold's fenced commit is then
+	// refused. A sync passes the states its push read (before its
+	// commit) to its first fold only: a later fold reads rows this one
+	// wrote after the read.
+	Before map[string]datastore.Info
+	// Cursor is the fold cursor the caller's last fold of the namespace
+	// left (FoldStats.Cursor), used instead of reading the cursor's
+	// record. It is a guess, never trusted: the record's conditional
+	// write expects it (or, when nothing changed since it, the record is
+	// read after all), and when the record held anything else (another
+	// tree folded since, a record rewritten or removed, a datastore
+	// recreated) the fold runs again from the record's own cursor. A
+	// stale or foreign value costs that second pass, never a change left
+	// out of the catalog.
+	Cursor string
+}
+
+// FoldWith is Fold with options.
+func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o FoldOptions) (FoldStats, error) {
+	if fence == nil {
+		o.Before = nil // see FoldOptions.Before
+	}
+	st, stale, err := fold(ctx, ns, fence, o)
+	if err != nil || !stale {
+		return st, err
+	}
+	// The remembered cursor was not the record's: fold again from the
+	// record's. The first pass's rows were written after the caller's
+	// reads, so Before no longer holds.
+	again, _, err := fold(ctx, ns, fence, FoldOptions{})
+	st.Changed += again.Changed
+	st.Rows += again.Rows
+	st.Removed += again.Removed
+	st.Forwarded += again.Forwarded
+	st.Written = append(st.Written, again.Written...)
+	st.Gone = append(st.Gone, again.Gone...)
+	st.Committed = append(st.Committed, again.Committed...)
+	st.Cursor = again.Cursor
+	return st, err
+}
+
+// fold is one pass of FoldWith; stale reports that o.Cursor was not the
+// cursor's record, so that the caller folds again from the record.
+func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o FoldOptions) (st FoldStats, stale bool, err error) {
 	cat, err := ns.CatalogStore()
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	recs := ns.Records()
 	key := cursorKey(ns.NamespaceName())
-	old, err := recs.GetRecord(ctx, key)
-	if err != nil && !errors.Is(err, metastore.ErrNotFound) {
-		return st, err
+	remembered := o.Cursor != ""
+	var old []byte
+	if remembered {
+		old = []byte(o.Cursor)
+	} else if old, err = recs.GetRecord(ctx, key); err != nil && !errors.Is(err, metastore.ErrNotFound) {
+		return st, false, err
 	}
 	heads, next, err := ns.ChangedPartitions(ctx, string(old))
 	if errors.Is(err, metastore.ErrInvalidCursor) {
+		if remembered {
+			return st, true, nil // not this datastore's: read the record
+		}
 		// A cursor the index no longer knows (a datastore recreated under
 		// the record): fold every partition again.
 		heads, next, err = ns.ChangedPartitions(ctx, "")
 	}
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	var models []datastore.Head
 	for _, h := range heads {
@@ -70,23 +146,34 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 	}
 	st.Changed = len(models)
 	if len(models) > 0 {
-		entries, written, gone, err := foldModels(ctx, ns, cat, models)
+		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before)
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		if len(entries) > 0 {
 			applied, err := cat.Commit(ctx, fence, entries)
 			if err != nil {
-				return st, err
+				return st, false, err
 			}
 			for _, a := range applied {
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 			}
 		}
-		st.Rows, st.Removed, st.Written, st.Gone = len(written), len(gone), written, gone
+		st.Rows, st.Removed, st.Written, st.Gone, st.Forwarded = len(written), len(gone), written, gone, forwarded
 	}
 	if next == string(old) {
-		return st, nil
+		if remembered {
+			// Nothing to write, so no write checks the guess: read.
+			rec, err := recs.GetRecord(ctx, key)
+			if err != nil && !errors.Is(err, metastore.ErrNotFound) {
+				return st, false, err
+			}
+			if string(rec) != next {
+				return st, true, nil
+			}
+		}
+		st.Cursor = next
+		return st, false, nil
 	}
 	expect := metastore.ExpectValue(old)
 	if old == nil {
@@ -98,78 +185,119 @@ func Fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence) (Fol
 		err = recs.CASRecord(ctx, key, expect, []byte(next))
 	}
 	if errors.Is(err, metastore.ErrConflict) && !datastore.IsFenceConflict(err) {
-		return st, nil // another fold moved it: its rows are as new as ours
+		if remembered {
+			return st, true, nil // the record was not the guess
+		}
+		return st, false, nil // another fold moved it: its rows are as new as ours
 	}
-	return st, err
+	if err == nil {
+		st.Cursor = next
+	}
+	return st, false, err
 }
 
 // foldModels returns the commit entries that rewrite the rows of the
-// changed models (and remove those of models left empty).
-func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head) ([]datastore.Entry, []Row, []string, error) {
+// changed models (and remove those of models left empty): each row
+// brought forward from the previous one over the feed (forward), or
+// rebuilt from a listing of the model when that cannot be proved exact.
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before map[string]datastore.Info) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
 	nsName := ns.NamespaceName()
-	var rowPaths, defPaths []string
+	var rowPaths []string
 	for _, h := range models {
 		rowPaths = append(rowPaths, rowPath(nsName, h.Partition))
-		defPaths = append(defPaths, DefinitionPath(h.Partition))
 	}
 	prevs, err := cat.StatMany(ctx, rowPaths)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	defs, err := ns.StatMany(ctx, defPaths)
-	if err != nil {
-		return nil, nil, nil, err
+	// Each model's outcome, in the order of models: a row, a removal, or
+	// nothing (already folded, or no row and nothing to write).
+	type outcome struct {
+		h    datastore.Head
+		prev *Row
+		row  *Row
+		list bool // to be listed
 	}
-	var entries []datastore.Entry
-	var written []Row
-	var gone []string
+	outs := make([]outcome, 0, len(models))
+	var defPaths []string
 	for _, h := range models {
-		var prev *Row
+		o := outcome{h: h}
 		if info, ok := prevs[rowPath(nsName, h.Partition)]; ok && !info.Deleted {
 			r, err := decodeRow(info)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, 0, err
 			}
 			if r.Pos >= h.Seq {
 				continue // already folded
 			}
-			prev = &r
-		}
-		// The head before the listing: the listing holds at least every
-		// change up to it, so the next fold re-reads anything later.
-		head, err := ns.Head(ctx, h.Partition)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		files, err := modelFiles(ctx, ns, h.Partition)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		var def *datastore.Info
-		if d, ok := defs[DefinitionPath(h.Partition)]; ok {
-			def = &d
-		}
-		if len(files) == 0 && def == nil && (prev == nil || prev.State != Orphaned) {
-			if prev != nil {
-				entries = append(entries, datastore.Entry{Delete: rowPath(nsName, h.Partition)})
-				gone = append(gone, h.Partition)
+			o.prev = &r
+			row, reason, err := forward(ctx, ns, h.Partition, h.Seq, r, before)
+			if err != nil {
+				return nil, nil, nil, 0, err
 			}
-			continue
+			if testHookReason != nil {
+				testHookReason(h.Partition, reason)
+			}
+			if reason == "" {
+				o.row = &row
+				outs = append(outs, o)
+				continue
+			}
 		}
-		row := buildRow(nsName, h.Partition, files, def, prev, head.Seq, ns.Now())
-		meta, err := encodeRow(row)
+		// No previous row, or one that cannot be brought forward:
+		// list the model and read its definition.
+		o.list = true
+		defPaths = append(defPaths, DefinitionPath(h.Partition))
+		outs = append(outs, o)
+	}
+	defs, err := ns.StatMany(ctx, defPaths)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	for _, o := range outs {
+		h, prev := o.h, o.prev
+		row := o.row
+		if !o.list {
+			forwarded++
+		} else {
+			files, err := modelFiles(ctx, ns, h.Partition)
+			if err != nil {
+				return nil, nil, nil, 0, err
+			}
+			var def *datastore.Info
+			if d, ok := defs[DefinitionPath(h.Partition)]; ok {
+				def = &d
+			}
+			if len(files) == 0 && def == nil && (prev == nil || prev.State != Orphaned) {
+				if prev != nil {
+					entries = append(entries, datastore.Entry{Delete: rowPath(nsName, h.Partition)})
+					gone = append(gone, h.Partition)
+				}
+				continue
+			}
+			// The head ChangedPartitions gave, read before the
+			// listing: the listing holds at least every change up to
+			// it, so the next fold reads anything later again.
+			r := buildRow(nsName, h.Partition, files, def, prev, h.Seq, ns.Now())
+			row = &r
+		}
+		meta, err := encodeRow(*row)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, 0, err
 		}
 		staged, err := cat.Upload(ctx, rowPath(nsName, h.Partition), bytes.NewReader(nil), meta)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
+			return nil, nil, nil, 0, fmt.Errorf("catalog row of %s/%s: %w", nsName, h.Partition, err)
 		}
 		entries = append(entries, datastore.Entry{Put: &staged})
-		written = append(written, row)
+		written = append(written, *row)
 	}
-	return entries, written, gone, nil
+	return entries, written, gone, forwarded, nil
 }
+
+// testHookReason, when set, is told why each row was listed ("" when it
+// was brought forward).
+var testHookReason func(model, reason string)
 
 // modelFiles returns the live files of model's partition: the listing of
 // its directory without the files of other models in it (a deeper model

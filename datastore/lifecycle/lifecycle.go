@@ -101,6 +101,12 @@ type Stats struct {
 	Skipped int
 	// Dropped names the models dropped.
 	Dropped []string
+	// Read are the states of the files Apply read before deleting them
+	// (a version's files), by path: under the caller's lock and after
+	// every catalog row it had folded, so the fold that follows may take
+	// them as what the rows counted (catalog.FoldOptions.Before) and
+	// bring the rows forward instead of listing the models.
+	Read map[string]datastore.Info
 }
 
 // Apply carries out actions in ns (all of ns's namespace), each fenced by
@@ -147,9 +153,13 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 			}
 			entries := make([]datastore.Entry, len(files))
 			var bytes int64
+			if st.Read == nil {
+				st.Read = map[string]datastore.Info{}
+			}
 			for i, f := range files {
 				entries[i] = datastore.Entry{Delete: f.Path}
 				bytes += f.Size
+				st.Read[f.Path] = f
 			}
 			if _, err := ns.Commit(ctx, fence, entries); err != nil {
 				return st, fmt.Errorf("delete version %s: %w", strings.TrimSuffix(prefix, "/"), err)
