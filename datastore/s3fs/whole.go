@@ -60,6 +60,10 @@ type pendingMark struct {
 	part string
 	pos  uint64
 	etag string
+	// hints are what the part's clash check read of the index, for the
+	// roll-forward after the flip (indexHint: each write is conditional
+	// on what was read, so a stale one costs a read, as without it).
+	hints map[string]indexHint
 }
 
 // errInFlight is settleTx's answer for a pending commit within its window.
@@ -231,7 +235,17 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fe
 	// marks, the next writer or Reclaim if it fails here.
 	for _, part := range order {
 		t, err := d.readTail(ctx, part, false)
-		if err != nil || !t.exists || d.rollForward(ctx, part, t, now) != nil {
+		if err != nil || !t.exists {
+			continue
+		}
+		for _, m := range marks {
+			if m.part == part {
+				for p, h := range m.hints {
+					t.hint(p, h.e, h.etag)
+				}
+			}
+		}
+		if d.rollForward(ctx, part, t, now) != nil {
 			continue
 		}
 		for _, m := range marks {
