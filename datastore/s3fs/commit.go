@@ -333,7 +333,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		if tx != "" {
 			// A staged part: visible once its commit is flipped, rolled
 			// forward then, its mark kept until it is.
-			*marks = append(*marks, pendingMark{part: part, pos: obj.First, etag: mark, hints: t.hints})
+			*marks = append(*marks, pendingMark{part: part, pos: obj.First, etag: mark, hints: t.hints, tail: t, obj: obj})
 			return obj.infos(part), nil
 		}
 		t.objects = append(t.objects, obj)
