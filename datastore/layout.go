@@ -46,7 +46,24 @@ const (
 	// to a datastore that held data before it recorded a layout, so that
 	// every path keeps the partition it was written in.
 	LayoutTypeID
+	// LayoutModelsV2 partitions exactly as LayoutModels; it is what a
+	// driver that stores a new datastore in a newer format records
+	// (FreshLayouter, issue 31: on S3 a commit's pending marks beside the
+	// heads, so that one LIST reads both). A lake before it does not know
+	// the name and refuses the datastore (ParseLayout: "upgrade lake"),
+	// which is its purpose: an older writer would keep its marks where
+	// the newer readers no longer look. Datastores recorded "models"
+	// before keep that record, and their drivers the older format.
+	LayoutModelsV2
 )
+
+// FreshLayouter is the optional ability of a driver whose new datastores
+// record another layout than LayoutModels (a newer format of the same
+// partition rule, LayoutModelsV2): Open records FreshLayout() for a
+// datastore that holds no data and no record yet.
+type FreshLayouter interface {
+	FreshLayout() Layout
+}
 
 // DefinitionFile is the name of a model's definition, directly under the
 // model: data/MODEL/model.yaml.
@@ -57,7 +74,7 @@ const DefinitionFile = "model.yaml"
 // finds none, with a create-only compare-and-swap, and never changed.
 const LayoutKey = "datastore/layout"
 
-var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id"}
+var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2"}
 
 // String returns the layout's stored name.
 func (l Layout) String() string {
@@ -76,7 +93,7 @@ func ParseLayout(name string) (Layout, error) {
 			return Layout(l), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id", metastore.ErrInvalidArgument, name)
+	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2", metastore.ErrInvalidArgument, name)
 }
 
 // Model returns the model a valid path belongs to under l ("command/shell/u1"
@@ -230,6 +247,9 @@ func (s *Store) layoutOfUnrecorded(ctx context.Context) (Layout, error) {
 	}
 	if len(nss) > 0 {
 		return LayoutTypeID, nil
+	}
+	if fl, ok := s.d.(FreshLayouter); ok {
+		return fl.FreshLayout(), nil
 	}
 	return LayoutModels, nil
 }

@@ -135,6 +135,9 @@ func (c *checker) run(ctx context.Context) error {
 		return err
 	}
 	for _, k := range heads {
+		if _, _, mark := d.pendingOf(k.key); mark && d.marksBesideHeads() {
+			continue // a pending mark beside the heads: checkPending's
+		}
 		part, ok := d.headPartition(k.key)
 		if !ok {
 			fix, f := c.quarantine(k.key, k.etag)
@@ -432,13 +435,29 @@ func (c *checker) checkChunks(ctx context.Context, key string, e *indexEntry) er
 
 // checkPending reports pending marks older than the commit window.
 func (c *checker) checkPending(ctx context.Context) error {
-	keys, err := c.d.c.listAll(ctx, c.d.prefix+"p/", "")
+	if c.d.marksBesideHeads() {
+		// No writer of this datastore's format marks under p/: whatever
+		// is there was written by something else (nothing reads it).
+		stray, err := c.d.c.listAll(ctx, c.d.prefix+"p/", "")
+		if err != nil {
+			return err
+		}
+		for _, k := range stray {
+			fix, f := c.quarantine(k.key, k.etag)
+			if err := c.problem(ctx, k.key, "a key under p/ in a datastore that keeps its pending marks beside the heads (layout models-v2)", fix, f); err != nil {
+				return err
+			}
+		}
+	}
+	keys, err := c.d.c.listAll(ctx, c.d.pendingPrefix(), "")
 	if err != nil {
 		return err
 	}
 	settle := true
 	for _, k := range keys {
-		if _, _, ok := c.d.pendingOf(k.key); !ok {
+		if _, _, ok := c.d.pendingOf(k.key); !ok && c.d.marksBesideHeads() {
+			continue // a head, or a stray key the heads' check reported
+		} else if !ok {
 			fix, f := c.quarantine(k.key, k.etag)
 			if err := c.problem(ctx, k.key, "a key under p/ that is not PARTITION/POSITION", fix, f); err != nil {
 				return err
@@ -539,7 +558,7 @@ func (c *checker) rollForward(ctx context.Context, part string) error {
 func (c *checker) rollForwardAll(ctx context.Context, part string, pl *partLog) error {
 	for _, info := range pl.latest {
 		e := logEntry{Path: info.Path, Deleted: info.Deleted, Version: info.Version, Size: info.Size, Chunks: info.Chunks, SHA256: info.SHA256, Meta: info.Meta, Inline: info.Inline}
-		if err := c.d.updateIndex(ctx, e, info.Pos, info.Time, c.o.Now); err != nil {
+		if err := c.d.updateIndex(ctx, e, info.Pos, info.Time, c.o.Now, nil); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package s3fs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
@@ -31,77 +32,108 @@ import (
 func (d *Driver) ChecksClashes() bool { return true }
 
 // checkClash returns the Clash a commit of entries to part would make over
-// the tail t and the index, or nil.
+// the tail t and the index, or nil. Its reads are made once per commit,
+// not once per put (issue 31; a first sync of 300 files read the same
+// directories 300 times): the directories above the puts in other
+// partitions are one Stat, the tail's changes are walked once, and for a
+// commit of two puts or more one listing of the index below the puts'
+// common directory (indexKeysBelow) tells which paths have an entry at
+// all, so that only those are read (a new file's own entry and the files
+// below it cost nothing more). What it reads of the index is kept in t
+// for the roll-forward (indexHint).
 func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry) error {
 	in := map[string]bool{}
+	var puts []string
 	for _, e := range entries {
 		in[e.Path()] = true
-	}
-	for _, e := range entries {
-		if e.Put == nil {
-			continue
+		if e.Put != nil {
+			puts = append(puts, e.Put.Path)
 		}
-		p := e.Put.Path
-		var same, other []string
+	}
+	if len(puts) == 0 {
+		return nil
+	}
+	sameOf, otherOf := map[string][]string{}, map[string][]string{}
+	var stats, others []string
+	seen := map[string]bool{}
+	for _, p := range puts {
 		for _, a := range datastore.Ancestors(p) {
 			if in[a] {
 				continue
 			}
 			if d.partition(a) == part {
-				same = append(same, a)
+				sameOf[p] = append(sameOf[p], a)
+				if !seen[a] {
+					stats = append(stats, a)
+				}
 			} else {
-				other = append(other, a)
+				otherOf[p] = append(otherOf[p], a)
+				if !seen[a] {
+					others = append(others, a)
+				}
 			}
+			seen[a] = true
 		}
-		cur, err := d.statTail(ctx, t, append(same, p))
+		stats = append(stats, p)
+	}
+	known, dir, err := d.indexKeysBelow(ctx, puts)
+	if err != nil {
+		return err
+	}
+	cur, err := d.statTailKnown(ctx, t, stats, known, dir)
+	if err != nil {
+		return err
+	}
+	var got map[string]datastore.Info
+	if len(others) > 0 {
+		if got, err = d.Stat(ctx, others); err != nil {
+			return err
+		}
+	}
+	// The tail's changes not yet in the index, in order: they decide the
+	// paths they name; the index the others.
+	tailLive := map[string]bool{}
+	walk := d.tailWalk(t)
+	for _, o := range t.objects {
+		counts, err := walk.counts(ctx, o)
 		if err != nil {
 			return err
 		}
-		for _, a := range same {
+		if counts {
+			for _, info := range o.infos(part) {
+				tailLive[info.Path] = !info.Deleted
+			}
+		}
+	}
+	skip := func(q string) bool {
+		_, inTail := tailLive[q]
+		return in[q] || inTail
+	}
+	for _, p := range puts {
+		for _, a := range sameOf[p] {
 			if c, ok := cur[a]; ok && !c.Deleted {
 				return datastore.Clash(p, a)
 			}
 		}
-		if len(other) > 0 {
-			got, err := d.Stat(ctx, other)
-			if err != nil {
-				return err
-			}
-			for _, a := range other {
-				if c, ok := got[a]; ok && !c.Deleted {
-					return datastore.Clash(p, a)
-				}
+		for _, a := range otherOf[p] {
+			if c, ok := got[a]; ok && !c.Deleted {
+				return datastore.Clash(p, a)
 			}
 		}
 		if c, ok := cur[p]; ok && !c.Deleted {
 			continue // a file already: nothing is below it
 		}
-		// Below p: the tail's changes not yet in the index decide the
-		// paths they name; the index the others.
-		tailLive := map[string]bool{}
-		walk := d.tailWalk(t)
-		for _, o := range t.objects {
-			counts, err := walk.counts(ctx, o)
-			if err != nil {
-				return err
-			}
-			if counts {
-				for _, info := range o.infos(part) {
-					if strings.HasPrefix(info.Path, p+"/") {
-						tailLive[info.Path] = !info.Deleted
-					}
-				}
-			}
-		}
 		for q, live := range tailLive {
-			if live && !in[q] {
+			if live && !in[q] && strings.HasPrefix(q, p+"/") {
 				return datastore.Clash(p, q)
 			}
 		}
-		below, err := d.liveIndexBelow(ctx, p+"/", func(q string) bool {
-			_, inTail := tailLive[q]
-			return in[q] || inTail
-		})
+		var below string
+		if known != nil {
+			below, err = d.liveKnownBelow(ctx, known, p+"/", skip)
+		} else {
+			below, err = d.liveIndexBelow(ctx, p+"/", skip)
+		}
 		if err != nil {
 			return err
 		}
@@ -110,6 +142,71 @@ func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries [
 		}
 	}
 	return nil
+}
+
+// indexKeysBelow lists the index below the deepest directory that holds
+// every one of puts (dir, ending in "/") and returns the paths that have an
+// entry there. It lists only for two puts or more (one put costs a GET and
+// at most one LIST without it) and at most one page a put, the requests
+// the listing saves: a directory holding more (a model of many files, of
+// which a commit changes few) returns nil, and the puts are read one by
+// one. A path under dir absent from the listing has no entry: a commit
+// racing this one in the same partition takes the position this one's
+// create needs; one in another partition (a deeper model) is the
+// cross-partition race S3 does not refuse (above), as with a GET.
+func (d *Driver) indexKeysBelow(ctx context.Context, puts []string) (map[string]bool, string, error) {
+	if len(puts) < 2 {
+		return nil, "", nil
+	}
+	dir := puts[0]
+	for _, p := range puts[1:] {
+		for !strings.HasPrefix(p, dir) {
+			dir = dir[:len(dir)-1]
+		}
+	}
+	dir = dir[:strings.LastIndexByte(dir, '/')+1]
+	if dir == "" {
+		return nil, "", nil
+	}
+	known := map[string]bool{}
+	prefix := d.prefix + "f/" + escape(dir)
+	start := ""
+	for range len(puts) {
+		keys, more, err := d.c.list(ctx, prefix, start, 1000)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, k := range keys {
+			known[unleaf(trimPrefix(k.key, d.prefix+"f/"))] = true
+		}
+		if !more || len(keys) == 0 {
+			return known, dir, nil
+		}
+		start = keys[len(keys)-1].key
+	}
+	return nil, "", nil
+}
+
+// liveKnownBelow is liveIndexBelow over the paths known to have an index
+// entry (indexKeysBelow's listing), in order.
+func (d *Driver) liveKnownBelow(ctx context.Context, known map[string]bool, prefix string, skip func(string) bool) (string, error) {
+	var cand []string
+	for q := range known {
+		if strings.HasPrefix(q, prefix) && !skip(q) {
+			cand = append(cand, q)
+		}
+	}
+	slices.Sort(cand)
+	for _, q := range cand {
+		e, _, err := d.readIndex(ctx, q)
+		if err != nil {
+			return "", err
+		}
+		if e != nil && !e.Deleted {
+			return q, nil
+		}
+	}
+	return "", nil
 }
 
 // maxBelowPages bounds the index pages liveIndexBelow reads (tombstones

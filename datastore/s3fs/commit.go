@@ -28,14 +28,6 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			return nil, err
 		}
 	}
-	// Checked here too, though the check that counts is the one right
-	// before each log object's create (commitPartition): a stale commit
-	// registers no partition, and a commit that changes nothing still
-	// answers for its fence.
-	ft, err := d.checkFence(ctx, fence)
-	if err != nil {
-		return nil, err
-	}
 	var order []string
 	byPart := map[string][]int{}
 	for i, e := range entries {
@@ -44,6 +36,20 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			order = append(order, p)
 		}
 		byPart[p] = append(byPart[p], i)
+	}
+	whole := len(order) > 1 || len(entries) > MaxCommit
+	// The check that counts is the one right before each log object's
+	// create (commitPartition); a commit of one log object makes no other
+	// (issue 31: it read the lock record twice, one GET more per commit).
+	// A commit that changes nothing still answers for its fence, here or,
+	// for deletes of absent paths, in commitPartition; a staged commit
+	// checks here too, before it writes its record.
+	ft := parseFence(fence)
+	if len(entries) == 0 || whole {
+		var err error
+		if ft, err = d.checkFence(ctx, fence); err != nil {
+			return nil, err
+		}
 	}
 	// Refuse an expired upload before anything is written. An inline
 	// file has no intent: its log entry is all of it.
@@ -58,7 +64,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			return nil, err
 		}
 	}
-	if len(order) > 1 || len(entries) > MaxCommit {
+	if whole {
 		// More than one log object: staged under a commit record that
 		// one conditional write flips (whole.go).
 		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now)
@@ -201,7 +207,11 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 	begin := time.Now()
 	for attempt := 0; attempt < maxCommitAttempts || time.Since(begin) < commitPatience; attempt++ {
 		started := time.Now()
-		t, err := d.register(ctx, part)
+		regFence := fence
+		if tx != "" {
+			regFence = nil // a staged commit checked its fence before its record
+		}
+		t, err := d.register(ctx, part, regFence)
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +277,12 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			}
 		}
 		if len(entries) > 0 && len(obj.Entries) == 0 {
-			return nil, nil // only deletes of absent paths: nothing changes
+			// Only deletes of absent paths: nothing changes, but the
+			// commit still answers for its fence.
+			if _, err := d.checkFence(ctx, fence); err != nil {
+				return nil, err
+			}
+			return nil, nil
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
@@ -318,7 +333,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		if tx != "" {
 			// A staged part: visible once its commit is flipped, rolled
 			// forward then, its mark kept until it is.
-			*marks = append(*marks, pendingMark{part: part, pos: obj.First, etag: mark})
+			*marks = append(*marks, pendingMark{part: part, pos: obj.First, etag: mark, hints: t.hints, tail: t, obj: obj})
 			return obj.infos(part), nil
 		}
 		t.objects = append(t.objects, obj)
@@ -371,11 +386,15 @@ func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
 }
 
 // register reads part's tail, creating its head (the registry entry) first
-// if the partition is new.
-func (d *Driver) register(ctx context.Context, part string) (*tail, error) {
+// if the partition is new; with a fence, only once the lock record holds
+// it (so a stale holder registers no partition).
+func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence) (*tail, error) {
 	t, err := d.readTail(ctx, part, true)
 	if err != nil || t.exists {
 		return t, err
+	}
+	if _, err := d.checkFence(ctx, fence); err != nil {
+		return nil, err
 	}
 	body, _ := json.Marshal(head{})
 	if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {

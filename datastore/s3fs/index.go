@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -90,7 +91,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		}
 		if counts {
 			for i, e := range o.Entries {
-				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now); err != nil {
+				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now, t.takeHint(e.Path)); err != nil {
 					return err
 				}
 			}
@@ -106,6 +107,11 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 			return fmt.Errorf("%w: s3 head %q: its watermark changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
 		}
 		h.Applied = target
+		if n := len(t.objects); n > 0 && t.objects[n-1].last() == target {
+			h.Base = t.objects[n-1].First
+		} else {
+			h.Base = 0 // unknown: writers list as without it
+		}
 		body, _ := json.Marshal(h)
 		_, err := d.c.replace(ctx, d.headKey(part), etag, body)
 		if err == nil {
@@ -128,8 +134,10 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 }
 
 // updateIndex moves path's index entry up to the change at pos, and marks
-// the version it replaces for Reclaim.
-func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, now time.Time) error {
+// the version it replaces for Reclaim. With a hint (what this commit read
+// of the entry, indexHint) its first write is conditional on that instead
+// of a read.
+func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, now time.Time, hint *indexHint) error {
 	next := indexEntry{logEntry: e, Pos: pos, Time: at}
 	body, err := json.Marshal(next)
 	if err != nil {
@@ -139,8 +147,12 @@ func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, no
 		if attempt == maxCommitAttempts {
 			return fmt.Errorf("%w: s3 index entry %q changed under each of %d writes", metastore.ErrUnavailable, d.fileKey(e.Path), attempt)
 		}
-		cur, etag, err := d.readIndex(ctx, e.Path)
-		if err != nil {
+		var cur *indexEntry
+		var etag string
+		var err error
+		if attempt == 0 && hint != nil {
+			cur, etag = hint.e, hint.etag
+		} else if cur, etag, err = d.readIndex(ctx, e.Path); err != nil {
 			return err
 		}
 		if cur != nil && cur.Pos >= pos {
@@ -173,6 +185,43 @@ func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, no
 // partition): the newest entry of the log objects after the applied
 // position, else the index entry.
 func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[string]datastore.Info, error) {
+	return d.statTailKnown(ctx, t, paths, nil, "")
+}
+
+// indexHint is what a commit read of a path's index entry before its
+// create (its clash check): the entry (nil: absent) and its ETag. The
+// roll-forward's first write of that entry is conditional on it (If-Match
+// the ETag, or If-None-Match for an absent one) instead of reading the
+// entry again: if the entry changed meanwhile the write fails and the
+// entry is read, as before. A hint is used once (the roll-forward's own
+// write makes it stale) and lives with the tail of one commit attempt.
+type indexHint struct {
+	e    *indexEntry
+	etag string
+}
+
+// takeHint returns and forgets t's hint for path.
+func (t *tail) takeHint(path string) *indexHint {
+	h, ok := t.hints[path]
+	if !ok {
+		return nil
+	}
+	delete(t.hints, path)
+	return &h
+}
+
+func (t *tail) hint(path string, e *indexEntry, etag string) {
+	if t.hints == nil {
+		t.hints = map[string]indexHint{}
+	}
+	t.hints[path] = indexHint{e, etag}
+}
+
+// statTailKnown is statTail; with known (the paths with an index entry
+// below dir, indexKeysBelow), a path under dir that known does not name
+// is absent from the index without a GET. The index entries it reads, or
+// knows absent, are kept as t's hints.
+func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, known map[string]bool, dir string) (map[string]datastore.Info, error) {
 	out := map[string]datastore.Info{}
 	want := map[string]bool{}
 	for _, p := range paths {
@@ -200,10 +249,15 @@ func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[str
 		if _, ok := out[p]; ok || !t.exists {
 			continue
 		}
-		e, _, err := d.readIndex(ctx, p)
+		if known != nil && strings.HasPrefix(p, dir) && !known[p] {
+			t.hint(p, nil, "")
+			continue
+		}
+		e, etag, err := d.readIndex(ctx, p)
 		if err != nil {
 			return nil, err
 		}
+		t.hint(p, e, etag)
 		if e != nil {
 			out[p] = e.info(part, e.Pos, e.Time)
 		}

@@ -93,6 +93,16 @@ type head struct {
 	Applied uint64 `json:"applied"`
 	// Floor: changes at or below it may have been purged.
 	Floor uint64 `json:"floor"`
+	// Base is the first position of the log object that ends at
+	// Applied, as the roll-forward that wrote Applied saw it (issue 31):
+	// a writer reads the tail from that object on with one LIST, where it
+	// had to list the log a second time when the object held more than
+	// one position. Only a hint: zero (heads written before, or by a
+	// repair) or a wrong value (a foreign writer's) makes the listing
+	// not start at an object that holds Applied, and the writer lists
+	// again as it did before; a value naming an earlier object only makes
+	// it read objects it did not need.
+	Base uint64 `json:"base,omitempty"`
 }
 
 // tail is a partition's log as a writer or reader sees it: its watermarks,
@@ -110,6 +120,9 @@ type tail struct {
 	// yet decided (whole.go): objects holds none from it on, and the
 	// partition rolls forward only up to the position before it.
 	blocked *logObject
+	// hints are the index entries a commit read (or knew absent) before
+	// its create, for its roll-forward (indexHint).
+	hints map[string]indexHint
 }
 
 // rollTo is the position up to which t's log is decided.
@@ -325,6 +338,9 @@ func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tai
 	after, applied := h.Applied, h.Applied
 	if withLast {
 		after, applied = max(h.Applied, 1)-1, 0
+		if h.Base > 0 && h.Base <= h.Applied {
+			after = h.Base - 1
+		}
 	}
 	objs, _, err := d.from(ctx, part, after, applied, 0)
 	if err != nil {

@@ -29,15 +29,59 @@ import (
 // died before its create: it is kept for the commit window, then deleted
 // (a commit that took longer starts over, see Options.CommitWindow).
 
+// Where the marks live (issue 31). A datastore recorded with the layout
+// "models" or "type-id" keeps them under p/ (p/PARTITION/POSITION), so a
+// reader that settles them and then compares the heads lists both p/ and
+// h/: two LISTs for a sync that finds nothing changed. One recorded
+// "models-v2" (datastore.LayoutModelsV2, every datastore made since) keeps
+// them beside the heads, h/PARTITION!pPOSITION, so that one LIST of h/
+// returns the heads and the marks. No head's key holds a '!' (the
+// partition's name is url.PathEscape'd, which escapes it), so a mark is
+// never read as a head, nor a head as a mark; the key is a sibling of the
+// head's, not below it, as servers that keep objects as files need. A
+// lake that knew only p/ refuses a "models-v2" datastore (it does not know
+// the layout's name), so no writer of the older format ever marks a commit
+// where this one's readers no longer look; and this lake reads p/ only in
+// the datastores of the older format, whose writers may still be running.
+
+// markSep separates a partition's escaped name from the position in a
+// mark's key beside the heads.
+const markSep = "!p"
+
+// marksBesideHeads reports whether d's datastore keeps its pending marks
+// under h/ (datastore.LayoutModelsV2) rather than under p/.
+func (d *Driver) marksBesideHeads() bool { return d.layout == datastore.LayoutModelsV2 }
+
+// pendingPrefix is the prefix whose LIST returns every pending mark of
+// d's namespace (and, beside the heads, the heads too).
+func (d *Driver) pendingPrefix() string {
+	if d.marksBesideHeads() {
+		return d.prefix + "h/"
+	}
+	return d.prefix + "p/"
+}
+
 // pendingKey is the marker of a commit to part at pos.
 func (d *Driver) pendingKey(part string, pos uint64) string {
+	if d.marksBesideHeads() {
+		return fmt.Sprintf("%sh/%s%s%020d", d.prefix, url.PathEscape(part), markSep, pos)
+	}
 	return fmt.Sprintf("%sp/%s/%020d", d.prefix, url.PathEscape(part), pos)
 }
 
 // pendingOf parses a pending mark's key; ok is false for a key that is
-// not one.
+// not one (a head's, or a foreign object's).
 func (d *Driver) pendingOf(key string) (part string, pos uint64, ok bool) {
-	esc, num, ok := strings.Cut(trimPrefix(key, d.prefix+"p/"), "/")
+	var esc, num string
+	if d.marksBesideHeads() {
+		rest, found := strings.CutPrefix(key, d.prefix+"h/")
+		if !found {
+			return "", 0, false
+		}
+		esc, num, ok = strings.Cut(rest, markSep)
+	} else {
+		esc, num, ok = strings.Cut(trimPrefix(key, d.prefix+"p/"), "/")
+	}
 	if !ok || len(num) != 20 {
 		return "", 0, false
 	}
@@ -45,8 +89,23 @@ func (d *Driver) pendingOf(key string) (part string, pos uint64, ok bool) {
 	if err != nil || datastore.ValidatePartition(part) != nil || url.PathEscape(part) != esc {
 		return "", 0, false
 	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+	}
 	pos, err = strconv.ParseUint(num, 10, 64)
 	return part, pos, err == nil && pos > 0
+}
+
+// hasMarks reports whether a listing of pendingPrefix holds a mark.
+func (d *Driver) hasMarks(keys []listed) bool {
+	for _, k := range keys {
+		if _, _, ok := d.pendingOf(k.key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // markPending creates the marker of a commit to part at pos; it returns
@@ -98,16 +157,23 @@ func (d *Driver) settlePending(ctx context.Context) error {
 // settlePendingAt is settlePending with the caller's clock (Reclaim's), by
 // which a staged commit's age is also judged (whole.go).
 func (d *Driver) settlePendingAt(ctx context.Context, at time.Time) error {
-	keys, err := d.c.listAll(ctx, d.prefix+"p/", "")
+	keys, err := d.c.listAll(ctx, d.pendingPrefix(), "")
 	if err != nil || len(keys) == 0 {
 		return err
 	}
+	return d.settleMarks(ctx, keys, at)
+}
+
+// settleMarks settles the marks among keys, a listing of pendingPrefix
+// (other keys are skipped: the heads beside the marks, or a foreign
+// object, which lake data check reports).
+func (d *Driver) settleMarks(ctx context.Context, keys []listed, at time.Time) error {
 	byPart := map[string][]listed{}
 	var order []string
 	for _, k := range keys {
 		part, _, ok := d.pendingOf(k.key)
 		if !ok {
-			continue // not a marker: lake data check reports it
+			continue // a head, or not a marker: lake data check reports it
 		}
 		if _, seen := byPart[part]; !seen {
 			order = append(order, part)

@@ -252,10 +252,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	// A commit not yet rolled into its head would leave the head's ETag
 	// unchanged: settle the pending ones first.
-	if err := d.settlePending(ctx); err != nil {
-		return nil, nil, err
-	}
-	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
+	keys, err := d.listSettledHeads(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -286,6 +283,28 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	b, _ := json.Marshal(next)
 	return heads, b, nil
+}
+
+// listSettledHeads lists h/ after settling every pending mark, so that
+// each head's ETag covers every acknowledged commit. Beside the heads
+// (marksBesideHeads) that is one LIST, normally: a second one only when the
+// first returned a mark, whose settling moved heads. Under p/ it is the
+// LIST of p/, then that of h/.
+func (d *Driver) listSettledHeads(ctx context.Context) ([]listed, error) {
+	if !d.marksBesideHeads() {
+		if err := d.settlePending(ctx); err != nil {
+			return nil, err
+		}
+		return d.c.listAll(ctx, d.prefix+"h/", "")
+	}
+	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
+	if err != nil || !d.hasMarks(keys) {
+		return keys, err
+	}
+	if err := d.settleMarks(ctx, keys, time.Now()); err != nil {
+		return nil, err
+	}
+	return d.c.listAll(ctx, d.prefix+"h/", "")
 }
 
 // HasIntent implements datastore.IntentChecker with one HEAD of the

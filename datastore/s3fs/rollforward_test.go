@@ -121,58 +121,64 @@ func TestKilledCommitRollsForward(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	checked := 0
-	for _, r := range readers {
-		for k := 1; k < 100; k++ {
-			prefix := fmt.Sprintf("kill/%s/%d", r.name, k)
-			ka := &killAPI{API: api}
-			dA, err := s3fs.Open(ctx, ka, s3fs.Options{Bucket: bucket, Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dB, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sA, sB := datastore.New(dA), datastore.New(dB)
-			if _, err := sB.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
-				t.Fatal(err)
-			}
-			_, cursor, err := sB.ChangedPartitions(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ka.mu.Lock()
-			ka.armed, ka.at = true, k
-			ka.mu.Unlock()
-			_, cerr := sA.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
-			ka.mu.Lock()
-			sent, finished := ka.sent, ka.n < k
-			ka.mu.Unlock()
-			if finished {
-				break // the commit sent fewer than k requests
-			}
-			created := false
-			for _, s := range sent {
-				created = created || strings.HasPrefix(s, "PUT "+prefix+"/l/")
-			}
-			if !created {
-				if cerr == nil {
-					t.Fatalf("%s k=%d: killed before its log create, the commit reported success", r.name, k)
+	// Both places of the pending marks: under p/ (a datastore recorded
+	// "models" before issue 31) and beside the heads (models-v2).
+	for _, layout := range []datastore.Layout{datastore.LayoutModels, datastore.LayoutModelsV2} {
+		for _, r := range readers {
+			for k := 1; k < 100; k++ {
+				prefix := fmt.Sprintf("kill/%s/%s/%d", layout, r.name, k)
+				ka := &killAPI{API: api}
+				dA, err := s3fs.Open(ctx, ka, s3fs.Options{Bucket: bucket, Prefix: prefix})
+				if err != nil {
+					t.Fatal(err)
 				}
-				continue // killed before the commit point: nothing to see
-			}
-			checked++
-			if ok, err := r.sees(ctx, sB, cursor, st.Version); err != nil || !ok {
-				t.Errorf("%s: committer killed before request %d (after %s): the reader does not see the commit (err %v)", r.name, k, sent[len(sent)-1], err)
+				dB, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: prefix})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sA, sB := datastore.New(dA), datastore.New(dB)
+				sA.SetLayout(layout)
+				sB.SetLayout(layout)
+				if _, err := sB.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+					t.Fatal(err)
+				}
+				_, cursor, err := sB.ChangedPartitions(ctx, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ka.mu.Lock()
+				ka.armed, ka.at = true, k
+				ka.mu.Unlock()
+				_, cerr := sA.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
+				ka.mu.Lock()
+				sent, finished := ka.sent, ka.n < k
+				ka.mu.Unlock()
+				if finished {
+					break // the commit sent fewer than k requests
+				}
+				created := false
+				for _, s := range sent {
+					created = created || strings.HasPrefix(s, "PUT "+prefix+"/l/")
+				}
+				if !created {
+					if cerr == nil {
+						t.Fatalf("%s k=%d: killed before its log create, the commit reported success", r.name, k)
+					}
+					continue // killed before the commit point: nothing to see
+				}
+				checked++
+				if ok, err := r.sees(ctx, sB, cursor, st.Version); err != nil || !ok {
+					t.Errorf("%s %s: committer killed before request %d (after %s): the reader does not see the commit (err %v)", layout, r.name, k, sent[len(sent)-1], err)
+				}
 			}
 		}
 	}
-	t.Logf("%d kill points after the log create checked, over %d readers", checked, len(readers))
-	if checked < len(readers) {
+	t.Logf("%d kill points after the log create checked, over %d readers and 2 layouts", checked, len(readers))
+	if checked < 2*len(readers) {
 		t.Fatal("no kill point after the log create")
 	}
 }

@@ -20,8 +20,11 @@ func newDriver(t testing.TB) *s3fs.Driver {
 	return d
 }
 
+// newStore is a datastore of the layout a new one records on S3
+// (models-v2: pending marks beside the heads).
 func newStore(t *testing.T) *datastore.Store {
 	s := datastore.New(newDriver(t))
+	s.SetLayout(datastore.LayoutModelsV2)
 	t.Cleanup(func() { s.Close() })
 	return s
 }

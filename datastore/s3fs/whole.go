@@ -60,6 +60,15 @@ type pendingMark struct {
 	part string
 	pos  uint64
 	etag string
+	// hints are what the part's clash check read of the index, for the
+	// roll-forward after the flip (indexHint: each write is conditional
+	// on what was read, so a stale one costs a read, as without it).
+	hints map[string]indexHint
+	// tail and obj are the partition's tail as the part's create read it
+	// and the part itself: after the flip, a partition of one part rolls
+	// forward from them instead of reading its tail again (staleTail).
+	tail *tail
+	obj  *logObject
 }
 
 // errInFlight is settleTx's answer for a pending commit within its window.
@@ -230,8 +239,21 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fe
 	// Visible; the roll-forward is left to readers' settling of the
 	// marks, the next writer or Reclaim if it fails here.
 	for _, part := range order {
-		t, err := d.readTail(ctx, part, false)
-		if err != nil || !t.exists || d.rollForward(ctx, part, t, now) != nil {
+		t := staleTail(marks, part)
+		if t == nil {
+			var err error
+			if t, err = d.readTail(ctx, part, false); err != nil || !t.exists {
+				continue
+			}
+			for _, m := range marks {
+				if m.part == part {
+					for p, h := range m.hints {
+						t.hint(p, h.e, h.etag)
+					}
+				}
+			}
+		}
+		if d.rollForward(ctx, part, t, now) != nil {
 			continue
 		}
 		for _, m := range marks {
@@ -247,4 +269,34 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fe
 		}
 	}
 	return res, nil
+}
+
+// staleTail returns the tail a committed (flipped) staged commit rolls
+// part forward from without reading it again (issue 31: a GET of the
+// head, a LIST and a GET of the log, per partition): the one its only part
+// in part was created after, with that part appended. It is stale (other
+// writers may have rolled the partition forward or committed after the
+// part since), which the roll-forward allows: every index entry moves only
+// up by a conditional write, and the head's watermark is written If-Match
+// the ETag read, re-read when it moved, and only ever raised. nil when part
+// holds several parts of the commit, or the tail held another commit's
+// undecided part: the caller reads the tail.
+func staleTail(marks []pendingMark, part string) *tail {
+	var found *pendingMark
+	for i := range marks {
+		if marks[i].part != part {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = &marks[i]
+	}
+	if found == nil || found.tail == nil || found.obj == nil || found.tail.blocked != nil || !found.tail.exists {
+		return nil
+	}
+	t := found.tail
+	t.objects = append(t.objects, found.obj)
+	t.last = found.obj
+	return t
 }
