@@ -244,6 +244,22 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 				continue
 			}
 		}
+		if o.prev == nil {
+			// No row yet (a model begun since the last fold): the
+			// partition's whole feed, when it has it, is the model.
+			row, reason, err := fresh(ctx, ns, h.Partition, h.Seq, ns.Now())
+			if err != nil {
+				return nil, nil, nil, 0, err
+			}
+			if testHookReason != nil {
+				testHookReason(h.Partition, reason)
+			}
+			if reason == "" {
+				o.row = &row
+				outs = append(outs, o)
+				continue
+			}
+		}
 		// No previous row, or one that cannot be brought forward:
 		// list the model and read its definition.
 		o.list = true

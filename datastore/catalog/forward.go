@@ -218,6 +218,44 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 	return r, "", nil
 }
 
+// fresh builds the row of a model that has none from its partition's
+// whole feed, from position 0 up to at least head, instead of a listing:
+// the feed keeps each path's latest change, so its live changes are the
+// model's files and its definition's change (a tombstone included) is what
+// a read of the definition returns, unless tombstones were purged, which
+// the feed reports (ErrCursorExpired) and the caller then lists. On S3 a
+// listing is a GET of every file's index entry; the feed of a model a
+// commit just began is the commit's own log object. reason is set when the
+// feed cannot give the model whole.
+func fresh(ctx context.Context, ns *datastore.Store, model string, head uint64, now time.Time) (Row, string, error) {
+	changes, upTo, reason, err := changesSince(ctx, ns, model, 0, head)
+	if err != nil || reason != "" {
+		return Row{}, reason, err
+	}
+	prefix := datastore.ModelPrefix + model + "/"
+	defPath := DefinitionPath(model)
+	var files []datastore.Info
+	var def *datastore.Info
+	for _, c := range changes {
+		if !strings.HasPrefix(c.Path, prefix) || ns.Partition(c.Path) != model {
+			return Row{}, fmt.Sprintf("the change of %s is not the model's", c.Path), nil
+		}
+		if c.Path == defPath {
+			d := c
+			def = &d
+		}
+		if !c.Deleted {
+			files = append(files, c)
+		}
+	}
+	if len(files) == 0 {
+		// No row to write, or an orphaned one of no file: the listing
+		// decides, as it did.
+		return Row{}, "no file is live", nil
+	}
+	return buildRow(ns.NamespaceName(), model, files, def, nil, upTo, now), "", nil
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
