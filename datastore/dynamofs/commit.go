@@ -115,14 +115,16 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
-	for _, p := range parts {
-		if err := d.register(ctx, p); err != nil {
-			return nil, err
-		}
-	}
 	if len(entries) > d.maxCommit {
+		for _, p := range parts {
+			if err := d.register(ctx, p); err != nil {
+				return nil, err
+			}
+		}
 		return d.commitWhole(ctx, fence, entries, now) // whole.go
 	}
+	// A commit of one transaction registers its new partitions in it
+	// (registry.go).
 	return d.commitOnce(ctx, fence, entries, parts, now, "")
 }
 
@@ -376,6 +378,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, err
 		}
 		add(roleRace, w)
+	}
+	if tx == "" {
+		regs, err := d.registerInCommit(ctx, parts, seq, lookup, len(items)) // registry.go
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, w := range regs {
+			add(roleRace, w)
+		}
 	}
 	if len(items) > maxTxItems && len(claims) > 0 {
 		// The claims do not fit beside the commit: make them first, on
