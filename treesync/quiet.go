@@ -90,6 +90,9 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		return false, pre, nil
 	}
 	cfg, err := t.store.Config(ctx)
+	if err == nil {
+		st.config = &cfg // the locked path's, if quiet fails (policy.go)
+	}
 	if err != nil || cfg.Lifecycle != *st.Policy {
 		return false, pre, nil
 	}

@@ -63,6 +63,9 @@ type state struct {
 	// Skipped are the remote paths this tree could not write (a link, a
 	// file or a directory in the way), with why; every sync retries them.
 	Skipped map[string]string `json:"skipped,omitempty"`
+	// config is the namespace's configuration as this sync read it
+	// (policy.go); never saved.
+	config *datastore.NamespaceConfig
 }
 
 func (t *Tree) newState() *state {

@@ -243,6 +243,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if testHookCommit != nil {
 		testHookCommit()
 	}
+	t.readConfigBeforeCommit(ctx, st) // policy.go
 	commitStart := time.Now()
 	applied, cerr := t.commit(ctx, ls, st, push, up, sk)
 	if cerr != nil {
