@@ -102,7 +102,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		return rep, err
 	}
 	quietCandidate := fn == nil && len(dirty) == 0 && len(sk.list) == 0
-	if !quietCandidate {
+	if !quietCandidate && fn != nil { // Sync proves it later (layoutcommit.go)
 		// A remembered layout serves only the quiet reads
 		// (layoutcache.go): read the record before anything else.
 		if err := t.verifyLayout(ctx); err != nil {
@@ -136,8 +136,10 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 			return rep, nil
 		}
 	}
-	if err := t.verifyLayout(ctx); err != nil {
-		return rep, err
+	if fn != nil { // Sync proves it later (layoutcommit.go)
+		if err := t.verifyLayout(ctx); err != nil {
+			return rep, err
+		}
 	}
 	start := time.Now()
 	ls, err := t.locker.Acquire(ctx, t.LockName())
@@ -198,6 +200,11 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if err != nil {
 		return rep, err
 	}
+	if len(apply) > 0 { // the tree is written from here on (layoutcommit.go)
+		if err := t.verifyLayout(ctx); err != nil {
+			return rep, err
+		}
+	}
 	if err := t.applyAll(ctx, st, apply, &rep, sk); err != nil {
 		return rep, err
 	}
@@ -246,7 +253,11 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	t.readConfigBeforeCommit(ctx, st) // policy.go
 	commitStart := time.Now()
 	applied, cerr := t.commit(ctx, ls, st, push, up, sk)
+	if cerr == nil {
+		cerr = t.layoutProved(ctx) // layoutcommit.go
+	}
 	if cerr != nil {
+		t.forgetStaleLayout(cerr)
 		return rep, cerr
 	}
 	rep.Commit = time.Since(commitStart)

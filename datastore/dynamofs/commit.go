@@ -94,6 +94,7 @@ const (
 	roleIntent
 	roleRace // a path, head or counter another commit changed since the read
 	roleOther
+	roleLayout // the layout record's check (layoutcommit.go)
 )
 
 // maxCommitAttempts bounds how often a commit re-reads after losing a race
@@ -133,6 +134,12 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 // is settled first: rolled forward or back if that commit is decided or
 // dead, a conflict if it is in flight.
 func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]datastore.Info, error) {
+	return d.commitOnceIfLayout(ctx, fence, entries, parts, now, tx, nil)
+}
+
+// commitOnceIfLayout is commitOnce, applied only if the layout record
+// holds layout (if not nil: layoutcommit.go).
+func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string, layout []byte) ([]datastore.Info, error) {
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
 		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
@@ -165,7 +172,10 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 					return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
 				}
 			}
-			return nil, nil
+			return nil, d.checkLayoutRecord(ctx, layout) // layoutcommit.go
+		}
+		if items, roles, err = d.withLayoutCheck(ctx, items, roles, layout); err != nil { // layoutcommit.go
+			return nil, err
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
@@ -182,6 +192,8 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 				return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
 			case roleIntent:
 				return nil, fmt.Errorf("%w: an upload of this commit", datastore.ErrUploadExpired)
+			case roleLayout:
+				return nil, staleLayout(layout)
 			case roleOther:
 				race = false
 			}
