@@ -26,7 +26,9 @@ import (
 //     layout; any other store's commit reads the record first.
 //
 // A sync with neither reads the record after its commit point (layoutProved),
-// before it saves its state or maintains the catalog. A stale layout thus
+// before it saves its state or maintains the catalog, and one that fails
+// before anything proved the layout reads it before it reports the failure
+// (staleBeforeRefused). A stale layout thus
 // ends the sync with ErrStaleLayout having written nothing, remotely or in
 // the tree's state, as a stale layout read first did; the tree forgets it
 // and `lake data sync` starts again with the record read
@@ -49,4 +51,20 @@ func (t *Tree) forgetStaleLayout(err error) {
 	if errors.Is(err, datastore.ErrStaleLayout) {
 		_ = t.fs.removeState(layoutFile)
 	}
+}
+
+// staleBeforeRefused returns, for a sync that failed before anything proved
+// its layout, the stale layout's error rather than err when the record
+// names another layout (one read, on failure only): what a stale layout
+// decided (a conflict found in the wrong partition, say) must not stand as
+// the reason, or the tree would keep the layout and refuse every sync the
+// same way. A failure to read the record leaves err as it is.
+func (t *Tree) staleBeforeRefused(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, datastore.ErrStaleLayout) || t.root.LayoutVerified() || ctx.Err() != nil {
+		return err
+	}
+	if verr := t.verifyLayout(ctx); errors.Is(verr, datastore.ErrStaleLayout) {
+		return verr
+	}
+	return err
 }

@@ -59,6 +59,7 @@ func (t *Tree) Run(ctx context.Context, scope Scope, fn func(ctx context.Context
 func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *lock.Lease) error, o RunOptions) (Report, error) {
 	var sk skips
 	rep, err := t.run1(ctx, scope, fn, o, &sk)
+	err = t.staleBeforeRefused(ctx, err) // layoutcommit.go
 	rep.Skipped = sk.sorted()
 	if err == nil && len(rep.Skipped) > 0 {
 		err = &SkippedError{Skipped: rep.Skipped}

@@ -10,8 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // TestRememberedLayoutStaleAtTheCommit (issue 31): on DynamoDB a sync that
@@ -61,5 +63,52 @@ func TestRememberedLayoutStaleAtTheCommit(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(tree, ".lake", "layout")); err != nil || string(b) != "type-id" {
 		t.Fatalf("the tree remembers %q (%v), want type-id", b, err)
+	}
+}
+
+// TestRememberedLayoutStaleUnderAConflict: a sync whose remembered layout is
+// stale and that fails before anything proved it (here a conflict: the
+// synced file is changed locally and gone from the recreated datastore)
+// still forgets the layout (and syncs again with the record read), so that
+// the next sync does not decide with the stale layout again.
+func TestRememberedLayoutStaleUnderAConflict(t *testing.T) {
+	dir, tree := t.TempDir(), t.TempDir()
+	db := filepath.Join(dir, "lake.db")
+	store := "bolt://" + db
+	lake := func(wd string, args ...string) result {
+		t.Helper()
+		return run(t, wd, "", append([]string{"--store", store}, args...)...)
+	}
+	ok(t, lake(dir, "data", "init"))
+	p := filepath.Join(tree, "data", "a", "b", "c", "d", "1", "raw")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, lake(tree, "data", "sync"))
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	d, err := boltfs.Open(db, &boltfs.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := datastore.New(d).Records().CASRecord(t.Context(), datastore.LayoutKey, metastore.ExpectAbsent(), []byte("type-id")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := lake(tree, "data", "sync"); r.code == 0 {
+		t.Fatalf("a sync of a file changed here and gone remotely succeeded: %s", r.stdout)
+	}
+	// Forgotten (the refused sync remembers nothing new) or the new one.
+	if b, err := os.ReadFile(filepath.Join(tree, ".lake", "layout")); string(b) == "models" {
+		t.Fatalf("after the refused sync the tree still remembers %q (%v)", b, err)
 	}
 }
