@@ -164,12 +164,13 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	pullStart := time.Now()
 	var dropped []string
+	pctx := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead) // readahead.go
 	if pre != nil && pre.catalogRead {
 		dropped = pre.dropped // read before the lock by quiet
-	} else if dropped, err = t.readCatalog(ctx, st, &rep); err != nil {
+	} else if dropped, err = t.readCatalog(pctx, st, &rep); err != nil {
 		return rep, err
 	}
-	pl, err := t.plan(ctx, st, models, dropped, sk)
+	pl, err := t.plan(pctx, st, models, dropped, sk)
 	if err != nil {
 		return rep, err
 	}
@@ -251,7 +252,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if testHookCommit != nil {
 		testHookCommit()
 	}
-	t.readConfigBeforeCommit(ctx, st) // policy.go
+	t.readConfigBeforeCommit(pctx, st) // policy.go
 	commitStart := time.Now()
 	applied, cerr := t.commit(ctx, ls, st, push, up, sk)
 	if cerr == nil {
