@@ -143,6 +143,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 	start := time.Now()
+	t.seedLock() // lockseed.go
 	ls, err := t.locker.Acquire(ctx, t.LockName())
 	if err != nil {
 		return rep, err
@@ -290,6 +291,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 		return rep, afterCommit(rep.Committed, "release", rerr)
 	}
+	t.saveLock() // lockseed.go
 	return rep, err
 }
 
