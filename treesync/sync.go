@@ -159,13 +159,13 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 
-	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
+	pctx := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
+	push, dirtyConflicts, err := t.decide(pctx, st, dirty, up, &rep)
 	if err != nil {
 		return rep, err
 	}
 	pullStart := time.Now()
 	var dropped []string
-	pctx := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead) // readahead.go
 	if pre != nil && pre.catalogRead {
 		dropped = pre.dropped // read before the lock by quiet
 	} else if dropped, err = t.readCatalog(pctx, st, &rep); err != nil {

@@ -15,8 +15,9 @@ type readAhead struct {
 	table string
 	mu    sync.Mutex
 	items map[string]item // pk NUL sk → the item, nil if absent
-	feeds map[string]bool // namespace prefixes whose counters are held, not yet served
-	recs  map[string]bool // record keys held, not yet served
+	// parts are the reads held, not yet served: "feed" NUL namespace
+	// prefix, "rec" NUL record key, "stat" NUL namespace prefix.
+	parts map[string]bool
 }
 
 type readAheadKey struct{}
@@ -24,8 +25,8 @@ type readAheadKey struct{}
 // ReadAhead implements datastore.ReadAheader with one BatchGetItem (two
 // past 100 keys) of the namespaces' shard counters and live-commit lists,
 // as ChangedPartitions reads them, and of the records.
-func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string) (context.Context, error) {
-	ra := &readAhead{table: d.table, items: map[string]item{}, feeds: map[string]bool{}, recs: map[string]bool{}}
+func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
+	ra := &readAhead{table: d.table, items: map[string]item{}, parts: map[string]bool{}}
 	var keys []item
 	for _, name := range scopes {
 		nd, err := d.Namespace(name)
@@ -37,11 +38,22 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 			keys = append(keys, n.counterKey(sh))
 		}
 		keys = append(keys, n.liveKey())
-		ra.feeds[n.pfx] = true
+		ra.parts["feed\x00"+n.pfx] = true
 	}
 	for _, k := range records {
 		keys = append(keys, recordKey(k))
-		ra.recs[k] = true
+		ra.parts["rec\x00"+k] = true
+	}
+	if len(paths) > 0 {
+		nd, err := d.Namespace(statScope)
+		if err != nil {
+			return ctx, err
+		}
+		n := nd.(*Driver)
+		for _, p := range paths {
+			keys = append(keys, key(n.filePK(n.partition(p)), p))
+		}
+		ra.parts["stat\x00"+n.pfx] = true
 	}
 	keys = dedupKeys(keys)
 	if len(keys) == 0 {
@@ -71,16 +83,17 @@ func (d *Driver) aheadOf(ctx context.Context) *readAhead {
 	return ra
 }
 
-// aheadFeed returns the items of keys (d's counters and live list) from
-// ctx's snapshot, once, or ok false: read them.
-func (d *Driver) aheadFeed(ctx context.Context, keys []item) (got []item, ok bool) {
+// take returns the items of keys (those present) from ctx's snapshot if
+// it holds part, unserved, and every key of it; the part is then served.
+// ok false: read them.
+func (d *Driver) take(ctx context.Context, part string, keys []item) (got []item, ok bool) {
 	ra := d.aheadOf(ctx)
 	if ra == nil {
 		return nil, false
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	if !ra.feeds[d.pfx] {
+	if !ra.parts[part] {
 		return nil, false
 	}
 	for _, k := range keys {
@@ -88,7 +101,7 @@ func (d *Driver) aheadFeed(ctx context.Context, keys []item) (got []item, ok boo
 			return nil, false
 		}
 	}
-	delete(ra.feeds, d.pfx)
+	delete(ra.parts, part)
 	for _, k := range keys {
 		if it := ra.items[itemID(k)]; it != nil {
 			got = append(got, it)
@@ -97,20 +110,26 @@ func (d *Driver) aheadFeed(ctx context.Context, keys []item) (got []item, ok boo
 	return got, true
 }
 
+// aheadFeed returns the items of keys (d's counters and live list) from
+// ctx's snapshot, once, or ok false: read them.
+func (d *Driver) aheadFeed(ctx context.Context, keys []item) ([]item, bool) {
+	return d.take(ctx, "feed\x00"+d.pfx, keys)
+}
+
 // aheadRecord returns record k's item from ctx's snapshot (nil: absent),
 // once, or ok false: read it.
-func (d *Driver) aheadRecord(ctx context.Context, k string) (it item, ok bool) {
-	ra := d.aheadOf(ctx)
-	if ra == nil {
-		return nil, false
+func (d *Driver) aheadRecord(ctx context.Context, k string) (item, bool) {
+	got, ok := d.take(ctx, "rec\x00"+k, []item{recordKey(k)})
+	if !ok || len(got) == 0 {
+		return nil, ok
 	}
-	ra.mu.Lock()
-	defer ra.mu.Unlock()
-	if !ra.recs[k] {
-		return nil, false
-	}
-	delete(ra.recs, k)
-	return ra.items[itemID(recordKey(k))], true
+	return got[0], true
+}
+
+// aheadStat returns the file items of keys from ctx's snapshot, once, or
+// ok false: read them.
+func (d *Driver) aheadStat(ctx context.Context, keys []item) ([]item, bool) {
+	return d.take(ctx, "stat\x00"+d.pfx, keys)
 }
 
 var _ datastore.ReadAheader = (*Driver)(nil)

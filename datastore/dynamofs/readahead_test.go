@@ -18,8 +18,8 @@ import (
 )
 
 // TestReadAheadIsASnapshotServedOnce (issue 31): ReadAhead reads a
-// namespace's and the catalog's shard counters and the namespace's record
-// in one BatchGetItem; the calls made with its context take their part
+// namespace's and the catalog's shard counters, the namespace's record and
+// a file's item in one BatchGetItem; the calls made with its context take their part
 // without a request, once. What changes after it (another process's
 // commit, a hostile peer deleting the record with the raw SDK) is not seen
 // by those calls, as it would not have been by calls made at that instant,
@@ -66,12 +66,20 @@ func TestReadAheadIsASnapshotServedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs.Store(0)
-	actx, err := root.ReadAhead(ctx, []*datastore.Store{ns, cat}, []string{ns.ConfigRecord()})
+	before, err := ns.Stat(ctx, "data/m/1/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs.Store(0)
+	actx, err := ns.ReadAhead(ctx, []*datastore.Store{ns, cat}, []string{ns.ConfigRecord()}, []string{"data/m/1/a"})
 	if err != nil || reqs.Load() != 1 {
 		t.Fatalf("ReadAhead: %v, %d requests; want one", err, reqs.Load())
 	}
 	// Another process commits, and a hostile peer deletes the record.
 	if _, err := other.Put(ctx, "data/m/2/b", strings.NewReader("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Put(ctx, "data/m/1/a", strings.NewReader("a2"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: map[string]types.AttributeValue{
@@ -89,14 +97,20 @@ func TestReadAheadIsASnapshotServedOnce(t *testing.T) {
 	if c, err := ns.Config(actx); err != nil || !c.Lifecycle.Enabled || reqs.Load() != 0 {
 		t.Fatalf("Config from the read-ahead = %+v, %v, %d requests; want the snapshot's policy, no request", c, err, reqs.Load())
 	}
+	if got, err := ns.StatMany(actx, []string{"data/m/1/a"}); err != nil || got["data/m/1/a"].Version != before.Version || reqs.Load() != 0 {
+		t.Fatalf("StatMany from the read-ahead = %v, %v, %d requests; want the snapshot's version, no request", got, err, reqs.Load())
+	}
+	if got, err := ns.StatMany(actx, []string{"data/m/1/a"}); err != nil || got["data/m/1/a"].Version == before.Version {
+		t.Fatalf("StatMany again with the read-ahead's context = %v, %v; want the new version", got, err)
+	}
 	// Served once: the same context now reads afresh, as does any other.
 	for _, c := range []struct {
 		name string
 		ctx  context.Context
 	}{{"the read-ahead's context again", actx}, {"a plain context", ctx}} {
 		heads, _, err := ns.ChangedPartitions(c.ctx, cursor)
-		if err != nil || len(heads) != 1 || heads[0].Partition != "m/2" {
-			t.Fatalf("ChangedPartitions with %s = %v, %v; want m/2", c.name, heads, err)
+		if err != nil || len(heads) != 2 {
+			t.Fatalf("ChangedPartitions with %s = %v, %v; want m/1 and m/2", c.name, heads, err)
 		}
 		if cfg, err := ns.Config(c.ctx); err != nil || cfg.Lifecycle.Enabled {
 			t.Fatalf("Config with %s and the record deleted = %+v, %v; want the zero policy", c.name, cfg, err)
