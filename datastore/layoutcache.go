@@ -29,7 +29,8 @@ var ErrStaleLayout = errors.New("lake: the datastore's layout is not the one rem
 // commit) first calls VerifyLayout, which reads the record as Open would
 // have. A sync that does more therefore costs what it cost before, and one
 // that does nothing costs one request less. A commit on a Store whose
-// layout was never verified still checks the record first (recordLayout).
+// layout was never verified still checks the record first (recordLayout),
+// or, on a driver that can, in the commit's own write (layoutcommit.go).
 
 // LayoutVerified reports whether s's layout is known to be the one its
 // datastore records: always, unless s was opened with a remembered layout

@@ -215,7 +215,28 @@ func (s *Store) config(ctx context.Context) (NamespaceConfig, []byte, error) {
 		return NamespaceConfig{}, nil, fmt.Errorf("lake: corrupt namespace record %q: %w", nsRegistryPrefix+name, err)
 	}
 	c.Name = name
+	s.knownRegistered()
 	return c, raw, nil
+}
+
+// knownRegistered records that s's namespace record was read (issue 31): a
+// later commit of this process need not register it (register's
+// conditional put, one request a process, so one a `lake data sync`, which
+// reads the record for its lifecycle policy anyway). It cannot be wrong for
+// lake: no lake code deletes a namespace record (SetLifecycle rewrites it
+// with a compare-and-swap, never removes it), so read present, it stays
+// present. A foreign writer who deletes it after the read is in the case
+// the per-process cache always accepted (it could delete it right after
+// register's put): Namespaces misses the namespace until a process that
+// finds no record commits in it, which the next sync does (its read finds
+// none, so its commit registers: TestNamespaceRecordReadIsRegistration).
+func (s *Store) knownRegistered() {
+	if s.ns == "" || strings.HasPrefix(s.ns, "_") {
+		return
+	}
+	s.nss.mu.Lock()
+	s.nss.registered[s.ns] = true
+	s.nss.mu.Unlock()
 }
 
 // SetLifecycle replaces the lifecycle policy of s's namespace (registering

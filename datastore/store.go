@@ -172,7 +172,8 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	if err := s.recordLayout(ctx); err != nil { // layout.go
+	layoutCheck, err := s.commitLayoutCheck(ctx) // layoutcommit.go
+	if err != nil {
 		return nil, err
 	}
 	if fence != nil {
@@ -220,6 +221,9 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 		return nil, err
 	}
 	defer s.vouched.forget(versions)
+	if layoutCheck != nil {
+		return s.commitChecked(ctx, fence, entries, layoutCheck)
+	}
 	if commitsWhole(s.d) { // whole.go
 		return s.d.Commit(ctx, fence, entries, s.now())
 	}

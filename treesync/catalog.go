@@ -165,7 +165,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	if err := fold(rep.stated); err != nil {
 		return err
 	}
-	cfg, err := t.store.Config(ctx)
+	cfg, err := t.syncConfig(ctx, st) // policy.go
 	if err != nil {
 		return err
 	}

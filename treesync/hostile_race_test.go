@@ -86,7 +86,7 @@ func TestConcurrentTreesBesideAForeignWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, e := range ents {
-				if !slices.Contains([]string{"state.json", "catalog.json", "lock", "layout"}, e.Name()) {
+				if !slices.Contains([]string{"state.json", "catalog.json", "lock", "layout", "lockrecord"}, e.Name()) {
 					t.Errorf("%s/.lake holds %s", tr.Dir(), e.Name())
 				}
 			}

@@ -19,8 +19,9 @@ const layoutFile = "layout"
 // this lake wrote). Open the datastore with it
 // (datastore.OpenOptions.Remembered) for a sync that may prove it has
 // nothing to do without reading the layout record: Sync reads the record
-// before it pulls, uploads or commits (Store.VerifyLayout), and a layout
-// that is no longer the datastore's makes Sync return an error matching
+// before it writes pulled changes into the tree or saves its state
+// (Store.VerifyLayout), or proves it in its commit (layoutcommit.go), and a
+// layout that is no longer the datastore's makes Sync return an error matching
 // datastore.ErrStaleLayout, having forgotten it: open the datastore again
 // without it and sync again. docs/sync.md says why it cannot be wrong.
 func RememberedLayout(dir string) *datastore.Layout {

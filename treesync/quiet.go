@@ -54,6 +54,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		if !st.Unscoped {
 			return false, nil, nil
 		}
+		ctx = t.readAhead(ctx, st, true, false, nil) // readahead.go
 		heads, next, err := t.store.ChangedPartitions(ctx, st.Cursor)
 		if err != nil {
 			return false, nil, nil // the locked path reads it again and says why
@@ -90,6 +91,9 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		return false, pre, nil
 	}
 	cfg, err := t.store.Config(ctx)
+	if err == nil {
+		st.config = &cfg // the locked path's, if quiet fails (policy.go)
+	}
 	if err != nil || cfg.Lifecycle != *st.Policy {
 		return false, pre, nil
 	}

@@ -68,6 +68,9 @@ type state struct {
 	// need not read the cursor's record: only a guess, which the fold
 	// checks against the record (catalog.FoldOptions.Cursor).
 	FoldCursor string `json:"foldCursor,omitempty"`
+	// config is the namespace's configuration as this sync read it
+	// (policy.go); never saved.
+	config *datastore.NamespaceConfig
 }
 
 func (t *Tree) newState() *state {

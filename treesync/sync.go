@@ -59,6 +59,7 @@ func (t *Tree) Run(ctx context.Context, scope Scope, fn func(ctx context.Context
 func (t *Tree) run(ctx context.Context, scope Scope, fn func(context.Context, *lock.Lease) error, o RunOptions) (Report, error) {
 	var sk skips
 	rep, err := t.run1(ctx, scope, fn, o, &sk)
+	err = t.staleBeforeRefused(ctx, err) // layoutcommit.go
 	rep.Skipped = sk.sorted()
 	if err == nil && len(rep.Skipped) > 0 {
 		err = &SkippedError{Skipped: rep.Skipped}
@@ -102,7 +103,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		return rep, err
 	}
 	quietCandidate := fn == nil && len(dirty) == 0 && len(sk.list) == 0
-	if !quietCandidate {
+	if !quietCandidate && fn != nil { // Sync proves it later (layoutcommit.go)
 		// A remembered layout serves only the quiet reads
 		// (layoutcache.go): read the record before anything else.
 		if err := t.verifyLayout(ctx); err != nil {
@@ -136,10 +137,13 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 			return rep, nil
 		}
 	}
-	if err := t.verifyLayout(ctx); err != nil {
-		return rep, err
+	if fn != nil { // Sync proves it later (layoutcommit.go)
+		if err := t.verifyLayout(ctx); err != nil {
+			return rep, err
+		}
 	}
 	start := time.Now()
+	t.seedLock() // lockseed.go
 	ls, err := t.locker.Acquire(ctx, t.LockName())
 	if err != nil {
 		return rep, err
@@ -155,7 +159,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 
-	push, dirtyConflicts, err := t.decide(ctx, st, dirty, up, &rep)
+	pctx := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
+	push, dirtyConflicts, err := t.decide(pctx, st, dirty, up, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -163,10 +168,10 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	var dropped []string
 	if pre != nil && pre.catalogRead {
 		dropped = pre.dropped // read before the lock by quiet
-	} else if dropped, err = t.readCatalog(ctx, st, &rep); err != nil {
+	} else if dropped, err = t.readCatalog(pctx, st, &rep); err != nil {
 		return rep, err
 	}
-	pl, err := t.plan(ctx, st, models, dropped, sk)
+	pl, err := t.plan(pctx, st, models, dropped, sk)
 	if err != nil {
 		return rep, err
 	}
@@ -197,6 +202,11 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	push, apply, err = t.resolve(push, dirtyConflicts, conflicts, apply, &rep)
 	if err != nil {
 		return rep, err
+	}
+	if len(apply) > 0 { // the tree is written from here on (layoutcommit.go)
+		if err := t.verifyLayout(ctx); err != nil {
+			return rep, err
+		}
 	}
 	if err := t.applyAll(ctx, st, apply, &rep, sk); err != nil {
 		return rep, err
@@ -243,9 +253,14 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if testHookCommit != nil {
 		testHookCommit()
 	}
+	t.readConfigBeforeCommit(pctx, st) // policy.go
 	commitStart := time.Now()
 	applied, cerr := t.commit(ctx, ls, st, push, up, sk)
+	if cerr == nil {
+		cerr = t.layoutProved(ctx) // layoutcommit.go
+	}
 	if cerr != nil {
+		t.forgetStaleLayout(cerr)
 		return rep, cerr
 	}
 	rep.Commit = time.Since(commitStart)
@@ -276,6 +291,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 		return rep, afterCommit(rep.Committed, "release", rerr)
 	}
+	t.saveLock() // lockseed.go
 	return rep, err
 }
 

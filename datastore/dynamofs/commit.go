@@ -94,6 +94,7 @@ const (
 	roleIntent
 	roleRace // a path, head or counter another commit changed since the read
 	roleOther
+	roleLayout // the layout record's check (layoutcommit.go)
 )
 
 // maxCommitAttempts bounds how often a commit re-reads after losing a race
@@ -115,12 +116,20 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	}
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
-	if err := d.registerAll(ctx, parts); err != nil { // stagebatch.go
-		return nil, err
-	}
 	if len(entries) > d.maxCommit {
+		// The process's registry cache may predate another process's
+		// drop of a partition (registry.go): a staged commit registers
+		// all its partitions, one ADD each, in one transaction.
+		for _, p := range parts {
+			d.registered.Delete(d.regKey(p))
+		}
+		if err := d.registerAll(ctx, parts); err != nil { // stagebatch.go
+			return nil, err
+		}
 		return d.commitWhole(ctx, fence, entries, now) // whole.go
 	}
+	// A commit of one transaction registers its new partitions in it
+	// (registry.go).
 	return d.commitOnce(ctx, fence, entries, parts, now, "")
 }
 
@@ -129,6 +138,12 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 // is settled first: rolled forward or back if that commit is decided or
 // dead, a conflict if it is in flight.
 func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]datastore.Info, error) {
+	return d.commitOnceIfLayout(ctx, fence, entries, parts, now, tx, nil)
+}
+
+// commitOnceIfLayout is commitOnce, applied only if the layout record
+// holds layout (if not nil: layoutcommit.go).
+func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string, layout []byte) ([]datastore.Info, error) {
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
 		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
@@ -161,7 +176,10 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 					return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
 				}
 			}
-			return nil, nil
+			return nil, d.checkLayoutRecord(ctx, layout) // layoutcommit.go
+		}
+		if items, roles, err = d.withLayoutCheck(ctx, items, roles, layout); err != nil { // layoutcommit.go
+			return nil, err
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
@@ -179,6 +197,8 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 				return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
 			case roleIntent:
 				return nil, fmt.Errorf("%w: an upload of this commit", datastore.ErrUploadExpired)
+			case roleLayout:
+				return nil, staleLayout(layout)
 			case roleOther:
 				race = false
 			}
@@ -379,6 +399,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, err
 		}
 		add(roleRace, w)
+	}
+	if tx == "" {
+		regs, err := d.registerInCommit(ctx, parts, seq, lookup, len(items)) // registry.go
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, w := range regs {
+			add(roleRace, w)
+		}
 	}
 	if len(items) > maxTxItems && len(claims) > 0 {
 		// The claims do not fit beside the commit: make them first, on

@@ -73,6 +73,16 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 		}
 		batch = append(batch, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.headKey(partition),
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+	} else {
+		// No head read: the partition must still have none with a seq
+		// when it leaves the registry, or a commit that landed since
+		// (registering it in its transaction) would be left live and
+		// unregistered (registry.go).
+		w, err := d.noSeqCheck(partition)
+		if err != nil {
+			return st, err
+		}
+		batch = append(batch, w)
 	}
 	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("parts"),
 		expression.Value(&types.AttributeValueMemberSS{Value: []string{partition}}))))

@@ -42,8 +42,9 @@
 // TransactWriteItems of at most 100 items, each with the fence's
 // ConditionCheck: per file its delete (condition: the pos read) and its
 // tombstone's purge entry's delete or its live version's g# reclaim entry;
-// the last one also deletes the head (condition: the seq read) and DELETEs
-// the partition from its registry set. A commit racing the drop fails a
+// the last one also deletes the head (condition: the seq read; with no head
+// read, a ConditionCheck that none holds a seq) and DELETEs the partition
+// from its registry set. A commit racing the drop fails a
 // condition and the drop returns a conflict; a second call finishes a
 // partial drop.
 //
@@ -53,7 +54,9 @@
 // under a condition on the position it had when read, each upload intent
 // deleted (condition: it still exists), each replaced version and tombstone
 // recorded for Reclaim, each partition's head moved to its new seq (condition:
-// the seq read) and each shard counter moved (condition: the value read). A
+// the seq read) and each shard counter moved (condition: the value read),
+// and a partition whose head held no seq ADDed to its registry set
+// (registry.go: a partition with a seq is registered already). A
 // failed condition other than the fence or an intent means another commit
 // won the race: the commit re-reads and tries again. Every commit of a
 // partition therefore serializes on its head, positions are dense, and each

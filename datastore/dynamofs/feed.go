@@ -133,9 +133,13 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		keys = append(keys, d.counterKey(sh))
 	}
 	keys = append(keys, d.liveKey()) // whole.go
-	got, err := d.batchGet(ctx, keys)
-	if err != nil {
-		return nil, nil, err
+	// A read-ahead of this sync may hold them (readahead.go).
+	got, ahead := d.aheadFeed(ctx, keys)
+	var err error
+	if !ahead {
+		if got, err = d.batchGet(ctx, keys); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, it := range got {
 		if ids := liveCommits(it); getS(it, attrSK) == "live" && len(ids) > 0 {

@@ -31,9 +31,12 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 	for i, p := range paths {
 		keys[i] = key(d.filePK(d.partition(p)), p)
 	}
-	got, err := d.batchGet(ctx, keys)
-	if err != nil {
-		return nil, err
+	got, ahead := d.aheadStat(ctx, keys) // readahead.go
+	var err error
+	if !ahead {
+		if got, err = d.batchGet(ctx, keys); err != nil {
+			return nil, err
+		}
 	}
 	if got, err = d.visible(ctx, got); err != nil { // whole.go
 		return nil, err

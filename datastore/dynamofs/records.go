@@ -33,9 +33,12 @@ func recordDir(k string) string {
 
 // GetRecord reads a lock record, strongly consistent.
 func (d *Driver) GetRecord(ctx context.Context, k string) ([]byte, error) {
-	it, err := d.getItem(ctx, recordKey(k))
-	if err != nil {
-		return nil, err
+	it, ahead := d.aheadRecord(ctx, k) // readahead.go
+	if !ahead {
+		var err error
+		if it, err = d.getItem(ctx, recordKey(k)); err != nil {
+			return nil, err
+		}
 	}
 	if it == nil {
 		return nil, metastore.NotFound(k)

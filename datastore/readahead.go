@@ -1,0 +1,58 @@
+package datastore
+
+import "context"
+
+// ReadAheader is implemented by drivers that can read in one request what
+// several later reads of one sync would each send: the ChangedPartitions
+// reads of some scopes (namespaces, "" the root), some records, and the
+// Stat of some paths of one scope.
+// ReadAhead returns a context carrying that snapshot; each of those reads
+// made with the context (or one derived from it) takes its part of the
+// snapshot once, instead of sending its request, and any later one reads
+// afresh. Only the reads named are served; every other read with the
+// context goes to the backend as usual.
+type ReadAheader interface {
+	ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error)
+}
+
+// ReadAhead (issue 31) reads, in one request where the driver can
+// (ReadAheader: DynamoDB, one BatchGetItem), what the ChangedPartitions
+// calls of the stores in scopes, the record reads of records and s's
+// StatMany of paths would read, and returns a context whose use makes those
+// calls take it from that read, each once. Where the driver cannot, it returns ctx as it is and costs
+// nothing.
+//
+// It is a snapshot, not a cache: a call served from it answers what it
+// would have answered at the instant of the read-ahead, which the caller
+// takes when it is about to make those calls and has written nothing
+// since; a call made again, or after the context's calls took their part,
+// reads afresh. A change another client makes in between is seen by the
+// next read, as a change made just after the call would have been: a feed
+// cursor is a snapshot that every later commit moves past, and a record
+// read is a read at one instant. Pass the returned context only to the
+// reads it is for (a pull), never to a step that must see the caller's own
+// later writes (the catalog fold after a commit).
+func (s *Store) ReadAhead(ctx context.Context, scopes []*Store, records []string, paths []string) (context.Context, error) {
+	if err := s.open(); err != nil {
+		return ctx, err
+	}
+	ra, ok := s.root.d.(ReadAheader)
+	if !ok {
+		return ctx, nil
+	}
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		names[i] = sc.ns
+	}
+	for _, p := range paths {
+		if ValidatePath(p) != nil {
+			paths = nil // StatMany refuses it: it reads nothing ahead
+			break
+		}
+	}
+	return ra.ReadAhead(ctx, names, records, s.ns, paths)
+}
+
+// ConfigRecord returns the key of the record holding s's namespace's
+// configuration (Config reads it), for ReadAhead.
+func (s *Store) ConfigRecord() string { return nsRegistryPrefix + s.NamespaceName() }

@@ -1,0 +1,37 @@
+package treesync
+
+import "bytes"
+
+// lockRecordFile keeps, in the state directory, the lock record this tree's last
+// sync released (lock.Locker.Known), so that the next sync, a new process,
+// acquires the lock with one conditional write instead of a read and a
+// write (lock.Locker.Seed, which says why a record no longer true cannot
+// take the lock from anyone: it costs the read it saved). Issue 31.
+const lockRecordFile = "lockrecord"
+
+// maxLockFile bounds what seedLock reads: a lock record is a few hundred
+// bytes; anything longer is not one lake wrote.
+const maxLockFile = 4096
+
+// seedLock gives the tree's Locker the lock record the last sync released.
+func (t *Tree) seedLock() {
+	if fi, err := t.fs.statState(lockRecordFile); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxLockFile {
+		return
+	}
+	if b, err := t.fs.readState(lockRecordFile); err == nil {
+		t.locker.Seed(t.LockName(), b)
+	}
+}
+
+// saveLock keeps the record the sync's release wrote, for the next sync. A
+// failure costs the next sync one read, no more: it is not reported.
+func (t *Tree) saveLock() {
+	b := t.locker.Known(t.LockName())
+	if b == nil {
+		return
+	}
+	if old, err := t.fs.readState(lockRecordFile); err == nil && bytes.Equal(old, b) {
+		return
+	}
+	_ = t.fs.writeState(lockRecordFile, b)
+}
