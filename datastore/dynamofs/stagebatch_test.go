@@ -188,10 +188,12 @@ func TestOlderEntryItemsSettle(t *testing.T) {
 				es = append(es, datastore.Entry{Put: &st})
 				want[p] = body
 			}
-			// Writes: 1-3 the staging batches (the first also creates
-			// the record), 4 the flip, 5 the first roll-forward
+			// Writes: 1 the partition's registration (a staged commit
+			// registers its partitions, whatever the process's cache
+			// says), 2-4 the staging batches (the first also creates
+			// the record), 5 the flip, 6 the first roll-forward
 			// transaction.
-			writes, dieAt := 0, map[bool]int{false: 4, true: 5}[flipped]
+			writes, dieAt := 0, map[bool]int{false: 5, true: 6}[flipped]
 			d.SetWriteFault(func() error {
 				if writes++; writes >= dieAt {
 					return errors.New("killed")
