@@ -238,8 +238,8 @@ func (p Params) dynamoSyncWorker() []Statement {
 	return []Statement{
 		leading(stmt("NamespaceItems", "the namespace's files, chunks, feed and heads, its lock records (k#rec/, k#exp/, k#gen/), the catalog scope every namespace's commits fold into, and the namespace and catalog registries; never Scan, which no key condition bounds",
 			slices.Concat(itemReads, itemWrites), p.arn(p.files()), p.arn(p.files())+"/index/bypos"), syncKeys(p.Namespace)...),
-		leading(stmt("Layout", "the datastore's layout record, read once per open, never written: `lake data init` records it (docs/datastore.md)",
-			[]string{"dynamodb:GetItem"}, p.arn(p.files())), "k#"+datastore.LayoutKey),
+		leading(stmt("Layout", "the datastore's layout record, read when a tree does not remember it and checked by a ConditionCheck in each commit's transaction (a commit under a stale layout is refused whole), never written: `lake data init` records it (docs/datastore.md)",
+			[]string{"dynamodb:GetItem", "dynamodb:ConditionCheckItem"}, p.arn(p.files())), "k#"+datastore.LayoutKey),
 	}
 }
 

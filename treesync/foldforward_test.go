@@ -40,7 +40,7 @@ func TestFoldForwardsTheSyncsCommit(t *testing.T) {
 		write(t, a, "data/m/x/model.yaml", "type: m\n")
 		write(t, a, "data/m/x/notes", "a note")
 		write(t, a, "data/m/x/out/1/raw", "v1")
-		step(a, 0) // the first row is listed
+		step(a, 1) // the first row, from the model's whole feed
 
 		write(t, a, "data/m/x/out/1/raw", "version one, longer")
 		write(t, a, "data/m/x/out/2/raw", "v2")
