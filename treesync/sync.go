@@ -265,6 +265,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	rep.Commit = time.Since(commitStart)
 	rep.Committed = len(applied)
+	rep.committed = applied
 	t.advance(st, pl, applied)
 	if testHookAfterCommit != nil {
 		testHookAfterCommit()

@@ -25,6 +25,10 @@ type FoldStats struct {
 	// over the feed; the other rows written were rebuilt from a listing
 	// of their model.
 	Forwarded int
+	// FromCommit counts the rows of Forwarded brought forward over the
+	// caller's own commit (FoldOptions.Committed) without a read of the
+	// feed.
+	FromCommit int
 	// Written are the rows written and Gone the models whose rows were
 	// removed, for a caller that keeps a copy of the catalog.
 	Written []Row
@@ -84,6 +88,20 @@ type FoldOptions struct {
 	// stale or foreign value costs that second pass, never a change left
 	// out of the catalog.
 	Cursor string
+	// Committed is what the caller's last commit applied, as Commit
+	// returned it (each entry's state with its partition and position).
+	// When a model's row is at the position right before the commit's
+	// first in the model's partition, and the head the fold reads is the
+	// commit's last there, with the commit's positions in it following
+	// each other, the partition's changes since the row are exactly the
+	// commit's entries: positions are unique in a partition, so no other
+	// change can be among them. The fold then brings the row forward over
+	// them without reading the feed. Anything else (another writer's
+	// commit before or after it, a gap, a row at another position) reads
+	// the feed as without it. It is a fact about the feed, not a guess,
+	// so it needs no fence; a wrong value (a commit of another datastore)
+	// would only fail the checks above or name a change the feed also has.
+	Committed []datastore.Info
 }
 
 // FoldWith is Fold with options.
@@ -100,6 +118,7 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 	// reads, so Before no longer holds.
 	again, _, err := fold(ctx, ns, fence, FoldOptions{})
 	st.Changed += again.Changed
+	st.FromCommit += again.FromCommit
 	st.Rows += again.Rows
 	st.Removed += again.Removed
 	st.Forwarded += again.Forwarded
@@ -146,7 +165,7 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	}
 	st.Changed = len(models)
 	if len(models) > 0 {
-		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before)
+		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before, ownChanges(o.Committed), &st.FromCommit)
 		if err != nil {
 			return st, false, err
 		}
@@ -200,7 +219,7 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 // changed models (and remove those of models left empty): each row
 // brought forward from the previous one over the feed (forward), or
 // rebuilt from a listing of the model when that cannot be proved exact.
-func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before map[string]datastore.Info) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before map[string]datastore.Info, own map[string][]datastore.Info, fromCommit *int) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
 	nsName := ns.NamespaceName()
 	var rowPaths []string
 	for _, h := range models {
@@ -231,9 +250,15 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 				continue // already folded
 			}
 			o.prev = &r
-			row, reason, err := forward(ctx, ns, h.Partition, h.Seq, r, before)
+			row, reason, fromOwn, err := forward(ctx, ns, h.Partition, h.Seq, r, before, own[h.Partition])
 			if err != nil {
 				return nil, nil, nil, 0, err
+			}
+			if fromOwn && reason == "" {
+				*fromCommit++
+				if testHookFromCommit != nil {
+					testHookFromCommit(h.Partition)
+				}
 			}
 			if testHookReason != nil {
 				testHookReason(h.Partition, reason)
@@ -314,6 +339,10 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 // testHookReason, when set, is told why each row was listed ("" when it
 // was brought forward).
 var testHookReason func(model, reason string)
+
+// testHookFromCommit, when set, is told each model whose row was brought
+// forward over the caller's own commit (FoldOptions.Committed).
+var testHookFromCommit func(model string)
 
 // modelFiles returns the live files of model's partition: the listing of
 // its directory without the files of other models in it (a deeper model
