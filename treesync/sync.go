@@ -159,7 +159,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 
-	pctx := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
+	pctx, rows := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
+	rep.rows = rows
 	push, dirtyConflicts, err := t.decide(pctx, st, dirty, up, &rep)
 	if err != nil {
 		return rep, err

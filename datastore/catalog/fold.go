@@ -102,12 +102,30 @@ type FoldOptions struct {
 	// so it needs no fence; a wrong value (a commit of another datastore)
 	// would only fail the checks above or name a change the feed also has.
 	Committed []datastore.Info
+	// Rows holds catalog rows as the caller read them from the catalog
+	// store (StatMany of RowPath, a path it did not return as a Deleted
+	// Info), by row path; the fold takes a changed model's row from it
+	// instead of reading it. A sync reads its dirty models' rows with the
+	// states of Before, in the same request (DynamoDB's read-ahead).
+	//
+	// Like Before it is used only with a fence and must have been read
+	// under the lock that fence is of, after acquiring it: a row is
+	// written only by a fold fenced by that lock, so a row another holder
+	// wrote since would mean the lock changed hands, and this fold's
+	// fenced commit is then refused. A row written meanwhile by a writer
+	// that is not such a fold (an unfenced Fold, a hand-made write) is
+	// not seen; the fold then writes the row brought forward from the one
+	// it was given, which is still the model's row at the head: a row at
+	// position P says what the model was at P, and the changes since P are
+	// read (or are the caller's commit) whatever P is. Only the first
+	// pass of FoldWith uses it.
+	Rows map[string]datastore.Info
 }
 
 // FoldWith is Fold with options.
 func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o FoldOptions) (FoldStats, error) {
 	if fence == nil {
-		o.Before = nil // see FoldOptions.Before
+		o.Before, o.Rows = nil, nil // see FoldOptions.Before and Rows
 	}
 	st, stale, err := fold(ctx, ns, fence, o)
 	if err != nil || !stale {
@@ -165,7 +183,7 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	}
 	st.Changed = len(models)
 	if len(models) > 0 {
-		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before, ownChanges(o.Committed), &st.FromCommit)
+		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before, o.Rows, ownChanges(o.Committed), &st.FromCommit)
 		if err != nil {
 			return st, false, err
 		}
@@ -219,15 +237,29 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 // changed models (and remove those of models left empty): each row
 // brought forward from the previous one over the feed (forward), or
 // rebuilt from a listing of the model when that cannot be proved exact.
-func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before map[string]datastore.Info, own map[string][]datastore.Info, fromCommit *int) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before, given map[string]datastore.Info, own map[string][]datastore.Info, fromCommit *int) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
 	nsName := ns.NamespaceName()
+	// The rows the caller read (FoldOptions.Rows); the others read now.
+	prevs := map[string]datastore.Info{}
 	var rowPaths []string
 	for _, h := range models {
-		rowPaths = append(rowPaths, rowPath(nsName, h.Partition))
+		p := rowPath(nsName, h.Partition)
+		if info, ok := given[p]; ok {
+			if !info.Deleted {
+				prevs[p] = info
+			}
+			continue
+		}
+		rowPaths = append(rowPaths, p)
 	}
-	prevs, err := cat.StatMany(ctx, rowPaths)
-	if err != nil {
-		return nil, nil, nil, 0, err
+	if len(rowPaths) > 0 {
+		read, err := cat.StatMany(ctx, rowPaths)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		for p, info := range read {
+			prevs[p] = info
+		}
 	}
 	// Each model's outcome, in the order of models: a row, a removal, or
 	// nothing (already folded, or no row and nothing to write).

@@ -225,6 +225,23 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 		// is not a cursor, or the last fold's over a record removed or
 		// moved back since (a second pass must catch up).
 		o := FoldOptions{Before: before, Cursor: cursor, Committed: committed}
+		if rng.IntN(2) == 0 {
+			// The rows as a sync reads them ahead, under the lock
+			// (FoldOptions.Rows): no row as a tombstone.
+			o.Rows = map[string]datastore.Info{}
+			for _, m := range models {
+				p := rowPath(ns.NamespaceName(), m)
+				info, err := cat.Stat(ctx, p)
+				switch {
+				case errors.Is(err, metastore.ErrNotFound):
+					o.Rows[p] = datastore.Info{Path: p, Deleted: true}
+				case err != nil:
+					t.Fatal(err)
+				default:
+					o.Rows[p] = info
+				}
+			}
+		}
 		switch rng.IntN(10) {
 		case 0:
 			o.Cursor = ""
