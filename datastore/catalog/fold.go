@@ -182,21 +182,29 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 		}
 	}
 	st.Changed = len(models)
+	var recorded bool // the cursor was written with the rows (commitRows)
 	if len(models) > 0 {
 		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before, o.Rows, ownChanges(o.Committed), &st.FromCommit)
 		if err != nil {
 			return st, false, err
 		}
 		if len(entries) > 0 {
-			applied, err := cat.Commit(ctx, fence, entries)
+			applied, w, err := commitRows(ctx, cat, fence, entries, key, old, next)
 			if err != nil {
 				return st, false, err
 			}
+			recorded = w
 			for _, a := range applied {
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 			}
 		}
 		st.Rows, st.Removed, st.Written, st.Gone, st.Forwarded = len(written), len(gone), written, gone, forwarded
+	}
+	if recorded {
+		// The cursor was written with the rows, fenced, from the
+		// record's expected value: the guess, if it was one, held.
+		st.Cursor = next
+		return st, false, nil
 	}
 	if next == string(old) {
 		if remembered {
@@ -231,6 +239,32 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 		st.Cursor = next
 	}
 	return st, false, err
+}
+
+// commitRows commits the fold's entries, fenced, carrying the cursor's
+// record write (old to next) in the same transaction where the driver can
+// (datastore.WithRecordWrite: DynamoDB), which spares the record's own
+// fenced write; recorded says it was written. A commit refused only
+// because the record was not old (another fold moved it, or the caller's
+// remembered cursor was a wrong guess) applied nothing: the rows are then
+// committed without it, and the record's own write after them meets the
+// same refusal and handles it as without this (FoldWith folds again from
+// the record, or leaves the cursor to the fold that moved it).
+func commitRows(ctx context.Context, cat *datastore.Store, fence *datastore.Fence, entries []datastore.Entry, key string, old []byte, next string) (applied []datastore.Info, recorded bool, err error) {
+	if fence == nil || next == string(old) {
+		applied, err = cat.Commit(ctx, fence, entries)
+		return applied, false, err
+	}
+	w := &datastore.RecordWrite{Key: key, Expect: metastore.ExpectValue(old), Value: []byte(next)}
+	if old == nil {
+		w.Expect = metastore.ExpectAbsent()
+	}
+	applied, err = cat.Commit(datastore.WithRecordWrite(ctx, w), fence, entries)
+	if err != nil && w.Refused() {
+		applied, err = cat.Commit(ctx, fence, entries)
+		return applied, false, err
+	}
+	return applied, err == nil && w.Written(), err
 }
 
 // foldModels returns the commit entries that rewrite the rows of the
