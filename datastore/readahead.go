@@ -56,3 +56,52 @@ func (s *Store) ReadAhead(ctx context.Context, scopes []*Store, records []string
 // ConfigRecord returns the key of the record holding s's namespace's
 // configuration (Config reads it), for ReadAhead.
 func (s *Store) ConfigRecord() string { return nsRegistryPrefix + s.NamespaceName() }
+
+// StatsReadAheader is a ReadAheader that reads ahead the Stat of paths of
+// several stores of one datastore at once (stats: namespace → paths).
+type StatsReadAheader interface {
+	ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error)
+}
+
+// ReadAheadStats is ReadAhead with the StatMany of paths of several stores
+// of s's datastore (stats: the store → its paths), as a sync reads its
+// dirty paths' states and their models' catalog rows in the same request.
+// ok reports that the driver read them ahead (only then is a StatMany with
+// the context free); otherwise it returns ctx as it is.
+func (s *Store) ReadAheadStats(ctx context.Context, scopes []*Store, records []string, stats map[*Store][]string) (_ context.Context, ok bool, _ error) {
+	if err := s.open(); err != nil {
+		return ctx, false, err
+	}
+	ra, isRA := s.root.d.(StatsReadAheader)
+	if !isRA {
+		return ctx, false, nil
+	}
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		if sc.root != s.root {
+			return ctx, false, nil
+		}
+		names[i] = sc.ns
+	}
+	byName := map[string][]string{}
+	for st, paths := range stats {
+		if st.root != s.root {
+			return ctx, false, nil
+		}
+		valid := true
+		for _, p := range paths {
+			if ValidatePath(p) != nil {
+				valid = false // StatMany refuses it: it reads nothing ahead
+				break
+			}
+		}
+		if valid {
+			byName[st.ns] = append(byName[st.ns], paths...)
+		}
+	}
+	actx, err := ra.ReadAheadStats(ctx, names, records, byName)
+	if err != nil {
+		return ctx, false, err
+	}
+	return actx, true, nil
+}

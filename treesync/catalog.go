@@ -145,8 +145,8 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	// completed.
 	cursor := st.FoldCursor
 	st.FoldCursor = ""
-	fold := func(before map[string]datastore.Info) error {
-		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor})
+	fold := func(before map[string]datastore.Info, committed []datastore.Info, rows map[string]datastore.Info) error {
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows})
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}
@@ -162,7 +162,12 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		advanceCatalog(st, fs.Committed)
 		return nil
 	}
-	if err := fold(rep.stated); err != nil {
+	// The first fold is also given what the commit applied: a row at the
+	// position right before it is brought forward over it without a read
+	// of the feed (FoldOptions.Committed); and the dirty models' rows
+	// read ahead under this lock (FoldOptions.Rows), never to a later
+	// fold, which must read the rows the first wrote.
+	if err := fold(rep.stated, rep.committed, rep.rows); err != nil {
 		return err
 	}
 	cfg, err := t.syncConfig(ctx, st) // policy.go
@@ -186,7 +191,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 
 // expire applies the namespace's lifecycle policy p, planned from the
 // tree's mirror of its catalog rows.
-func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func(before map[string]datastore.Info) error, rep *Report) error {
+func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mirror map[string]catalog.Row, p datastore.Lifecycle, fold func(before map[string]datastore.Info, committed []datastore.Info, rows map[string]datastore.Info) error, rep *Report) error {
 	var rows []catalog.Row
 	for _, r := range mirror {
 		if r.Namespace == t.opts.Namespace {
@@ -210,7 +215,7 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 		// The files Apply read before deleting them were read after the
 		// first fold's rows, under this lock: they say what those rows
 		// counted (FoldOptions.Before).
-		if err := fold(ls.Read); err != nil {
+		if err := fold(ls.Read, nil, nil); err != nil {
 			return err
 		}
 	}

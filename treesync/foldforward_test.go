@@ -32,7 +32,7 @@ func TestFoldForwardsTheSyncsCommit(t *testing.T) {
 		step := func(tr *treesync.Tree, forwarded int) {
 			t.Helper()
 			rep := sync(t, tr, treesync.Scope{})
-			if rep.CatalogFolded != 1 || rep.CatalogForwarded != forwarded {
+			if rep.CatalogFolded != 1 || (forwarded >= 0 && rep.CatalogForwarded != forwarded) {
 				t.Fatalf("the sync folded %d rows, %d brought forward; want 1, %d", rep.CatalogFolded, rep.CatalogForwarded, forwarded)
 			}
 			wantListedRow(t, ns, "m/x")

@@ -54,7 +54,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		if !st.Unscoped {
 			return false, nil, nil
 		}
-		ctx = t.readAhead(ctx, st, true, false, nil) // readahead.go
+		ctx, _ = t.readAhead(ctx, st, true, false, nil) // readahead.go
 		heads, next, err := t.store.ChangedPartitions(ctx, st.Cursor)
 		if err != nil {
 			return false, nil, nil // the locked path reads it again and says why

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
 )
 
 // readAhead returns a context whose reads before the commit (the batch
@@ -17,7 +18,11 @@ import (
 // commit or the catalog fold after it (which must see the commit). A failed read-ahead is not
 // reported: the reads then go to the store one by one and report their own
 // failures.
-func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead bool, stat []string) context.Context {
+//
+// With the dirty paths' stat it also reads their models' catalog rows
+// where the driver can in the same request, and returns them for the
+// sync's catalog fold (rows: catalog.FoldOptions.Rows).
+func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead bool, stat []string) (_ context.Context, rows map[string]datastore.Info) {
 	var scopes []*datastore.Store
 	var records []string
 	if unscoped {
@@ -35,14 +40,23 @@ func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead b
 	if len(stat) > 0 {
 		reads++
 	}
+	paths := t.rowsAhead(stat)
+	if len(paths) > 0 {
+		reads++
+	}
 	if reads < 2 {
-		return ctx // one read either way
+		return ctx, nil // one read either way
+	}
+	if len(paths) > 0 {
+		if actx, rows, ok := t.readAheadRows(ctx, scopes, records, stat, paths); ok {
+			return actx, rows
+		}
 	}
 	actx, err := t.store.ReadAhead(ctx, scopes, records, stat)
 	if err != nil {
-		return ctx
+		return ctx, nil
 	}
-	return actx
+	return actx, nil
 }
 
 // dirtyPaths returns the paths decide stats.
@@ -52,4 +66,53 @@ func dirtyPaths(dirty []LocalChange) []string {
 		out[i] = c.Path
 	}
 	return out
+}
+
+// rowsAhead returns the catalog row paths of the models of the dirty
+// paths stat, whose rows this sync's catalog fold reads (the models its
+// commit changes), when the fold runs.
+func (t *Tree) rowsAhead(stat []string) []string {
+	if t.opts.Catalog == CatalogOff {
+		return nil
+	}
+	seen := map[string]bool{}
+	var rows []string
+	for _, p := range stat {
+		m := t.store.Partition(p)
+		if seen[m] || !catalog.IsModel(m) {
+			continue
+		}
+		seen[m] = true
+		rows = append(rows, catalog.RowPath(t.store.NamespaceName(), m))
+	}
+	return rows
+}
+
+// readAheadRows is readAhead's read with the catalog rows of the dirty
+// models in the same request (DynamoDB: one BatchGetItem), taken from it
+// at once, for the fold (catalog.FoldOptions.Rows: read under the lock,
+// after acquiring it, like the states of the stat). ok is false when the
+// driver cannot: the fold then reads the rows itself.
+func (t *Tree) readAheadRows(ctx context.Context, scopes []*datastore.Store, records, stat, paths []string) (_ context.Context, rows map[string]datastore.Info, ok bool) {
+	cat, err := t.store.CatalogStore()
+	if err != nil {
+		return ctx, nil, false
+	}
+	actx, ok, err := t.store.ReadAheadStats(ctx, scopes, records, map[*datastore.Store][]string{t.store: stat, cat: paths})
+	if err != nil || !ok {
+		return ctx, nil, false
+	}
+	got, err := cat.StatMany(actx, paths) // from the read-ahead: no request
+	if err != nil {
+		return actx, nil, true // the fold reads them
+	}
+	rows = map[string]datastore.Info{}
+	for _, p := range paths {
+		if info, ok := got[p]; ok {
+			rows[p] = info
+		} else {
+			rows[p] = datastore.Info{Path: p, Deleted: true}
+		}
+	}
+	return actx, rows, true
 }

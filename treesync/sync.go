@@ -159,7 +159,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 
-	pctx := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
+	pctx, rows := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
+	rep.rows = rows
 	push, dirtyConflicts, err := t.decide(pctx, st, dirty, up, &rep)
 	if err != nil {
 		return rep, err
@@ -265,6 +266,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	rep.Commit = time.Since(commitStart)
 	rep.Committed = len(applied)
+	rep.committed = applied
 	t.advance(st, pl, applied)
 	if testHookAfterCommit != nil {
 		testHookAfterCommit()

@@ -150,6 +150,12 @@ type Report struct {
 	// stated are the remote states the batch stat read under the lock,
 	// for the catalog fold (noteStated).
 	stated map[string]datastore.Info
+	// committed is what the sync's commit applied, for the catalog fold
+	// (catalog.FoldOptions.Committed).
+	committed []datastore.Info
+	// rows are the catalog rows of the dirty models read ahead under the
+	// lock, for the catalog fold (catalog.FoldOptions.Rows).
+	rows map[string]datastore.Info
 }
 
 // ErrPartial is matched by a sync or run that did everything but skip some

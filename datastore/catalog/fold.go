@@ -25,6 +25,10 @@ type FoldStats struct {
 	// over the feed; the other rows written were rebuilt from a listing
 	// of their model.
 	Forwarded int
+	// FromCommit counts the rows of Forwarded brought forward over the
+	// caller's own commit (FoldOptions.Committed) without a read of the
+	// feed.
+	FromCommit int
 	// Written are the rows written and Gone the models whose rows were
 	// removed, for a caller that keeps a copy of the catalog.
 	Written []Row
@@ -84,12 +88,44 @@ type FoldOptions struct {
 	// stale or foreign value costs that second pass, never a change left
 	// out of the catalog.
 	Cursor string
+	// Committed is what the caller's last commit applied, as Commit
+	// returned it (each entry's state with its partition and position).
+	// When a model's row is at the position right before the commit's
+	// first in the model's partition, and the head the fold reads is the
+	// commit's last there, with the commit's positions in it following
+	// each other, the partition's changes since the row are exactly the
+	// commit's entries: positions are unique in a partition, so no other
+	// change can be among them. The fold then brings the row forward over
+	// them without reading the feed. Anything else (another writer's
+	// commit before or after it, a gap, a row at another position) reads
+	// the feed as without it. It is a fact about the feed, not a guess,
+	// so it needs no fence; a wrong value (a commit of another datastore)
+	// would only fail the checks above or name a change the feed also has.
+	Committed []datastore.Info
+	// Rows holds catalog rows as the caller read them from the catalog
+	// store (StatMany of RowPath, a path it did not return as a Deleted
+	// Info), by row path; the fold takes a changed model's row from it
+	// instead of reading it. A sync reads its dirty models' rows with the
+	// states of Before, in the same request (DynamoDB's read-ahead).
+	//
+	// Like Before it is used only with a fence and must have been read
+	// under the lock that fence is of, after acquiring it: a row is
+	// written only by a fold fenced by that lock, so a row another holder
+	// wrote since would mean the lock changed hands, and this fold's
+	// fenced commit is then refused. A row written meanwhile by a writer
+	// that is not such a fold (an unfenced Fold, a hand-made write) is
+	// not seen; the fold then writes the row brought forward from the one
+	// it was given, which is still the model's row at the head: a row at
+	// position P says what the model was at P, and the changes since P are
+	// read (or are the caller's commit) whatever P is. Only the first
+	// pass of FoldWith uses it.
+	Rows map[string]datastore.Info
 }
 
 // FoldWith is Fold with options.
 func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o FoldOptions) (FoldStats, error) {
 	if fence == nil {
-		o.Before = nil // see FoldOptions.Before
+		o.Before, o.Rows = nil, nil // see FoldOptions.Before and Rows
 	}
 	st, stale, err := fold(ctx, ns, fence, o)
 	if err != nil || !stale {
@@ -100,6 +136,7 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 	// reads, so Before no longer holds.
 	again, _, err := fold(ctx, ns, fence, FoldOptions{})
 	st.Changed += again.Changed
+	st.FromCommit += again.FromCommit
 	st.Rows += again.Rows
 	st.Removed += again.Removed
 	st.Forwarded += again.Forwarded
@@ -145,21 +182,29 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 		}
 	}
 	st.Changed = len(models)
+	var recorded bool // the cursor was written with the rows (commitRows)
 	if len(models) > 0 {
-		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before)
+		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before, o.Rows, ownChanges(o.Committed), &st.FromCommit)
 		if err != nil {
 			return st, false, err
 		}
 		if len(entries) > 0 {
-			applied, err := cat.Commit(ctx, fence, entries)
+			applied, w, err := commitRows(ctx, cat, fence, entries, key, old, next)
 			if err != nil {
 				return st, false, err
 			}
+			recorded = w
 			for _, a := range applied {
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 			}
 		}
 		st.Rows, st.Removed, st.Written, st.Gone, st.Forwarded = len(written), len(gone), written, gone, forwarded
+	}
+	if recorded {
+		// The cursor was written with the rows, fenced, from the
+		// record's expected value: the guess, if it was one, held.
+		st.Cursor = next
+		return st, false, nil
 	}
 	if next == string(old) {
 		if remembered {
@@ -196,19 +241,59 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	return st, false, err
 }
 
+// commitRows commits the fold's entries, fenced, carrying the cursor's
+// record write (old to next) in the same transaction where the driver can
+// (datastore.WithRecordWrite: DynamoDB), which spares the record's own
+// fenced write; recorded says it was written. A commit refused only
+// because the record was not old (another fold moved it, or the caller's
+// remembered cursor was a wrong guess) applied nothing: the rows are then
+// committed without it, and the record's own write after them meets the
+// same refusal and handles it as without this (FoldWith folds again from
+// the record, or leaves the cursor to the fold that moved it).
+func commitRows(ctx context.Context, cat *datastore.Store, fence *datastore.Fence, entries []datastore.Entry, key string, old []byte, next string) (applied []datastore.Info, recorded bool, err error) {
+	if fence == nil || next == string(old) {
+		applied, err = cat.Commit(ctx, fence, entries)
+		return applied, false, err
+	}
+	w := &datastore.RecordWrite{Key: key, Expect: metastore.ExpectValue(old), Value: []byte(next)}
+	if old == nil {
+		w.Expect = metastore.ExpectAbsent()
+	}
+	applied, err = cat.Commit(datastore.WithRecordWrite(ctx, w), fence, entries)
+	if err != nil && w.Refused() {
+		applied, err = cat.Commit(ctx, fence, entries)
+		return applied, false, err
+	}
+	return applied, err == nil && w.Written(), err
+}
+
 // foldModels returns the commit entries that rewrite the rows of the
 // changed models (and remove those of models left empty): each row
 // brought forward from the previous one over the feed (forward), or
 // rebuilt from a listing of the model when that cannot be proved exact.
-func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before map[string]datastore.Info) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
+func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastore.Head, before, given map[string]datastore.Info, own map[string][]datastore.Info, fromCommit *int) (entries []datastore.Entry, written []Row, gone []string, forwarded int, err error) {
 	nsName := ns.NamespaceName()
+	// The rows the caller read (FoldOptions.Rows); the others read now.
+	prevs := map[string]datastore.Info{}
 	var rowPaths []string
 	for _, h := range models {
-		rowPaths = append(rowPaths, rowPath(nsName, h.Partition))
+		p := rowPath(nsName, h.Partition)
+		if info, ok := given[p]; ok {
+			if !info.Deleted {
+				prevs[p] = info
+			}
+			continue
+		}
+		rowPaths = append(rowPaths, p)
 	}
-	prevs, err := cat.StatMany(ctx, rowPaths)
-	if err != nil {
-		return nil, nil, nil, 0, err
+	if len(rowPaths) > 0 {
+		read, err := cat.StatMany(ctx, rowPaths)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		for p, info := range read {
+			prevs[p] = info
+		}
 	}
 	// Each model's outcome, in the order of models: a row, a removal, or
 	// nothing (already folded, or no row and nothing to write).
@@ -231,9 +316,15 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 				continue // already folded
 			}
 			o.prev = &r
-			row, reason, err := forward(ctx, ns, h.Partition, h.Seq, r, before)
+			row, reason, fromOwn, err := forward(ctx, ns, h.Partition, h.Seq, r, before, own[h.Partition])
 			if err != nil {
 				return nil, nil, nil, 0, err
+			}
+			if fromOwn && reason == "" {
+				*fromCommit++
+				if testHookFromCommit != nil {
+					testHookFromCommit(h.Partition)
+				}
 			}
 			if testHookReason != nil {
 				testHookReason(h.Partition, reason)
@@ -314,6 +405,10 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 // testHookReason, when set, is told why each row was listed ("" when it
 // was brought forward).
 var testHookReason func(model, reason string)
+
+// testHookFromCommit, when set, is told each model whose row was brought
+// forward over the caller's own commit (FoldOptions.Committed).
+var testHookFromCommit func(model string)
 
 // modelFiles returns the live files of model's partition: the listing of
 // its directory without the files of other models in it (a deeper model

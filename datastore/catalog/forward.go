@@ -35,26 +35,37 @@ const forwardPages = 4
 //     none there.
 //
 // Every other case falls back to the listing; each says why below.
-func forward(ctx context.Context, ns *datastore.Store, model string, head uint64, prev Row, before map[string]datastore.Info) (Row, string, error) {
+//
+// own are the entries of the caller's own commit in the model's partition
+// (FoldOptions.Committed), sorted by position: when they are the
+// partition's changes since prev up to head (committedSince), the feed is
+// not read, and fromOwn says so.
+func forward(ctx context.Context, ns *datastore.Store, model string, head uint64, prev Row, before map[string]datastore.Info, own []datastore.Info) (_ Row, _ string, fromOwn bool, _ error) {
 	// A row that omitted its entries has no per-version figures to
 	// bring forward.
 	if prev.EntriesOmitted > 0 {
-		return Row{}, "the row omitted its entries", nil
+		return Row{}, "the row omitted its entries", false, nil
 	}
 	// An orphaned row's definition is a tombstone that Reclaim may purge
 	// with no change in the feed, which changes the row the listing builds
 	// (its time no longer counts in Updated): read the definition, list.
 	if prev.State != Live && prev.State != Undefined {
-		return Row{}, "the model is " + prev.State, nil
+		return Row{}, "the model is " + prev.State, false, nil
 	}
 	// A row of no file only stays while orphaned; and its Updated was
 	// the time of the fold, not of a file.
 	if prev.Files <= 0 || prev.Updated.IsZero() {
-		return Row{}, "the row counts no file", nil
+		return Row{}, "the row counts no file", false, nil
 	}
-	changes, upTo, reason, err := changesSince(ctx, ns, model, prev.Pos, head)
-	if err != nil || reason != "" {
-		return Row{}, reason, err
+	changes, upTo, ok := committedSince(own, model, prev.Pos, head)
+	fromOwn = ok
+	if !ok {
+		var reason string
+		var err error
+		changes, upTo, reason, err = changesSince(ctx, ns, model, prev.Pos, head)
+		if err != nil || reason != "" {
+			return Row{}, reason, false, err
+		}
 	}
 
 	// The row's figures, taken apart: its versions, and what it counts
@@ -77,7 +88,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 		for _, v := range e.Versions {
 			k := vkey{e.Name, v.Name}
 			if vers[k] != nil || v.Files <= 0 || v.Bytes < 0 {
-				return Row{}, "the row's versions do not add up", nil
+				return Row{}, "the row's versions do not add up", false, nil
 			}
 			vers[k] = &vstate{v: v, base: v.Pos}
 			entryFiles += v.Files
@@ -86,7 +97,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 	}
 	directFiles, directBytes := prev.Files-entryFiles, prev.Bytes-entryBytes
 	if directFiles < 0 || directBytes < 0 {
-		return Row{}, "the row's figures do not add up", nil
+		return Row{}, "the row's figures do not add up", false, nil
 	}
 
 	r := Row{Namespace: prev.Namespace, Model: model, State: prev.State, Created: prev.Created,
@@ -99,7 +110,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 		// The feed is the partition's: a change outside it would be a
 		// driver's or a foreign writer's error.
 		if !strings.HasPrefix(c.Path, prefix) || ns.Partition(c.Path) != model {
-			return Row{}, fmt.Sprintf("the change of %s is not the model's", c.Path), nil
+			return Row{}, fmt.Sprintf("the change of %s is not the model's", c.Path), false, nil
 		}
 		rest := c.Path[len(prefix):]
 		name, after, inEntry := strings.Cut(rest, "/")
@@ -112,13 +123,13 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 			if b.Pos > prev.Pos {
 				// Changed after the row's position, before the read:
 				// prev may have counted this state or an earlier one.
-				return Row{}, fmt.Sprintf("%s changed after the row's position", c.Path), nil
+				return Row{}, fmt.Sprintf("%s changed after the row's position", c.Path), false, nil
 			}
 			if !b.Deleted {
 				old = &b
 			}
 		} else if (inEntry && vers[k] != nil) || (!inEntry && directFiles > 0) {
-			return Row{}, fmt.Sprintf("the row's share of %s is unknown", c.Path), nil
+			return Row{}, fmt.Sprintf("the row's share of %s is unknown", c.Path), false, nil
 		}
 		if old != nil {
 			r.Files--
@@ -126,7 +137,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 			if inEntry {
 				vs := vers[k]
 				if vs == nil {
-					return Row{}, fmt.Sprintf("the row has no version of %s", c.Path), nil
+					return Row{}, fmt.Sprintf("the row has no version of %s", c.Path), false, nil
 				}
 				vs.v.Files--
 				vs.v.Bytes -= old.Size
@@ -172,12 +183,12 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 		vs.added = max(vs.added, c.Pos)
 	}
 	if directFiles < 0 || directBytes < 0 || r.Files < 0 || r.Bytes < 0 {
-		return Row{}, "the figures do not add up", nil
+		return Row{}, "the figures do not add up", false, nil
 	}
 	// A model left with no file is removed, or kept orphaned with the
 	// fold's time: the listing decides, on the definition it reads.
 	if r.Files == 0 {
-		return Row{}, "no file is left", nil
+		return Row{}, "no file is left", false, nil
 	}
 	switch {
 	case !latest.IsZero() && !latest.Before(prev.Updated):
@@ -186,7 +197,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 	case removedLatest:
 		// The file that was the latest may have left: the new latest
 		// is one prev does not name.
-		return Row{}, "the latest file left", nil
+		return Row{}, "the latest file left", false, nil
 	default:
 		// The file at prev.Updated is still there.
 		r.Updated = prev.Updated.UTC()
@@ -196,7 +207,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 	for k, vs := range vers {
 		switch {
 		case vs.v.Files < 0 || vs.v.Bytes < 0 || (vs.v.Files == 0 && vs.v.Bytes != 0):
-			return Row{}, "a version's figures do not add up", nil
+			return Row{}, "a version's figures do not add up", false, nil
 		case vs.v.Files == 0:
 			continue // the version is gone
 		case vs.added > 0:
@@ -204,7 +215,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 			// position prev holds (they are at most prev.Pos).
 			vs.v.Pos = vs.added
 		case vs.removedLatest:
-			return Row{}, "a version's latest file left", nil
+			return Row{}, "a version's latest file left", false, nil
 		default:
 			vs.v.Pos = vs.base
 		}
@@ -215,7 +226,7 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 		r.Entries = append(r.Entries, Entry{Name: name, Versions: vs})
 	}
 	slices.SortFunc(r.Entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return r, "", nil
+	return r, "", fromOwn, nil
 }
 
 // fresh builds the row of a model that has none from its partition's
@@ -254,6 +265,48 @@ func fresh(ctx context.Context, ns *datastore.Store, model string, head uint64, 
 		return Row{}, "no file is live", nil
 	}
 	return buildRow(ns.NamespaceName(), model, files, def, nil, upTo, now), "", nil
+}
+
+// ownChanges groups what a commit applied (FoldOptions.Committed) by
+// partition, each sorted by position.
+func ownChanges(committed []datastore.Info) map[string][]datastore.Info {
+	if len(committed) == 0 {
+		return nil
+	}
+	out := map[string][]datastore.Info{}
+	for _, c := range committed {
+		out[c.Partition] = append(out[c.Partition], c)
+	}
+	for _, cs := range out {
+		slices.SortFunc(cs, func(a, b datastore.Info) int { return cmpPos(a.Pos, b.Pos, a.Path, b.Path) })
+	}
+	return out
+}
+
+// committedSince returns own, the entries of one commit in partition
+// sorted by position, as the partition's changes after position after up
+// to head (sorted by path, as changesSince returns them), when they are
+// exactly those: the commit's first position is after+1, its last is
+// head, and its positions follow each other. Positions in a partition are
+// unique, so every position in (after, head] is then the commit's, and a
+// commit names each path once: the feed's latest change of each path in
+// that range is the commit's entry. Otherwise ok is false and the caller
+// reads the feed (another writer committed before or after the commit, or
+// the row is not at the position right before it).
+func committedSince(own []datastore.Info, partition string, after, head uint64) (_ []datastore.Info, _ uint64, ok bool) {
+	if len(own) == 0 || own[0].Pos != after+1 || own[len(own)-1].Pos != head {
+		return nil, 0, false
+	}
+	seen := make(map[string]bool, len(own))
+	for i, c := range own {
+		if c.Pos != after+1+uint64(i) || c.Partition != partition || seen[c.Path] {
+			return nil, 0, false
+		}
+		seen[c.Path] = true
+	}
+	out := slices.Clone(own)
+	slices.SortFunc(out, func(a, b datastore.Info) int { return strings.Compare(a.Path, b.Path) })
+	return out, head, true
 }
 
 func later(a, b time.Time) time.Time {

@@ -119,7 +119,7 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var folded, forwarded int
+	var folded, forwarded, fromCommit int
 	var cursor, first string
 	reasons := map[string]int{}
 	testHookReason = func(_, reason string) {
@@ -128,7 +128,9 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 		}
 		reasons[reason]++
 	}
-	defer func() { testHookReason = nil }()
+	var ownModels []string
+	testHookFromCommit = func(model string) { ownModels = append(ownModels, model) }
+	defer func() { testHookReason, testHookFromCommit = nil, nil }()
 	for step := range steps {
 		model := models[rng.IntN(len(models))]
 		var before map[string]datastore.Info
@@ -147,6 +149,17 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 		if rng.IntN(8) == 0 {
 			read = -1 // nothing read
 		}
+		// The sync's own commit is the one whose states were read (the
+		// last when none were); mostly its fold is told what it applied
+		// (FoldOptions.Committed), sometimes not, so that both ways are
+		// checked against the listing.
+		own := read
+		if own < 0 {
+			own = commits - 1
+		}
+		tell := rng.IntN(4) != 0
+		var committed []datastore.Info
+		others := map[string]bool{} // the partitions another writer's commit changed
 		for c := range commits {
 			var entries []datastore.Entry
 			seen := map[string]bool{}
@@ -190,8 +203,16 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 					}
 				}
 			}
-			if _, err := ns.Commit(ctx, nil, entries); err != nil {
+			applied, err := ns.Commit(ctx, nil, entries)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if c == own && tell {
+				committed = applied
+			} else if c != own {
+				for _, a := range applied {
+					others[a.Partition] = true
+				}
 			}
 		}
 		prevs := map[string]*Row{}
@@ -203,7 +224,24 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 		// The cursor: mostly the last fold's, sometimes none, one that
 		// is not a cursor, or the last fold's over a record removed or
 		// moved back since (a second pass must catch up).
-		o := FoldOptions{Before: before, Cursor: cursor}
+		o := FoldOptions{Before: before, Cursor: cursor, Committed: committed}
+		if rng.IntN(2) == 0 {
+			// The rows as a sync reads them ahead, under the lock
+			// (FoldOptions.Rows): no row as a tombstone.
+			o.Rows = map[string]datastore.Info{}
+			for _, m := range models {
+				p := rowPath(ns.NamespaceName(), m)
+				info, err := cat.Stat(ctx, p)
+				switch {
+				case errors.Is(err, metastore.ErrNotFound):
+					o.Rows[p] = datastore.Info{Path: p, Deleted: true}
+				case err != nil:
+					t.Fatal(err)
+				default:
+					o.Rows[p] = info
+				}
+			}
+		}
 		switch rng.IntN(10) {
 		case 0:
 			o.Cursor = ""
@@ -225,6 +263,7 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 				t.Fatal(err)
 			}
 		}
+		ownModels = nil
 		st, err := FoldWith(ctx, ns, fence, o)
 		if err != nil {
 			t.Fatalf("step %d: fold: %v", step, err)
@@ -238,6 +277,21 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 		}
 		cursor = st.Cursor
 		forwarded += st.Forwarded
+		fromCommit += st.FromCommit
+		for _, m := range ownModels {
+			if others[m] {
+				// The other writer's commit is in the same partition,
+				// before or after the sync's: the sync's entries are
+				// not all of its changes.
+				t.Fatalf("step %d: %s brought forward over the sync's commit alone, with another writer's commit in its partition", step, m)
+			}
+		}
+		if len(ownModels) != st.FromCommit {
+			t.Fatalf("step %d: FromCommit %d, the hook named %v", step, st.FromCommit, ownModels)
+		}
+		if st.FromCommit > st.Forwarded {
+			t.Fatalf("step %d: %d rows from the commit, only %d forwarded", step, st.FromCommit, st.Forwarded)
+		}
 		for _, m := range models {
 			got, ok := readRow(t, cat, ns.NamespaceName(), m)
 			files, err := ns.ListPartitionAll(ctx, m, "")
@@ -277,7 +331,10 @@ func checkForward(t *testing.T, ds *datastore.Store, steps int, seed uint64) {
 			}
 		}
 	}
-	t.Logf("%d steps: %d rows written, %d brought forward from the feed; why (\"\" forwarded): %v", steps, folded, forwarded, reasons)
+	t.Logf("%d steps: %d rows written, %d brought forward (%d over the sync's own commit, the feed unread); why (\"\" forwarded): %v", steps, folded, forwarded, fromCommit, reasons)
+	if fromCommit == 0 {
+		t.Fatalf("no row was brought forward over the sync's own commit")
+	}
 	if forwarded*3 < folded { // about half are, with this mix
 		t.Fatalf("only %d of %d rows were brought forward from the feed", forwarded, folded)
 	}

@@ -193,3 +193,12 @@ func cmpPos(a, b uint64, an, bn string) int {
 	}
 	return strings.Compare(an, bn)
 }
+
+// RowPath is the path of the row of namespace's model in the catalog
+// store, for a caller that reads rows ahead (FoldOptions.Rows).
+func RowPath(namespace, model string) string { return rowPath(namespace, model) }
+
+// IsModel reports whether a partition is a model that can have a row.
+func IsModel(partition string) bool {
+	return strings.Contains(partition, "/") && validModel(partition)
+}

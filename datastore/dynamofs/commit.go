@@ -95,6 +95,7 @@ const (
 	roleRace // a path, head or counter another commit changed since the read
 	roleOther
 	roleLayout // the layout record's check (layoutcommit.go)
+	roleRecord // a record written with the commit (recordwrite.go)
 )
 
 // maxCommitAttempts bounds how often a commit re-reads after losing a race
@@ -181,9 +182,16 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		if items, roles, err = d.withLayoutCheck(ctx, items, roles, layout); err != nil { // layoutcommit.go
 			return nil, err
 		}
+		var rec *datastore.RecordWrite
+		if items, roles, rec, err = d.withRecordWrite(ctx, fence, tx, items, roles); err != nil { // recordwrite.go
+			return nil, err
+		}
 		err = d.transact(ctx, items)
 		if err == nil {
 			noteStaged(ctx, tx, items) // stagebatch.go
+			if rec != nil {
+				rec.MarkWritten()
+			}
 			return out, nil
 		}
 		failed, ok := failedIndexes(err)
@@ -199,6 +207,9 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 				return nil, fmt.Errorf("%w: an upload of this commit", datastore.ErrUploadExpired)
 			case roleLayout:
 				return nil, staleLayout(layout)
+			case roleRecord:
+				rec.MarkRefused()
+				return nil, metastore.Conflict(rec.Key, "record differs from expected")
 			case roleOther:
 				race = false
 			}

@@ -26,6 +26,17 @@ type readAheadKey struct{}
 // past 100 keys) of the namespaces' shard counters and live-commit lists,
 // as ChangedPartitions reads them, and of the records.
 func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
+	var stats map[string][]string
+	if len(paths) > 0 {
+		stats = map[string][]string{statScope: paths}
+	}
+	return d.ReadAheadStats(ctx, scopes, records, stats)
+}
+
+// ReadAheadStats implements datastore.StatsReadAheader: ReadAhead with
+// the Stat of paths of several namespaces (stats: namespace → paths), all
+// in the same BatchGetItem.
+func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
 	ra := &readAhead{table: d.table, items: map[string]item{}, parts: map[string]bool{}}
 	var keys []item
 	for _, name := range scopes {
@@ -44,7 +55,10 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 		keys = append(keys, recordKey(k))
 		ra.parts["rec\x00"+k] = true
 	}
-	if len(paths) > 0 {
+	for statScope, paths := range stats {
+		if len(paths) == 0 {
+			continue
+		}
 		nd, err := d.Namespace(statScope)
 		if err != nil {
 			return ctx, err
@@ -132,4 +146,7 @@ func (d *Driver) aheadStat(ctx context.Context, keys []item) ([]item, bool) {
 	return d.take(ctx, "stat\x00"+d.pfx, keys)
 }
 
-var _ datastore.ReadAheader = (*Driver)(nil)
+var (
+	_ datastore.ReadAheader      = (*Driver)(nil)
+	_ datastore.StatsReadAheader = (*Driver)(nil)
+)
