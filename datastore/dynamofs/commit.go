@@ -118,12 +118,6 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	if len(entries) > d.maxCommit {
-		// The process's registry cache may predate another process's
-		// drop of a partition (registry.go): a staged commit registers
-		// all its partitions, one ADD each, in one transaction.
-		for _, p := range parts {
-			d.registered.Delete(d.regKey(p))
-		}
 		if err := d.registerAll(ctx, parts); err != nil { // stagebatch.go
 			return nil, err
 		}

@@ -437,41 +437,31 @@ func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *s
 	return d.forgetKeys(ctx, id, keys)
 }
 
-// registerAll registers parts (register) before a commit's first change:
-// the partitions not yet registered by this process in one
-// TransactWriteItems (an ADD to each registry shard's set, idempotent)
-// when there are several, not one UpdateItem each.
+// registerAll registers parts before a staged commit's first change,
+// whatever the process's cache says (it may predate another process's
+// drop: registry.go): one TransactWriteItems of an ADD to each registry
+// shard's set (registryAdds, idempotent) when there are several, not one
+// UpdateItem each.
 func (d *Driver) registerAll(ctx context.Context, parts []string) error {
-	byShard := map[string][]string{}
-	var todo []string
 	for _, p := range parts {
-		if _, ok := d.registered.Load(d.regKey(p)); !ok {
-			todo = append(todo, p)
-			byShard[shard(p)] = append(byShard[shard(p)], p)
-		}
+		d.registered.Delete(d.regKey(p))
 	}
-	if len(todo) < 2 || len(byShard) > maxTxItems {
-		for _, p := range todo {
+	if len(parts) < 2 {
+		for _, p := range parts {
 			if err := d.register(ctx, p); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	var items []types.TransactWriteItem
-	for _, sh := range slices.Sorted(maps.Keys(byShard)) {
-		u, err := build(expression.NewBuilder().WithUpdate(expression.Add(expression.Name("parts"),
-			expression.Value(&types.AttributeValueMemberSS{Value: byShard[sh]}))))
-		if err != nil {
-			return err
-		}
-		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.registryKey(sh),
-			UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}})
+	items, err := d.registryAdds(parts)
+	if err != nil {
+		return err
 	}
 	if err := d.transact(ctx, items); err != nil {
-		return d.classify(err, todo[0])
+		return d.classify(err, parts[0])
 	}
-	for _, p := range todo {
+	for _, p := range parts {
 		d.registered.Store(d.regKey(p), struct{}{})
 	}
 	return nil
