@@ -307,6 +307,8 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 	var defPaths []string
 	for _, h := range models {
 		o := outcome{h: h}
+		var row Row
+		var reason string
 		if info, ok := prevs[rowPath(nsName, h.Partition)]; ok && !info.Deleted {
 			r, err := decodeRow(info)
 			if err != nil {
@@ -316,7 +318,8 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 				continue // already folded
 			}
 			o.prev = &r
-			row, reason, fromOwn, err := forward(ctx, ns, h.Partition, h.Seq, r, before, own[h.Partition])
+			var fromOwn bool
+			row, reason, fromOwn, err = forward(ctx, ns, h.Partition, h.Seq, r, before, own[h.Partition])
 			if err != nil {
 				return nil, nil, nil, 0, err
 			}
@@ -326,30 +329,22 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 					testHookFromCommit(h.Partition)
 				}
 			}
-			if testHookReason != nil {
-				testHookReason(h.Partition, reason)
-			}
-			if reason == "" {
-				o.row = &row
-				outs = append(outs, o)
-				continue
-			}
-		}
-		if o.prev == nil {
+		} else {
 			// No row yet (a model begun since the last fold): the
 			// partition's whole feed, when it has it, is the model.
-			row, reason, err := fresh(ctx, ns, h.Partition, h.Seq, ns.Now())
+			var err error
+			row, reason, err = fresh(ctx, ns, h.Partition, h.Seq, ns.Now())
 			if err != nil {
 				return nil, nil, nil, 0, err
 			}
-			if testHookReason != nil {
-				testHookReason(h.Partition, reason)
-			}
-			if reason == "" {
-				o.row = &row
-				outs = append(outs, o)
-				continue
-			}
+		}
+		if testHookReason != nil {
+			testHookReason(h.Partition, reason)
+		}
+		if reason == "" {
+			o.row = &row
+			outs = append(outs, o)
+			continue
 		}
 		// No previous row, or one that cannot be brought forward:
 		// list the model and read its definition.
