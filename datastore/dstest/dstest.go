@@ -62,6 +62,8 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"KilledCommitsAllOrNothing", testKilledCommits},         // atomic.go
 		{"CrossPartitionClashRace", testCrossPartitionClashRace}, // clashrace.go
 		{"InlineSmallFiles", testInline},                         // inline.go
+		{"StatSeesCommitWhole", testStatSeesCommitWhole},         // wholeread.go
+		{"ListSeesCommitWhole", testListSeesCommitWhole},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

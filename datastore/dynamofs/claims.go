@@ -225,7 +225,7 @@ func getSS(it item, name string) []string {
 	return nil
 }
 
-// dedupKeys drops repeated keys (BatchGetItem refuses duplicates).
+// dedupKeys drops repeated keys (BatchGetItem and TransactGetItems refuse duplicates).
 func dedupKeys(keys []item) []item {
 	seen := map[string]bool{}
 	out := keys[:0:0]

@@ -17,7 +17,7 @@ import (
 // TestClaimsCostNothingOnTheHotPath: a model's first commit claims its
 // ancestor partitions (here "data") once; every put after the second of a new file
 // of the model makes the requests it made before directory claims (one
-// BatchGetItem, one Query below the new path, one TransactWriteItems
+// TransactGetItems, one Query below the new path, one TransactWriteItems
 // besides the upload's own writes) and reads and writes the same items
 // put after put (issue 27).
 func TestClaimsCostNothingOnTheHotPath(t *testing.T) {
@@ -46,8 +46,8 @@ func TestClaimsCostNothingOnTheHotPath(t *testing.T) {
 			t.Fatalf("put %d: %v, %d items read, %d written; put 1: %v, %d, %d", i, r, read, w, r1, read1, w1)
 		}
 	}
-	if r1["GetItem"] != 0 || r1["BatchGetItem"] != 1 || r1["TransactWriteItems"] != 1 || r1["Query"] > 1 {
-		t.Fatalf("a put of a new file of a claimed model: %v, want one BatchGetItem, one TransactWriteItems, at most one Query, no GetItem", r1)
+	if r1["GetItem"] != 0 || r1["TransactGetItems"] != 1 || r1["TransactWriteItems"] != 1 || r1["Query"] > 1 {
+		t.Fatalf("a put of a new file of a claimed model: %v, want one TransactGetItems (the commit's snapshot), one TransactWriteItems, at most one Query, no GetItem", r1)
 	}
 	t.Logf("a put of a new data file: %v, %d items read, %d written", r1, read1, w1)
 }

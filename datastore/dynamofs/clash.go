@@ -15,7 +15,7 @@ import (
 // checks it for each put p, in the same transaction as everything else:
 //
 //   - The directories above p in p's own partition are read with the
-//     commit's other items (one BatchGetItem) and the files below p in it
+//     commit's other items (one snapshot read, snapshot.go) and the files below p in it
 //     with one Query (only when p is not already a live file); both are
 //     vouched for by the partition head's CAS, which every commit that
 //     changes the partition makes: a commit that landed in between fails it
@@ -37,10 +37,10 @@ import (
 //     claimed partition Queries the claiming models below it and bumps
 //     their heads' guard, which every commit's head CAS conditions on.
 //
-// Cost per put: the directories above it in the BatchGetItem the commit
+// Cost per put: the directories above it in the snapshot read the commit
 // makes anyway, one Query for a new file, and at most one ConditionCheck.
 // A put of a deeper model's directory Queries that model only when its
-// head (read in the same BatchGetItem) says it may hold files
+// head (read in the same snapshot) says it may hold files
 // (mayHoldFiles, clashbatch.go).
 
 // ChecksClashes reports that Commit refuses file/directory clashes (the

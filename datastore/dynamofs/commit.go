@@ -236,7 +236,16 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	keys = append(keys, d.clashKeys(entries)...) // clash.go
 	keys = append(keys, d.claimKeys(entries)...) // claims.go
-	got, err := d.batchGet(ctx, dedupKeys(keys))
+	// One snapshot (snapshot.go): the heads vouch for the rest.
+	var vouch, rest []item
+	for _, k := range keys {
+		if d.vouches(k) {
+			vouch = append(vouch, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	got, err := d.snapshotRead(ctx, vouch, rest)
 	if err != nil {
 		return nil, nil, nil, err
 	}

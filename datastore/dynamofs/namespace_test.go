@@ -85,8 +85,8 @@ func TestNamespacesNeverContend(t *testing.T) {
 			t.Fatal(err)
 		}
 		cost := d.Stats().Sub(before)
-		t.Logf("%d writers × %d commits: %d commit races, %d transaction retries, %d TransactWriteItems, %d BatchGetItem, %v",
-			writers, commits, cost.CommitRaces, cost.TransactRetries, cost.Requests["TransactWriteItems"], cost.Requests["BatchGetItem"],
+		t.Logf("%d writers × %d commits: %d commit races, %d transaction retries, %d TransactWriteItems, %d TransactGetItems, %v",
+			writers, commits, cost.CommitRaces, cost.TransactRetries, cost.Requests["TransactWriteItems"], cost.Requests["TransactGetItems"],
 			time.Since(start).Round(time.Millisecond))
 		// Every commit landed once, at dense positions, in its namespace.
 		for w, s := range stores {

@@ -25,7 +25,9 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 	return getB(it, "d"), nil
 }
 
-// Stat looks the paths up directly, 100 keys to a BatchGetItem.
+// Stat looks the paths up directly: up to 100 in one TransactGetItems, so
+// that a commit is seen whole (snapshot.go); more 100 keys to a
+// BatchGetItem, each commit's paths then possibly seen in two states.
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
 	keys := make([]item, len(paths))
 	for i, p := range paths {
@@ -34,7 +36,7 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 	got, ahead := d.aheadStat(ctx, keys) // readahead.go
 	var err error
 	if !ahead {
-		if got, err = d.batchGet(ctx, keys); err != nil {
+		if got, err = d.snapshotRead(ctx, nil, keys); err != nil {
 			return nil, err
 		}
 	}

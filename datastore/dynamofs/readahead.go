@@ -9,8 +9,9 @@ import (
 
 // readAhead is the snapshot of ReadAhead: the items of the shard counters
 // (and live-commit list) of some namespaces and of some records, read in
-// one BatchGetItem, each part served once (datastore.Store.ReadAhead says
-// why a part served later than it was read cannot be wrong).
+// one TransactGetItems (snapshot.go), each part served once
+// (datastore.Store.ReadAhead says why a part served later than it was
+// read cannot be wrong).
 type readAhead struct {
 	table string
 	mu    sync.Mutex
@@ -22,7 +23,7 @@ type readAhead struct {
 
 type readAheadKey struct{}
 
-// ReadAhead implements datastore.ReadAheader with one BatchGetItem (two
+// ReadAhead implements datastore.ReadAheader with one TransactGetItems (more
 // past 100 keys) of the namespaces' shard counters and live-commit lists,
 // as ChangedPartitions reads them, and of the records.
 func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
@@ -35,10 +36,10 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 
 // ReadAheadStats implements datastore.StatsReadAheader: ReadAhead with
 // the Stat of paths of several namespaces (stats: namespace → paths), all
-// in the same BatchGetItem.
+// in the same read.
 func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
 	ra := &readAhead{table: d.table, items: map[string]item{}, parts: map[string]bool{}}
-	var keys []item
+	var keys, vouch []item
 	for _, name := range scopes {
 		nd, err := d.Namespace(name)
 		if err != nil {
@@ -46,9 +47,9 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 		}
 		n := nd.(*Driver)
 		for _, sh := range shardNames() {
-			keys = append(keys, n.counterKey(sh))
+			vouch = append(vouch, n.counterKey(sh))
 		}
-		keys = append(keys, n.liveKey())
+		vouch = append(vouch, n.liveKey())
 		ra.parts["feed\x00"+n.pfx] = true
 	}
 	for _, k := range records {
@@ -69,14 +70,15 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 		}
 		ra.parts["stat\x00"+n.pfx] = true
 	}
-	keys = dedupKeys(keys)
-	if len(keys) == 0 {
+	if len(keys)+len(vouch) == 0 {
 		return ctx, nil
 	}
-	for _, k := range keys {
+	for _, k := range append(vouch, keys...) {
 		ra.items[itemID(k)] = nil
 	}
-	got, err := d.batchGet(ctx, keys)
+	// The counters vouch for the feed's Queries, as ChangedPartitions
+	// reads them (snapshot.go).
+	got, err := d.snapshotRead(ctx, vouch, keys)
 	if err != nil {
 		return ctx, err
 	}

@@ -23,7 +23,7 @@ import (
 //     transaction, which deletes the head in the same transaction (on a
 //     condition on the seq it read) or, when it read no head, checks that
 //     the head still holds no seq (drop.go). So no seq ⇐ not registered,
-//     atomically, and a head with a seq, read in the same BatchGetItem
+//     atomically, and a head with a seq, read in the same snapshot
 //     whose values this commit's head CAS is conditioned on, is of a
 //     registered partition when the transaction applies: a drop that lands
 //     between the read and the transaction deletes the head, and the

@@ -56,7 +56,7 @@ import (
 // commit (upTo is the position before it), so a puller never moves past a
 // position whose change is not decided; an aborted commit's item is its old
 // state at the reserved position. ChangedPartitions reads the live set in
-// its BatchGetItem of shard counters and rolls forward every done commit in
+// its read of shard counters and rolls forward every done commit in
 // it first.
 //
 // A writer that meets a staged path settles its commit first: done is

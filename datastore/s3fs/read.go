@@ -318,3 +318,10 @@ func (d *Driver) HasIntent(ctx context.Context, version string, started time.Tim
 }
 
 var _ datastore.IntentChecker = (*Driver)(nil)
+
+// ReadsWhole reports that neither a Stat of several paths nor a listing
+// page is a snapshot: each reads the path index one entry at a time while
+// a commit landing meanwhile is rolled into it (the conformance suite's
+// StatSeesCommitWhole and ListSeesCommitWhole, docs/datastore.md). A pull
+// reads log objects, each a commit's whole change to its partition.
+func (d *Driver) ReadsWhole(string) bool { return false }

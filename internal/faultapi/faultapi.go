@@ -34,7 +34,7 @@ const (
 	DropResponse       // forward, then fail as if the response was lost
 	ServerError        // a 500 InternalServerError, nothing applied
 	Throttle           // ProvisionedThroughputExceededException, nothing applied
-	TxConflict         // TransactionCanceledException{TransactionConflict}, nothing applied; TransactWriteItems only
+	TxConflict         // TransactionCanceledException{TransactionConflict}, nothing applied; TransactWriteItems and TransactGetItems only
 	numFaults
 )
 
@@ -110,7 +110,7 @@ func (a *API) decide(op, token string) Fault {
 		return None
 	}
 	f := a.plan(op, token)
-	if f == TxConflict && op != "TransactWriteItems" {
+	if f == TxConflict && op != "TransactWriteItems" && op != "TransactGetItems" {
 		f = ServerError
 	}
 	if f != None {
