@@ -160,6 +160,9 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 			delete(mirror, t.opts.Namespace+"/"+m)
 		}
 		advanceCatalog(st, fs.Committed)
+		if c, ok := catalog.CatalogCursorOver(t.root, st.Catalog, fs.Applied); ok {
+			st.Catalog = c
+		}
 		return nil
 	}
 	// The first fold is also given what the commit applied: a row at the

@@ -529,5 +529,24 @@ func (t *Tree) advance(st *state, pl *pullPlan, applied []datastore.Info) {
 	}
 	if pl.unscoped {
 		st.Cursor, st.Unscoped = pl.cursor, true
+		// Past this sync's own commit too, when the store can prove
+		// that nothing else moved the index there since the pull read
+		// it (datastore.CursorAdvancer) and the tree holds the
+		// commit's heads: the next sync then does not read the commit
+		// back from the feed. Anything else another writer did on the
+		// other shards stays past the cursor for the next sync.
+		if heads, next, ok := t.store.ChangedPartitionsOver(pl.cursor, applied); ok && holdsHeads(st, heads) {
+			st.Cursor = next
+		}
 	}
+}
+
+// holdsHeads reports whether the tree's positions are at or past heads.
+func holdsHeads(st *state, heads []datastore.Head) bool {
+	for _, h := range heads {
+		if st.Positions[h.Partition] < h.Seq {
+			return false
+		}
+	}
+	return true
 }

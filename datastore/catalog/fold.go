@@ -37,6 +37,14 @@ type FoldStats struct {
 	// (partition, position), so that a reader that applied Written and
 	// Gone need not read them back.
 	Committed []datastore.Head
+	// Applied is what the fold's commit applied to the catalog store, as
+	// Commit returned it, when the fold made exactly one (for
+	// CatalogCursorOver); nil otherwise.
+	Applied []datastore.Info
+	// CursorOver reports that the partitions changed since the cursor
+	// were known from the caller's own commit, without a read of the
+	// index (datastore.CursorAdvancer).
+	CursorOver bool
 	// Cursor is the fold cursor the record holds after this fold, as this
 	// fold wrote or read it; "" when another fold moved it. A caller may
 	// keep it for its next fold (FoldOptions.Cursor).
@@ -143,6 +151,9 @@ func FoldWith(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 	st.Written = append(st.Written, again.Written...)
 	st.Gone = append(st.Gone, again.Gone...)
 	st.Committed = append(st.Committed, again.Committed...)
+	if len(again.Applied) > 0 {
+		st.Applied = nil // two commits: neither is the catalog's last alone
+	}
 	st.Cursor = again.Cursor
 	return st, err
 }
@@ -163,7 +174,16 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	} else if old, err = recs.GetRecord(ctx, key); err != nil && !errors.Is(err, metastore.ErrNotFound) {
 		return st, false, err
 	}
-	heads, next, err := ns.ChangedPartitions(ctx, string(old))
+	// Right after the caller's own commit, the partitions changed past
+	// the cursor may be known without a read: that commit's, when the
+	// cursor is where this process last read the index and nothing else
+	// moved it on the commit's shards (datastore.CursorAdvancer).
+	heads, next, over := ns.ChangedPartitionsOver(string(old), o.Committed)
+	if over {
+		st.CursorOver, err = true, nil
+	} else {
+		heads, next, err = ns.ChangedPartitions(ctx, string(old))
+	}
 	if errors.Is(err, metastore.ErrInvalidCursor) {
 		if remembered {
 			return st, true, nil // not this datastore's: read the record
@@ -194,6 +214,7 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 				return st, false, err
 			}
 			recorded = w
+			st.Applied = applied
 			for _, a := range applied {
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 			}

@@ -19,6 +19,31 @@ type Cursor struct {
 	Positions map[string]uint64 `json:"positions,omitempty"`
 }
 
+// CatalogCursorOver returns c moved past the fold's own catalog commit
+// (FoldStats.Applied), for a reader that applied the fold's Written and
+// Gone itself: when the catalog store proves that nothing else moved its
+// index since this process last read it at c.Feed
+// (datastore.CursorAdvancer) and c's positions already hold the commit's
+// (a caller advanced them over FoldStats.Committed). ok false: c as it
+// is, and the next Read reads the commit back.
+func CatalogCursorOver(store *datastore.Store, c Cursor, applied []datastore.Info) (Cursor, bool) {
+	cat, err := store.CatalogStore()
+	if err != nil || c.Feed == "" {
+		return c, false
+	}
+	heads, next, ok := cat.ChangedPartitionsOver(c.Feed, applied)
+	if !ok {
+		return c, false
+	}
+	for _, h := range heads {
+		if c.Positions[h.Partition] < h.Seq {
+			return c, false
+		}
+	}
+	c.Feed = next
+	return c, true
+}
+
 // Change is one change of the catalog: a model's new row, or its removal
 // (the model was pruned, or left with no file).
 type Change struct {

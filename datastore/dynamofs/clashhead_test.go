@@ -101,7 +101,7 @@ func TestDeeperModelWrittenBetweenReadAndCommit(t *testing.T) {
 					return nil
 				}
 				for _, it := range []map[string]types.AttributeValue{
-					{"pk": sv("x#" + dynamofs.Shard(model)), "sk": sv(model), "seq": nv("1")},
+					{"pk": sv("x#" + dynamofs.ShardOf(model)), "sk": sv(model), "seq": nv("1")},
 					{"pk": sv("f#" + model), "sk": sv(deep), "pos": nv("1"), "t": nv("0"), "ver": sv("00"),
 						"size": nv("0"), "chunks": nv("0"), "sha": sv("e3b0")},
 				} {

@@ -141,7 +141,7 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string, layout []byte) ([]datastore.Info, error) {
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
-		items, roles, out, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
+		items, roles, out, move, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
 		if errors.Is(err, errClaimedFirst) && attempt < maxCommitAttempts {
 			continue // claims.go
 		}
@@ -182,6 +182,9 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
+			if tx == "" {
+				d.moves.record(d.pfx, out, move) // cursorover.go
+			}
 			noteStaged(ctx, tx, items) // stagebatch.go
 			if rec != nil {
 				rec.MarkWritten()
@@ -220,8 +223,10 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 
 // buildCommit reads the current state of the commit's paths, heads and shard
 // counters and returns the transaction that applies entries over it, the
-// role of each item, and the changes it makes (none: nothing to do).
-func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]types.TransactWriteItem, []role, []datastore.Info, error) {
+// role of each item, the changes it makes (none: nothing to do) and what it
+// does to the index (cursorover.go; nil if a head it moves is marked by a
+// staged commit).
+func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]types.TransactWriteItem, []role, []datastore.Info, *indexMove, error) {
 	shards := map[string]bool{}
 	var keys []item
 	for _, e := range entries {
@@ -247,7 +252,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	got, err := d.snapshotRead(ctx, vouch, rest)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	cur := map[string]item{}
 	for _, it := range got {
@@ -256,7 +261,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	lookup := func(k item) item { return cur[getS(k, attrPK)+"\x00"+getS(k, attrSK)] }
 	for _, e := range entries {
 		if old := lookup(key(d.filePK(d.partition(e.Path())), e.Path())); getS(old, attrTx) != "" {
-			return nil, nil, nil, &stagedError{tx: getS(old, attrTx), path: e.Path()}
+			return nil, nil, nil, nil, &stagedError{tx: getS(old, attrTx), path: e.Path()}
 		}
 	}
 
@@ -271,7 +276,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	// heads this commit writes besides those it changes.
 	writes, err := d.crossPartition(ctx, entries, lookup, cur, tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	guard := func(model string) {
 		if writes[model] == nil {
@@ -280,7 +285,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	checks, err := d.clashChecks(ctx, entries, touched, lookup, tx, guard) // clash.go
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	for _, c := range checks {
 		add(roleRace, c)
@@ -288,7 +293,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	if fence != nil {
 		c, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		add(roleFence, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key),
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
@@ -318,13 +323,13 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			case tx != "":
 				w, err := d.stageIntent(*s, tx) // whole.go
 				if err != nil {
-					return nil, nil, nil, err
+					return nil, nil, nil, nil, err
 				}
 				add(roleIntent, w)
 			default:
 				c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK))))
 				if err != nil {
-					return nil, nil, nil, err
+					return nil, nil, nil, nil, err
 				}
 				add(roleIntent, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.intentKey(*s),
 					ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}})
@@ -349,7 +354,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		c, err := build(expression.NewBuilder().WithCondition(cond))
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		fi := d.fileItem(info)
 		if tx != "" {
@@ -361,7 +366,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		out = append(out, info)
 	}
 	if len(out) == 0 {
-		return nil, nil, nil, nil
+		return nil, nil, nil, nil, nil
 	}
 	if len(listed) > 0 {
 		add(roleOther, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: d.listBatchItem(tx, listed)}})
@@ -390,16 +395,17 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		w, err := d.headUpdate(d.headKey(p), lookup(d.headKey(p)), u, writes[p]) // claims.go
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		delete(writes, p)
 		add(roleRace, w)
 	}
+	move := newIndexMove(d, parts, seq, counter, lookup) // cursorover.go
 	var claims []types.TransactWriteItem
 	for _, p := range slices.Sorted(maps.Keys(writes)) {
 		w, err := d.guardUpdate(d.headKey(p), lookup(d.headKey(p)), writes[p])
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if len(writes[p].claims) > 0 {
 			claims = append(claims, w)
@@ -410,14 +416,14 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		oldN := getN(lookup(d.counterKey(sh)), "n")
 		w, err := d.casUpdate(d.counterKey(sh), "n", oldN, expression.Set(expression.Name("n"), expression.Value(counter[sh])))
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		add(roleRace, w)
 	}
 	if tx == "" {
 		regs, err := d.registerInCommit(ctx, parts, seq, lookup, len(items)) // registry.go
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		for _, w := range regs {
 			add(roleRace, w)
@@ -428,15 +434,15 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		// their own (a claim alone is as safe: claims.go), then build the
 		// commit again, which finds them.
 		if err := d.claimFirst(ctx, claims); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
-		return nil, nil, nil, errClaimedFirst
+		return nil, nil, nil, nil, errClaimedFirst
 	}
 	items, roles = withFirst(ctx, tx, items, roles) // stagebatch.go: a staged commit's record, with its first batch
 	if tx != "" && tooBig(items) {
-		return nil, nil, nil, errTxTooBig // stagebatch.go: stageAll halves the batch
+		return nil, nil, nil, nil, errTxTooBig // stagebatch.go: stageAll halves the batch
 	}
-	return items, roles, out, nil
+	return items, roles, out, move, nil
 }
 
 // casUpdate is an Update of k applying u only if attribute name still holds

@@ -161,6 +161,9 @@ type shared struct {
 	maxCommit int
 	window    time.Duration
 	fault     faultHook
+	// moves: the last commits' index moves and the counters last read
+	// (cursorover.go).
+	moves moveLog
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -244,6 +247,10 @@ func (d *Driver) MaxCommit() int { return d.maxCommit }
 
 // Close releases nothing: the client is the caller's.
 func (d *Driver) Close() error { return nil }
+
+// ShardOf returns the shard of a partition's head in the index and
+// registry: tests and tools that need partitions sharing one (or not).
+func ShardOf(partition string) string { return shard(partition) }
 
 func shard(s string) string {
 	h := fnv.New32a()

@@ -22,9 +22,9 @@ import (
 // that in one namespace their commits move one shard counter.
 func sameShard(n int) []string {
 	var out []string
-	want := dynamofs.Shard("m/0")
+	want := dynamofs.ShardOf("m/0")
 	for i := 0; len(out) < n; i++ {
-		if p := fmt.Sprintf("m/%d", i); dynamofs.Shard(p) == want {
+		if p := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(p) == want {
 			out = append(out, p)
 		}
 	}
@@ -156,7 +156,7 @@ func TestNamespaceLayout(t *testing.T) {
 		}
 		kinds[scope] = append(kinds[scope], rest[:2])
 	}
-	sh := dynamofs.Shard("m/1")
+	sh := dynamofs.ShardOf("m/1")
 	want := map[string]string{
 		// Two heads each: the model's, and the claim of m/1 in the
 		// partition "data" (claims.go).

@@ -1,0 +1,147 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// TestFoldCursorOverOwnCommit (DynamoDB, issue 31): a fold told the
+// caller's commit, right after the caller read the index, takes the
+// changed partitions from that commit without reading the index; another
+// process's commit on another shard in between is left to the next fold,
+// which folds it (never lost); one on the commit's own shard makes the fold
+// read. The rows are the listing's every time.
+func TestFoldCursorOverOwnCommit(t *testing.T) {
+	ctx := t.Context()
+	c := ddblocal.Client(t)
+	table := ddblocal.TableName(t) + dynamofs.TableSuffix
+	t.Cleanup(func() {
+		c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	if err := dynamofs.Create(ctx, c, table); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *datastore.Store {
+		d, err := dynamofs.Open(ctx, c, dynamofs.Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := ds.Namespace("over")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	ns, other := open(), open()
+	const lock = "test/fold-fence"
+	if err := ns.Records().CASRecord(ctx, lock, metastore.ExpectAbsent(), []byte("t")); err != nil {
+		t.Fatal(err)
+	}
+	fence := &datastore.Fence{Key: lock, Token: []byte("t")}
+	cat, err := ns.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// mine and sameShard share a shard; elsewhere has its own.
+	var mine, sameShard, elsewhere string
+	for i := 0; sameShard == "" || elsewhere == ""; i++ {
+		m := fmt.Sprintf("m/%d", i)
+		switch {
+		case mine == "":
+			mine = m
+		case dynamofs.ShardOf(m) == dynamofs.ShardOf(mine):
+			if sameShard == "" {
+				sameShard = m
+			}
+		case elsewhere == "":
+			elsewhere = m
+		}
+	}
+	n := 0
+	put := func(s *datastore.Store, model string) []datastore.Info {
+		t.Helper()
+		n++
+		st, err := s.Upload(ctx, fmt.Sprintf("data/%s/e/v/f%d", model, n), strings.NewReader("x"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	files := map[string]int{}
+	var cursor string
+	fold := func(committed []datastore.Info, wantOver bool, wantRows ...string) {
+		t.Helper()
+		st, err := FoldWith(ctx, ns, fence, FoldOptions{Cursor: cursor, Committed: committed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursor = st.Cursor
+		var got []string
+		for _, r := range st.Written {
+			got = append(got, r.Model)
+		}
+		slices.Sort(got)
+		slices.Sort(wantRows)
+		if st.CursorOver != wantOver || strings.Join(got, ",") != strings.Join(wantRows, ",") {
+			t.Fatalf("fold: over %v, rows %v; want over %v, rows %v", st.CursorOver, got, wantOver, wantRows)
+		}
+		for _, m := range wantRows {
+			if r, ok := readRow(t, cat, "over", m); !ok || r.Files != files[m] {
+				t.Fatalf("row of %s %+v (%v); want %d files", m, r, ok, files[m])
+			}
+		}
+	}
+	pull := func() { // a sync's pull: the index read by this process
+		t.Helper()
+		if _, _, err := ns.ChangedPartitions(ctx, cursor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []string{mine, sameShard, elsewhere} {
+		put(ns, m)
+		files[m]++
+	}
+	fold(nil, false, mine, sameShard, elsewhere)
+
+	pull()
+	own := put(ns, mine)
+	files[mine]++
+	fold(own, true, mine)
+
+	// Another process's commit on another shard in between: the fold
+	// over the commit leaves it; the next fold folds it.
+	pull()
+	put(other, elsewhere)
+	files[elsewhere]++
+	own = put(ns, mine)
+	files[mine]++
+	fold(own, true, mine)
+	pull()
+	fold(nil, false, elsewhere)
+
+	// On the commit's own shard: the fold reads, and folds both.
+	pull()
+	put(other, sameShard)
+	files[sameShard]++
+	own = put(ns, mine)
+	files[mine]++
+	fold(own, false, mine, sameShard)
+}

@@ -1,0 +1,145 @@
+package dynamofs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/lakemeta/lake/datastore"
+)
+
+// ChangedPartitionsOver (datastore.CursorAdvancer): a sync's catalog fold
+// used to read ChangedPartitions right after the sync's own commit only to
+// find that commit (a TransactGetItems of the counters and a Query of the
+// index: two of one changed file's nine requests). The commit knows what
+// it did to the index: each shard counter it moved, from the value it read
+// in its snapshot (snapshot.go) to the value it wrote, under a CAS on that
+// value, and the head of each partition it changed. So when a cursor is
+// exactly the counters this process last read (ChangedPartitions or the
+// read-ahead serving it), and the commit found each of its shards'
+// counters at the cursor's value, the index entries past the cursor on
+// those shards, up to the commit's values, are the commit's own heads
+// and nothing else (a counter moves only by a CAS, each move is one head),
+// and on the other shards the cursor stays where it is. Another writer's
+// change on another shard is then reported by the next read, which a fold
+// makes whenever its cursor is not at the counters the process last read.
+//
+// Not answered (ok false, read): a staged commit (its index moves come at
+// its roll-forward), a head marked by a staged commit (its decided head is
+// below the commit's positions), a commit this process did not make or no
+// longer remembers, and any cursor not at the counters last read.
+
+// indexMove is what one commit did to its namespace's index.
+type indexMove struct {
+	before, after map[string]uint64 // shard → counter read, written
+	heads         []datastore.Head  // the commit's partitions at its positions
+	applied       map[string]bool   // partition NUL position of each change
+}
+
+// movesKept bounds the commits remembered (a sync asks about its last).
+const movesKept = 32
+
+// moveLog remembers the last commits' index moves and the counters last
+// read, per namespace, for ChangedPartitionsOver.
+type moveLog struct {
+	mu    sync.Mutex
+	moves map[string]*indexMove // namespace prefix NUL partition NUL position → its commit's move
+	order []string              // keys of moves, oldest first
+	seen  map[string][]byte     // namespace prefix → the counters last read, as a cursor
+}
+
+func moveKey(pfx, partition string, pos uint64) string {
+	return pfx + "\x00" + partition + "\x00" + fmt.Sprint(pos)
+}
+
+// newIndexMove returns what a commit over the state read (lookup) does to
+// the index: the shards' counters from what it read to counter, and the
+// heads of the partitions it changes (seq: their new seqs); nil if one of
+// those heads is marked by a staged commit.
+func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[string]uint64, lookup func(item) item) *indexMove {
+	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
+	for sh, n := range counter {
+		m.before[sh], m.after[sh] = getN(lookup(d.counterKey(sh)), "n"), n
+	}
+	for _, p := range parts {
+		newSeq, changed := seq[p]
+		if !changed {
+			continue
+		}
+		h := lookup(d.headKey(p))
+		for a := range h {
+			if strings.HasPrefix(a, headMark("")) {
+				return nil
+			}
+		}
+		m.heads = append(m.heads, datastore.Head{Partition: p, Seq: newSeq, Floor: getN(h, "floor")})
+	}
+	return m
+}
+
+// record remembers m as the move of the commit that applied out.
+func (l *moveLog) record(pfx string, out []datastore.Info, m *indexMove) {
+	if m == nil || len(out) == 0 {
+		return
+	}
+	for _, in := range out {
+		m.applied[in.Partition+"\x00"+fmt.Sprint(in.Pos)] = true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.moves == nil {
+		l.moves = map[string]*indexMove{}
+	}
+	k := moveKey(pfx, out[0].Partition, out[0].Pos)
+	l.moves[k] = m
+	l.order = append(l.order, k)
+	for len(l.order) > movesKept {
+		delete(l.moves, l.order[0])
+		l.order = l.order[1:]
+	}
+}
+
+// read remembers the counters a ChangedPartitions of the namespace pfx
+// just read (as its next cursor).
+func (l *moveLog) read(pfx string, next []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[string][]byte{}
+	}
+	l.seen[pfx] = append([]byte(nil), next...)
+}
+
+// ChangedPartitionsOver implements datastore.CursorAdvancer (see above).
+func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info) ([]datastore.Head, []byte, bool) {
+	if len(cursor) != 8*Shards || len(committed) == 0 {
+		return nil, nil, false
+	}
+	d.moves.mu.Lock()
+	seen := d.moves.seen[d.pfx]
+	m := d.moves.moves[moveKey(d.pfx, committed[0].Partition, committed[0].Pos)]
+	d.moves.mu.Unlock()
+	if m == nil || string(seen) != string(cursor) || len(m.applied) != len(committed) {
+		return nil, nil, false
+	}
+	for _, in := range committed {
+		if !m.applied[in.Partition+"\x00"+fmt.Sprint(in.Pos)] {
+			return nil, nil, false
+		}
+	}
+	next := append([]byte(nil), cursor...)
+	for i, sh := range shardNames() {
+		before, moved := m.before[sh]
+		if !moved {
+			continue
+		}
+		if binary.BigEndian.Uint64(cursor[8*i:]) != before {
+			return nil, nil, false // another commit moved the shard first
+		}
+		binary.BigEndian.PutUint64(next[8*i:], m.after[sh])
+	}
+	return append([]datastore.Head(nil), m.heads...), next, true
+}
+
+var _ datastore.CursorAdvancer = (*Driver)(nil)

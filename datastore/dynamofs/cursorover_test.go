@@ -1,0 +1,156 @@
+package dynamofs_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
+)
+
+// TestChangedPartitionsOverOwnCommit (issue 31): right after its own
+// commit, a process knows the partitions changed past the cursor it last
+// read without a read of the index, and only when that answer is provable:
+// it is then what ChangedPartitions returns; a commit of another process
+// or a raw SDK client's counter bump on the commit's shard, a cursor the
+// process did not last read, or a staged commit answer ok false; another
+// process's commit on another shard is left past the cursor returned, and
+// the next ChangedPartitions reports it.
+func TestChangedPartitionsOverOwnCommit(t *testing.T) {
+	ctx := t.Context()
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	open := func(maxCommit int) *datastore.Store {
+		d, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table, MaxCommit: maxCommit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return datastore.New(d)
+	}
+	s, other := open(0), open(0)
+	// Models sharing a shard, and one on another shard.
+	var same []string
+	var elsewhere string
+	for i := 0; len(same) < 2 || elsewhere == ""; i++ {
+		m := fmt.Sprintf("m/%d", i)
+		switch {
+		case len(same) == 0 || dynamofs.ShardOf(m) == dynamofs.ShardOf(same[0]):
+			if len(same) < 2 {
+				same = append(same, m)
+			}
+		case elsewhere == "":
+			elsewhere = m
+		}
+	}
+	mine, sameShard := same[0], same[1]
+	commit := func(s *datastore.Store, model string, n int) []datastore.Info {
+		t.Helper()
+		var es []datastore.Entry
+		for i := range n {
+			st, err := s.Upload(ctx, fmt.Sprintf("data/%s/f%d", model, i), strings.NewReader(fmt.Sprint(model, i)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, datastore.Entry{Put: &st})
+		}
+		out, err := s.Commit(ctx, nil, es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	read := func() string {
+		t.Helper()
+		_, c, err := s.ChangedPartitions(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	names := func(hs []datastore.Head) string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, fmt.Sprintf("%s@%d", h.Partition, h.Seq))
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	commit(s, mine, 1)
+	commit(s, elsewhere, 1)
+
+	// Nothing else in between: the answer is the read's.
+	cur := read()
+	own := commit(s, mine, 2)
+	heads, next, ok := s.ChangedPartitionsOver(cur, own)
+	if !ok {
+		t.Fatal("own commit right after a read: not answered")
+	}
+	rh, rnext, err := s.ChangedPartitions(ctx, cur)
+	if err != nil || names(heads) != names(rh) || next != rnext {
+		t.Fatalf("answered %s (cursor %x), a read says %s (cursor %x, %v)", names(heads), next, names(rh), rnext, err)
+	}
+
+	// Another process's commit on the same shard first: not answered.
+	cur = read()
+	commit(other, sameShard, 1)
+	own = commit(s, mine, 1)
+	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
+		t.Fatal("answered over another process's commit on the same shard")
+	}
+
+	// A raw SDK client bumps the shard's counter: not answered.
+	cur = read()
+	ns := "n#" + dynamofs.ShardOf(mine)
+	if _, err := raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table,
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: ns}, "sk": &types.AttributeValueMemberS{Value: "n"}},
+		UpdateExpression:          aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	own = commit(s, mine, 1)
+	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
+		t.Fatal("answered over a foreign bump of the shard's counter")
+	}
+
+	// A cursor this process did not last read: not answered.
+	old := read()
+	commit(s, elsewhere, 1)
+	read()
+	own = commit(s, mine, 1)
+	if _, _, ok := s.ChangedPartitionsOver(old, own); ok {
+		t.Fatal("answered from a cursor the process did not last read")
+	}
+
+	// Another process's commit on another shard: answered without it,
+	// and the next read reports it.
+	cur = read()
+	theirs := commit(other, elsewhere, 1)
+	own = commit(s, mine, 1)
+	heads, next, ok = s.ChangedPartitionsOver(cur, own)
+	if !ok || names(heads) != fmt.Sprintf("%s@%d", mine, own[0].Pos) {
+		t.Fatalf("with another shard's commit between: %s, %v; want %s@%d", names(heads), ok, mine, own[0].Pos)
+	}
+	rh, _, err = s.ChangedPartitions(ctx, next)
+	if err != nil || names(rh) != fmt.Sprintf("%s@%d", elsewhere, theirs[0].Pos) {
+		t.Fatalf("the read after the answer: %s, %v; want %s@%d", names(rh), err, elsewhere, theirs[0].Pos)
+	}
+
+	// A staged commit (more entries than one transaction): not answered.
+	staged := open(2)
+	if _, _, err := staged.ChangedPartitions(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, cur, _ = staged.ChangedPartitions(ctx, "")
+	own = commit(staged, mine, 5)
+	if _, _, ok := staged.ChangedPartitionsOver(cur, own); ok {
+		t.Fatal("answered over a staged commit")
+	}
+}
