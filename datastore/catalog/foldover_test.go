@@ -23,14 +23,7 @@ import (
 // read. The rows are the listing's every time.
 func TestFoldCursorOverOwnCommit(t *testing.T) {
 	ctx := t.Context()
-	c := ddblocal.Client(t)
-	table := ddblocal.TableName(t) + dynamofs.TableSuffix
-	t.Cleanup(func() {
-		c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	if err := dynamofs.Create(ctx, c, table); err != nil {
-		t.Fatal(err)
-	}
+	c, table := datastoreTable(t)
 	open := func() *datastore.Store {
 		d, err := dynamofs.Open(ctx, c, dynamofs.Options{Table: table})
 		if err != nil {
@@ -144,4 +137,19 @@ func TestFoldCursorOverOwnCommit(t *testing.T) {
 	own = put(ns, mine)
 	files[mine]++
 	fold(own, false, mine, sameShard)
+}
+
+// datastoreTable creates a datastore table on DynamoDB Local for t, deleted
+// after it.
+func datastoreTable(t *testing.T) (*dynamodb.Client, string) {
+	t.Helper()
+	c := ddblocal.Client(t)
+	table := ddblocal.TableName(t) + dynamofs.TableSuffix
+	t.Cleanup(func() {
+		c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	if err := dynamofs.Create(t.Context(), c, table); err != nil {
+		t.Fatal(err)
+	}
+	return c, table
 }

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
-	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -23,14 +21,7 @@ import (
 // cursor.
 func TestFoldCursorWithTheRows(t *testing.T) {
 	ctx := t.Context()
-	c := ddblocal.Client(t)
-	table := ddblocal.TableName(t) + dynamofs.TableSuffix
-	t.Cleanup(func() {
-		c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	if err := dynamofs.Create(ctx, c, table); err != nil {
-		t.Fatal(err)
-	}
+	c, table := datastoreTable(t)
 	d, err := dynamofs.Open(ctx, c, dynamofs.Options{Table: table})
 	if err != nil {
 		t.Fatal(err)

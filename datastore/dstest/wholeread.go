@@ -28,6 +28,27 @@ func readsWhole(t *testing.T, s *datastore.Store, kind string) bool {
 	return true
 }
 
+// commitGenerations commits 30 generations of content to paths, one
+// commit each, then sets done.
+func commitGenerations(t *testing.T, s *datastore.Store, paths []string, done *atomic.Bool) {
+	defer done.Store(true)
+	for g := range 30 {
+		var entries []datastore.Entry
+		for _, p := range paths {
+			st, err := s.Upload(t.Context(), p, strings.NewReader(fmt.Sprintf("generation %03d", g)), nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			entries = append(entries, datastore.Entry{Put: &st})
+		}
+		if _, err := s.Commit(t.Context(), nil, entries); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
 // testStatSeesCommitWhole: while a writer commits the same content to six
 // paths in two partitions, one commit at a time, readers stat the six
 // together: each Stat must see one commit whole, all six paths or none at
@@ -44,28 +65,10 @@ func testStatSeesCommitWhole(t *testing.T, s *datastore.Store) {
 			paths = append(paths, "data/"+m+"/"+f)
 		}
 	}
-	const commits = 30
 	var done atomic.Bool
 	var reads atomic.Int64
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer done.Store(true)
-		for g := range commits {
-			var entries []datastore.Entry
-			for _, p := range paths {
-				st, err := s.Upload(ctx, p, strings.NewReader(fmt.Sprintf("generation %03d", g)), nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				entries = append(entries, datastore.Entry{Put: &st})
-			}
-			if _, err := s.Commit(ctx, nil, entries); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
+	wg.Go(func() { commitGenerations(t, s, paths, &done) })
 	for range 2 {
 		wg.Go(func() {
 			for !done.Load() {
@@ -110,28 +113,10 @@ func testListSeesCommitWhole(t *testing.T, s *datastore.Store) {
 	}
 	ctx := t.Context()
 	paths := []string{"data/m/1/a", "data/m/1/b/c", "data/m/1/d"}
-	const commits = 30
 	var done atomic.Bool
 	var reads atomic.Int64
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer done.Store(true)
-		for g := range commits {
-			var entries []datastore.Entry
-			for _, p := range paths {
-				st, err := s.Upload(ctx, p, strings.NewReader(fmt.Sprintf("generation %03d", g)), nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				entries = append(entries, datastore.Entry{Put: &st})
-			}
-			if _, err := s.Commit(ctx, nil, entries); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
+	wg.Go(func() { commitGenerations(t, s, paths, &done) })
 	for range 2 {
 		wg.Go(func() {
 			for !done.Load() {
