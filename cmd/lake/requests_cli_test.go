@@ -84,7 +84,7 @@ func TestRequestsPerSync(t *testing.T) {
 // pending marks beside the heads and a commit's reads made once.
 var (
 	dynamoMost = [6]int{1, 7, 31, 48, 4, 1}
-	s3Most     = [6]int{3, 41, 112, 382, 11, 7}
+	s3Most     = [6]int{3, 38, 112, 382, 11, 3}
 )
 
 func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, files int, most [6]int) {

@@ -86,6 +86,9 @@ type client struct {
 	// every namespace's driver on this client.
 	fault faultHook
 	txs   sync.Map // record key → txRecord (done or aborted: final)
+	// moves: this process's last commits' head moves and the cursors it
+	// last read (cursorover.go), shared by every namespace's driver.
+	moves moveLog
 }
 
 func newWID() string {

@@ -344,11 +344,16 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		// ChangedPartitions), the next writer of the partition or Reclaim
 		// rather than reported as a failed commit, which a caller would
 		// retry into a second version.
+		hetag := t.hetag
 		switch err := d.rollForward(ctx, part, t, now); {
 		case errors.Is(err, errHeadGone):
 			d.reregister(ctx, part, obj, etag, now)
 		case err == nil:
 			d.clearPending(ctx, part, obj.First, mark)
+			if t.rolled != "" && t.blocked == nil {
+				d.c.moves.record(d.prefix, obj.infos(part), headMove{part: part, from: hetag, to: t.rolled,
+					head: datastore.Head{Partition: part, Seq: obj.last(), Floor: t.h.Floor}}) // cursorover.go
+			}
 		}
 		return obj.infos(part), nil
 	}

@@ -113,8 +113,11 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 			h.Base = 0 // unknown: writers list as without it
 		}
 		body, _ := json.Marshal(h)
-		_, err := d.c.replace(ctx, d.headKey(part), etag, body)
+		tag, err := d.c.replace(ctx, d.headKey(part), etag, body)
 		if err == nil {
+			if attempt == 0 && etag == t.hetag {
+				t.rolled = tag
+			}
 			return nil
 		}
 		if !errors.Is(err, metastore.ErrConflict) {

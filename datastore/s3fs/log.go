@@ -123,6 +123,11 @@ type tail struct {
 	// hints are the index entries a commit read (or knew absent) before
 	// its create, for its roll-forward (indexHint).
 	hints map[string]indexHint
+	// rolled is the head's ETag after a roll-forward of this tail that
+	// replaced the head as read (hetag) with its first write: the commit
+	// that rolled it moved the head from hetag to rolled and nothing else
+	// did in between (cursorover.go). "" otherwise.
+	rolled string
 }
 
 // rollTo is the position up to which t's log is decided.

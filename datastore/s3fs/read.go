@@ -263,10 +263,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		if !ok {
 			continue // not a head: lake data check reports it
 		}
-		tag := k.etag
-		if len(tag) > 10 {
-			tag = tag[:10]
-		}
+		tag := shortTag(k.etag)
 		next[part] = tag
 		if prev[part] == tag {
 			continue
@@ -282,6 +279,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		}
 	}
 	b, _ := json.Marshal(next)
+	d.c.moves.read(d.prefix, b) // cursorover.go
 	return heads, b, nil
 }
 
