@@ -16,7 +16,7 @@ type ReadAheader interface {
 }
 
 // ReadAhead (issue 31) reads, in one request where the driver can
-// (ReadAheader: DynamoDB, one TransactGetItems), what the ChangedPartitions
+// (ReadAheader: DynamoDB, one BatchGetItem), what the ChangedPartitions
 // calls of the stores in scopes, the record reads of records and s's
 // StatMany of paths would read, and returns a context whose use makes those
 // calls take it from that read, each once. Where the driver cannot, it returns ctx as it is and costs

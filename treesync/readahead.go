@@ -11,7 +11,7 @@ import (
 // stat of the dirty paths stat, this namespace's changed partitions when
 // the pull is unscoped, the catalog's when it is to be read, the
 // namespace's configuration when this sync has not read it) are served by
-// one read made now (datastore.Store.ReadAhead: one TransactGetItems on
+// one read made now (datastore.Store.ReadAhead: one BatchGetItem on
 // DynamoDB instead of up to three and a GetItem; elsewhere ctx as it is).
 // Issue 31. The context is for those reads only: quiet's, or the locked
 // sync's stat, pull and configuration read before the commit, never the
@@ -89,7 +89,7 @@ func (t *Tree) rowsAhead(stat []string) []string {
 }
 
 // readAheadRows is readAhead's read with the catalog rows of the dirty
-// models in the same request (DynamoDB: one TransactGetItems), taken from it
+// models in the same request (DynamoDB: one BatchGetItem), taken from it
 // at once, for the fold (catalog.FoldOptions.Rows: read under the lock,
 // after acquiring it, like the states of the stat). ok is false when the
 // driver cannot: the fold then reads the rows itself.

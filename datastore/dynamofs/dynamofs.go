@@ -71,7 +71,7 @@
 // seq that a serializable read saw belongs to a committed transaction, so a
 // Query started afterwards sees it; entries of a commit still in flight lie
 // above seq and wait for the next pull. Items read = changes + 1.
-// ChangedPartitions reads the 16 shard counters in one TransactGetItems and
+// ChangedPartitions reads the 16 shard counters in one BatchGetItem and
 // queries only the shards whose counter moved.
 package dynamofs
 

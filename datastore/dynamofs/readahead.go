@@ -9,7 +9,7 @@ import (
 
 // readAhead is the snapshot of ReadAhead: the items of the shard counters
 // (and live-commit list) of some namespaces and of some records, read in
-// one TransactGetItems (snapshot.go), each part served once
+// one BatchGetItem, each part served once
 // (datastore.Store.ReadAhead says why a part served later than it was
 // read cannot be wrong).
 type readAhead struct {
@@ -23,7 +23,7 @@ type readAhead struct {
 
 type readAheadKey struct{}
 
-// ReadAhead implements datastore.ReadAheader with one TransactGetItems (more
+// ReadAhead implements datastore.ReadAheader with one BatchGetItem (more
 // past 100 keys) of the namespaces' shard counters and live-commit lists,
 // as ChangedPartitions reads them, and of the records.
 func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
@@ -76,9 +76,9 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 	for _, k := range append(vouch, keys...) {
 		ra.items[itemID(k)] = nil
 	}
-	// The counters vouch for the feed's Queries, as ChangedPartitions
-	// reads them (snapshot.go).
-	got, err := d.snapshotRead(ctx, vouch, keys)
+	// A BatchGetItem, as ChangedPartitions reads the counters (feed.go
+	// says why not a snapshot); the stats a sync's push reads need none.
+	got, err := d.batchGet(ctx, dedupKeys(append(vouch, keys...)))
 	if err != nil {
 		return ctx, err
 	}

@@ -19,7 +19,7 @@ import (
 
 // TestReadAheadIsASnapshotServedOnce (issue 31): ReadAhead reads a
 // namespace's and the catalog's shard counters, the namespace's record and
-// a file's item in one TransactGetItems; the calls made with its context take their part
+// a file's item in one BatchGetItem; the calls made with its context take their part
 // without a request, once. What changes after it (another process's
 // commit, a hostile peer deleting the record with the raw SDK) is not seen
 // by those calls, as it would not have been by calls made at that instant,

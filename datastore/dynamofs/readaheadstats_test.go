@@ -14,7 +14,7 @@ import (
 
 // TestReadAheadStatsOfTwoStores (issue 31): ReadAheadStats reads the
 // stat of paths of a namespace and of the catalog store in the one
-// TransactGetItems of the read-ahead; each StatMany with its context takes its
+// BatchGetItem of the read-ahead; each StatMany with its context takes its
 // part without a request, once; a change another process makes after it is
 // seen by the next StatMany.
 func TestReadAheadStatsOfTwoStores(t *testing.T) {

@@ -27,6 +27,9 @@ import (
 // transaction the vouching keys reflect, and a later one moves a head or
 // counter the reader conditions on. The cost: as many requests as
 // BatchGetItem, twice its read capacity for the keys read transactionally.
+//
+// ChangedPartitions needs no snapshot (feed.go): a counter read alone is
+// serializable, and the Queries it vouches for come after it.
 
 // maxSnapshotKeys is TransactGetItems' limit of keys per request.
 const maxSnapshotKeys = 100
