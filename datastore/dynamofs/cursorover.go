@@ -22,8 +22,9 @@ import (
 // those shards, up to the commit's values, are the commit's own heads
 // and nothing else (a counter moves only by a CAS, each move is one head),
 // and on the other shards the cursor stays where it is. Another writer's
-// change on another shard is then reported by the next read, which a fold
-// makes whenever its cursor is not at the counters the process last read.
+// change on another shard, or after the commit on its own, is then
+// reported by the next read, which a fold makes whenever its cursor is not
+// at the counters the process last read.
 //
 // Not answered (ok false, read): a staged commit (its index moves come at
 // its roll-forward), a head marked by a staged commit (its decided head is
