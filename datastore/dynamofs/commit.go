@@ -184,6 +184,8 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		if err == nil {
 			if tx == "" {
 				d.moves.record(d.pfx, out, move) // cursorover.go
+			} else {
+				d.moves.stage(tx, move)
 			}
 			noteStaged(ctx, tx, items) // stagebatch.go
 			if rec != nil {
@@ -400,7 +402,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		delete(writes, p)
 		add(roleRace, w)
 	}
-	move := newIndexMove(d, parts, seq, counter, lookup) // cursorover.go
+	move := newIndexMove(d, parts, seq, counter, lookup, tx) // cursorover.go
 	var claims []types.TransactWriteItem
 	for _, p := range slices.Sorted(maps.Keys(writes)) {
 		w, err := d.guardUpdate(d.headKey(p), lookup(d.headKey(p)), writes[p])

@@ -26,10 +26,15 @@ import (
 // reported by the next read, which a fold makes whenever its cursor is not
 // at the counters the process last read.
 //
-// Not answered (ok false, read): a staged commit (its index moves come at
-// its roll-forward), a head marked by a staged commit (its decided head is
-// below the commit's positions), a commit this process did not make or no
-// longer remembers, and any cursor not at the counters last read.
+// A staged commit's index moves come at its roll-forward, in one
+// transaction of heads and counters conditioned on what it read
+// (bumpIndexes): its writer's own roll-forward remembers that move too.
+//
+// Not answered (ok false, read): a staged commit whose partitions' index
+// entries moved one at a time (bumpIndex), a head marked by another staged
+// commit (its decided head is below that commit's positions), a commit
+// this process did not make or no longer remembers, and any cursor not at
+// the counters last read.
 
 // indexMove is what one commit did to its namespace's index.
 type indexMove struct {
@@ -44,10 +49,11 @@ const movesKept = 32
 // moveLog remembers the last commits' index moves and the counters last
 // read, per namespace, for ChangedPartitionsOver.
 type moveLog struct {
-	mu    sync.Mutex
-	moves map[string]*indexMove // namespace prefix NUL partition NUL position → its commit's move
-	order []string              // keys of moves, oldest first
-	seen  map[string][]byte     // namespace prefix → the counters last read, as a cursor
+	mu     sync.Mutex
+	moves  map[string]*indexMove   // namespace prefix NUL partition NUL position → its commit's move
+	order  []string                // keys of moves, oldest first
+	seen   map[string][]byte       // namespace prefix → the counters last read, as a cursor
+	staged map[string][]*indexMove // staged commit id → its staging batches' and roll-forward's moves, in order, until its writer takes them
 }
 
 func moveKey(pfx, partition string, pos uint64) string {
@@ -58,7 +64,7 @@ func moveKey(pfx, partition string, pos uint64) string {
 // the index: the shards' counters from what it read to counter, and the
 // heads of the partitions it changes (seq: their new seqs); nil if one of
 // those heads is marked by a staged commit.
-func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[string]uint64, lookup func(item) item) *indexMove {
+func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[string]uint64, lookup func(item) item, tx string) *indexMove {
 	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
 	for sh, n := range counter {
 		m.before[sh], m.after[sh] = getN(lookup(d.counterKey(sh)), "n"), n
@@ -70,13 +76,82 @@ func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[
 		}
 		h := lookup(d.headKey(p))
 		for a := range h {
-			if strings.HasPrefix(a, headMark("")) {
+			if strings.HasPrefix(a, headMark("")) && (tx == "" || a != headMark(tx)) {
 				return nil
 			}
 		}
 		m.heads = append(m.heads, datastore.Head{Partition: p, Seq: newSeq, Floor: getN(h, "floor")})
 	}
 	return m
+}
+
+// stagedIndexMove is the move of the index moves of staged commit id over
+// the state read (lookup): each of parts' heads to its next position of
+// its shard (next: the counters written); nil if a head is marked by
+// another staged commit.
+func stagedIndexMove(d *Driver, parts []string, id string, next map[string]uint64, lookup func(item) item) *indexMove {
+	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
+	for sh, n := range next {
+		m.before[sh], m.after[sh] = getN(lookup(d.counterKey(sh)), "n"), n
+	}
+	for _, p := range parts {
+		h := lookup(d.headKey(p))
+		if h == nil {
+			return nil
+		}
+		for a := range h {
+			if strings.HasPrefix(a, headMark("")) && a != headMark(id) {
+				return nil
+			}
+		}
+		m.heads = append(m.heads, datastore.Head{Partition: p, Seq: getN(h, "seq"), Floor: getN(h, "floor")})
+	}
+	return m
+}
+
+// stage appends m, the index move of one staging transaction or of the
+// roll-forward of staged commit id, for its writer (takeStaged); a nil m
+// (a move that cannot be answered) spoils the commit's.
+func (l *moveLog) stage(id string, m *indexMove) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.staged == nil || (len(l.staged) >= movesKept && l.staged[id] == nil) {
+		// Moves of commits this process settled for another writer
+		// are never taken: keep few.
+		l.staged = map[string][]*indexMove{}
+	}
+	l.staged[id] = append(l.staged[id], m)
+}
+
+// takeStaged returns and forgets the index move of staged commit id, its
+// staging transactions' and its roll-forward's (the last) chained: nil
+// unless each shard's counter went from one of them to the next with no
+// other move in between.
+func (l *moveLog) takeStaged(id string) *indexMove {
+	l.mu.Lock()
+	ms := l.staged[id]
+	delete(l.staged, id)
+	l.mu.Unlock()
+	if len(ms) == 0 {
+		return nil
+	}
+	out := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
+	for _, m := range ms {
+		if m == nil {
+			return nil
+		}
+		for sh, b := range m.before {
+			if a, moved := out.after[sh]; moved && a != b {
+				return nil // another commit moved the shard in between
+			}
+			if _, moved := out.before[sh]; !moved {
+				out.before[sh] = b
+			}
+			out.after[sh] = m.after[sh]
+		}
+	}
+	out.heads = ms[len(ms)-1].heads // the roll-forward's: the decided heads
+	return out
 }
 
 // record remembers m as the move of the commit that applied out.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/faultapi"
 )
 
 // TestChangedPartitionsOverOwnCommit (issue 31): right after its own
@@ -20,9 +22,10 @@ import (
 // read without a read of the index, and only when that answer is provable:
 // it is then what ChangedPartitions returns; a commit of another process
 // or a raw SDK client's counter bump on the commit's shard, a cursor the
-// process did not last read, or a staged commit answer ok false; another
-// process's commit on another shard is left past the cursor returned, and
-// the next ChangedPartitions reports it.
+// process did not last read answer ok false; another process's commit on
+// another shard is left past the cursor returned, and the next
+// ChangedPartitions reports it; a staged commit, whose index entries its
+// roll-forward moves in one transaction, is answered as a read would.
 func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 	ctx := t.Context()
 	raw := ddblocal.Client(t)
@@ -143,14 +146,67 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 		t.Fatalf("the read after the answer: %s, %v; want %s@%d", names(rh), err, elsewhere, theirs[0].Pos)
 	}
 
-	// A staged commit (more entries than one transaction): not answered.
+	// A staged commit (more entries than one transaction) of two
+	// partitions: answered as a read would.
 	staged := open(2)
-	if _, _, err := staged.ChangedPartitions(ctx, ""); err != nil {
+	_, cur, err = staged.ChangedPartitions(ctx, "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, cur, _ = staged.ChangedPartitions(ctx, "")
-	own = commit(staged, mine, 5)
-	if _, _, ok := staged.ChangedPartitionsOver(cur, own); ok {
-		t.Fatal("answered over a staged commit")
+	var es []datastore.Entry
+	for i, m := range []string{mine, elsewhere, mine, elsewhere, mine} {
+		st, err := staged.Upload(ctx, fmt.Sprintf("data/%s/staged%d", m, i), strings.NewReader("s"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, datastore.Entry{Put: &st})
+	}
+	own, err = staged.Commit(ctx, nil, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, next, ok = staged.ChangedPartitionsOver(cur, own)
+	rh, rnext, err = staged.ChangedPartitions(ctx, cur)
+	if !ok || err != nil || names(heads) != names(rh) || next != rnext {
+		t.Fatalf("staged commit: answered %s (%v), a read says %s (%v)", names(heads), ok, names(rh), err)
+	}
+
+	// Another process commits to the staged commit's shard between its
+	// staging transactions: not answered.
+	var txs atomic.Int32
+	faulty := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(op, _ string) faultapi.Fault {
+		if op == "TransactWriteItems" && txs.Add(1) == 2 {
+			if _, err := other.Put(ctx, fmt.Sprintf("data/%s/between", sameShard), strings.NewReader("b"), nil); err != nil {
+				t.Error(err)
+			}
+		}
+		return faultapi.None
+	})
+	d, err := dynamofs.Open(ctx, faulty, dynamofs.Options{Table: table, MaxCommit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	interleaved := datastore.New(d)
+	_, cur, err = interleaved.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	es = nil
+	for i := range 5 {
+		st, err := interleaved.Upload(ctx, fmt.Sprintf("data/%s/inter%d", mine, i), strings.NewReader("s"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, datastore.Entry{Put: &st})
+	}
+	txs.Store(0)
+	if own, err = interleaved.Commit(ctx, nil, es); err != nil {
+		t.Fatal(err)
+	}
+	if txs.Load() < 2 {
+		t.Fatalf("the staged commit made %d transactions; the other commit went nowhere between them", txs.Load())
+	}
+	if _, _, ok := interleaved.ChangedPartitionsOver(cur, own); ok {
+		t.Fatal("answered over a staged commit another process's commit interleaved on its shard")
 	}
 }

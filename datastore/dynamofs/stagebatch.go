@@ -225,6 +225,7 @@ func (d *Driver) bumpIndexes(ctx context.Context, parts []string, id string) err
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
+			d.moves.stage(id, stagedIndexMove(d, parts, id, next, lookup)) // cursorover.go
 			return nil
 		}
 		if _, ok := failedIndexes(err); !ok {

@@ -242,7 +242,9 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	// Done and visible; a failed roll-forward is left to readers, the next
 	// writer and Reclaim, never reported as a failed commit.
-	_ = d.settleOwn(ctx, id, now, own) // stagebatch.go
+	if d.settleOwn(ctx, id, now, own) == nil { // stagebatch.go
+		d.moves.record(d.pfx, out, d.moves.takeStaged(id)) // cursorover.go
+	}
 	return out, nil
 }
 
