@@ -2,7 +2,6 @@ package dynamofs_test
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
@@ -54,63 +54,31 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 		}
 	}
 	mine, sameShard := same[0], same[1]
-	commit := func(s *datastore.Store, model string, n int) []datastore.Info {
-		t.Helper()
-		var es []datastore.Entry
-		for i := range n {
-			st, err := s.Upload(ctx, fmt.Sprintf("data/%s/f%d", model, i), strings.NewReader(fmt.Sprint(model, i)), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			es = append(es, datastore.Entry{Put: &st})
-		}
-		out, err := s.Commit(ctx, nil, es)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	read := func() string {
-		t.Helper()
-		_, c, err := s.ChangedPartitions(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	names := func(hs []datastore.Head) string {
-		var out []string
-		for _, h := range hs {
-			out = append(out, fmt.Sprintf("%s@%d", h.Partition, h.Seq))
-		}
-		slices.Sort(out)
-		return strings.Join(out, ",")
-	}
-	commit(s, mine, 1)
-	commit(s, elsewhere, 1)
+	dstest.CommitFiles(t, s, mine, 1)
+	dstest.CommitFiles(t, s, elsewhere, 1)
 
 	// Nothing else in between: the answer is the read's.
-	cur := read()
-	own := commit(s, mine, 2)
+	cur := dstest.ReadCursor(t, s)
+	own := dstest.CommitFiles(t, s, mine, 2)
 	heads, next, ok := s.ChangedPartitionsOver(cur, own)
 	if !ok {
 		t.Fatal("own commit right after a read: not answered")
 	}
 	rh, rnext, err := s.ChangedPartitions(ctx, cur)
-	if err != nil || names(heads) != names(rh) || next != rnext {
-		t.Fatalf("answered %s (cursor %x), a read says %s (cursor %x, %v)", names(heads), next, names(rh), rnext, err)
+	if err != nil || dstest.HeadNames(heads) != dstest.HeadNames(rh) || next != rnext {
+		t.Fatalf("answered %s (cursor %x), a read says %s (cursor %x, %v)", dstest.HeadNames(heads), next, dstest.HeadNames(rh), rnext, err)
 	}
 
 	// Another process's commit on the same shard first: not answered.
-	cur = read()
-	commit(other, sameShard, 1)
-	own = commit(s, mine, 1)
+	cur = dstest.ReadCursor(t, s)
+	dstest.CommitFiles(t, other, sameShard, 1)
+	own = dstest.CommitFiles(t, s, mine, 1)
 	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
 		t.Fatal("answered over another process's commit on the same shard")
 	}
 
 	// A raw SDK client bumps the shard's counter: not answered.
-	cur = read()
+	cur = dstest.ReadCursor(t, s)
 	ns := "n#" + dynamofs.ShardOf(mine)
 	if _, err := raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table,
 		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: ns}, "sk": &types.AttributeValueMemberS{Value: "n"}},
@@ -118,32 +86,32 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	own = commit(s, mine, 1)
+	own = dstest.CommitFiles(t, s, mine, 1)
 	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
 		t.Fatal("answered over a foreign bump of the shard's counter")
 	}
 
 	// A cursor this process did not last read: not answered.
-	old := read()
-	commit(s, elsewhere, 1)
-	read()
-	own = commit(s, mine, 1)
+	old := dstest.ReadCursor(t, s)
+	dstest.CommitFiles(t, s, elsewhere, 1)
+	dstest.ReadCursor(t, s)
+	own = dstest.CommitFiles(t, s, mine, 1)
 	if _, _, ok := s.ChangedPartitionsOver(old, own); ok {
 		t.Fatal("answered from a cursor the process did not last read")
 	}
 
 	// Another process's commit on another shard: answered without it,
 	// and the next read reports it.
-	cur = read()
-	theirs := commit(other, elsewhere, 1)
-	own = commit(s, mine, 1)
+	cur = dstest.ReadCursor(t, s)
+	theirs := dstest.CommitFiles(t, other, elsewhere, 1)
+	own = dstest.CommitFiles(t, s, mine, 1)
 	heads, next, ok = s.ChangedPartitionsOver(cur, own)
-	if !ok || names(heads) != fmt.Sprintf("%s@%d", mine, own[0].Pos) {
-		t.Fatalf("with another shard's commit between: %s, %v; want %s@%d", names(heads), ok, mine, own[0].Pos)
+	if !ok || dstest.HeadNames(heads) != fmt.Sprintf("%s@%d", mine, own[0].Pos) {
+		t.Fatalf("with another shard's commit between: %s, %v; want %s@%d", dstest.HeadNames(heads), ok, mine, own[0].Pos)
 	}
 	rh, _, err = s.ChangedPartitions(ctx, next)
-	if err != nil || names(rh) != fmt.Sprintf("%s@%d", elsewhere, theirs[0].Pos) {
-		t.Fatalf("the read after the answer: %s, %v; want %s@%d", names(rh), err, elsewhere, theirs[0].Pos)
+	if err != nil || dstest.HeadNames(rh) != fmt.Sprintf("%s@%d", elsewhere, theirs[0].Pos) {
+		t.Fatalf("the read after the answer: %s, %v; want %s@%d", dstest.HeadNames(rh), err, elsewhere, theirs[0].Pos)
 	}
 
 	// A staged commit (more entries than one transaction) of two
@@ -167,8 +135,8 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 	}
 	heads, next, ok = staged.ChangedPartitionsOver(cur, own)
 	rh, rnext, err = staged.ChangedPartitions(ctx, cur)
-	if !ok || err != nil || names(heads) != names(rh) || next != rnext {
-		t.Fatalf("staged commit: answered %s (%v), a read says %s (%v)", names(heads), ok, names(rh), err)
+	if !ok || err != nil || dstest.HeadNames(heads) != dstest.HeadNames(rh) || next != rnext {
+		t.Fatalf("staged commit: answered %s (%v), a read says %s (%v)", dstest.HeadNames(heads), ok, dstest.HeadNames(rh), err)
 	}
 
 	// Another process commits to the staged commit's shard between its

@@ -3,13 +3,12 @@ package s3fs_test
 import (
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 )
@@ -35,55 +34,23 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 		return s
 	}
 	s, other := open(), open()
-	commit := func(s *datastore.Store, model string, n int) []datastore.Info {
-		t.Helper()
-		var es []datastore.Entry
-		for i := range n {
-			st, err := s.Upload(ctx, fmt.Sprintf("data/%s/f%d", model, i), strings.NewReader(fmt.Sprint(model, i)), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			es = append(es, datastore.Entry{Put: &st})
-		}
-		out, err := s.Commit(ctx, nil, es)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	read := func() string {
-		t.Helper()
-		_, cur, err := s.ChangedPartitions(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cur
-	}
-	names := func(hs []datastore.Head) string {
-		var out []string
-		for _, h := range hs {
-			out = append(out, fmt.Sprintf("%s@%d", h.Partition, h.Seq))
-		}
-		slices.Sort(out)
-		return strings.Join(out, ",")
-	}
-	commit(s, "m/1", 1)
-	commit(s, "m/2", 1)
+	dstest.CommitFiles(t, s, "m/1", 1)
+	dstest.CommitFiles(t, s, "m/2", 1)
 
-	cur := read()
-	own := commit(s, "m/1", 2)
+	cur := dstest.ReadCursor(t, s)
+	own := dstest.CommitFiles(t, s, "m/1", 2)
 	heads, next, ok := s.ChangedPartitionsOver(cur, own)
 	if !ok {
 		t.Fatal("own commit right after a read: not answered")
 	}
 	rh, rnext, err := s.ChangedPartitions(ctx, cur)
-	if err != nil || names(heads) != names(rh) || next != rnext {
-		t.Fatalf("answered %s, a read says %s (%v; same cursor %v)", names(heads), names(rh), err, next == rnext)
+	if err != nil || dstest.HeadNames(heads) != dstest.HeadNames(rh) || next != rnext {
+		t.Fatalf("answered %s, a read says %s (%v; same cursor %v)", dstest.HeadNames(heads), dstest.HeadNames(rh), err, next == rnext)
 	}
 
-	cur = read()
-	commit(other, "m/1", 1)
-	own = commit(s, "m/1", 1)
+	cur = dstest.ReadCursor(t, s)
+	dstest.CommitFiles(t, other, "m/1", 1)
+	own = dstest.CommitFiles(t, s, "m/1", 1)
 	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
 		t.Fatal("answered over another process's commit to the same partition")
 	}
@@ -91,7 +58,7 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 	// A raw S3 client rewrites the head after the read: the commit's
 	// roll-forward moves the head from the rewritten one, which the
 	// cursor does not name.
-	cur = read()
+	cur = dstest.ReadCursor(t, s)
 	key := "lake/ds/h/m%2F1"
 	o, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(key)})
 	if err != nil {
@@ -103,33 +70,33 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawPut(t, c, bucket, key, string(raw)+" ") // the same head, other bytes: another ETag
-	own = commit(s, "m/1", 1)
+	own = dstest.CommitFiles(t, s, "m/1", 1)
 	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
 		t.Fatal("answered over a head a raw client rewrote")
 	}
 
-	old := read()
-	commit(s, "m/2", 1)
-	read()
-	own = commit(s, "m/1", 1)
+	old := dstest.ReadCursor(t, s)
+	dstest.CommitFiles(t, s, "m/2", 1)
+	dstest.ReadCursor(t, s)
+	own = dstest.CommitFiles(t, s, "m/1", 1)
 	if _, _, ok := s.ChangedPartitionsOver(old, own); ok {
 		t.Fatal("answered from a cursor the process did not last read")
 	}
 
-	cur = read()
-	theirs := commit(other, "m/2", 1)
-	own = commit(s, "m/1", 1)
+	cur = dstest.ReadCursor(t, s)
+	theirs := dstest.CommitFiles(t, other, "m/2", 1)
+	own = dstest.CommitFiles(t, s, "m/1", 1)
 	heads, next, ok = s.ChangedPartitionsOver(cur, own)
-	if !ok || names(heads) != fmt.Sprintf("m/1@%d", own[0].Pos) {
-		t.Fatalf("with another partition's commit between: %s, %v", names(heads), ok)
+	if !ok || dstest.HeadNames(heads) != fmt.Sprintf("m/1@%d", own[0].Pos) {
+		t.Fatalf("with another partition's commit between: %s, %v", dstest.HeadNames(heads), ok)
 	}
 	rh, _, err = s.ChangedPartitions(ctx, next)
-	if err != nil || names(rh) != fmt.Sprintf("m/2@%d", theirs[0].Pos) {
-		t.Fatalf("the read after the answer: %s, %v; want m/2@%d", names(rh), err, theirs[0].Pos)
+	if err != nil || dstest.HeadNames(rh) != fmt.Sprintf("m/2@%d", theirs[0].Pos) {
+		t.Fatalf("the read after the answer: %s, %v; want m/2@%d", dstest.HeadNames(rh), err, theirs[0].Pos)
 	}
 
-	cur = read()
-	own = commit(s, "m/1", s3fs.MaxCommit+1)
+	cur = dstest.ReadCursor(t, s)
+	own = dstest.CommitFiles(t, s, "m/1", s3fs.MaxCommit+1)
 	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
 		t.Fatal("answered over a staged commit")
 	}
