@@ -183,7 +183,7 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		err = d.transact(ctx, items)
 		if err == nil {
 			if tx == "" {
-				d.moves.record(d.pfx, out, move) // cursorover.go
+				d.moves.Record(d.pfx, out, move) // cursorover.go
 			} else {
 				d.moves.stage(tx, move)
 			}

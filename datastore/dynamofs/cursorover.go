@@ -2,11 +2,11 @@ package dynamofs
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/ownmoves"
 )
 
 // ChangedPartitionsOver (datastore.CursorAdvancer): a sync's catalog fold
@@ -40,24 +40,15 @@ import (
 type indexMove struct {
 	before, after map[string]uint64 // shard → counter read, written
 	heads         []datastore.Head  // the commit's partitions at its positions
-	applied       map[string]bool   // partition NUL position of each change
 }
-
-// movesKept bounds the commits remembered (a sync asks about its last).
-const movesKept = 32
 
 // moveLog remembers the last commits' index moves and the counters last
-// read, per namespace, for ChangedPartitionsOver.
+// read, per namespace prefix (ownmoves), and the moves of staged commits
+// until their writers take them.
 type moveLog struct {
+	ownmoves.Log[*indexMove]
 	mu     sync.Mutex
-	moves  map[string]*indexMove   // namespace prefix NUL partition NUL position → its commit's move
-	order  []string                // keys of moves, oldest first
-	seen   map[string][]byte       // namespace prefix → the counters last read, as a cursor
-	staged map[string][]*indexMove // staged commit id → its staging batches' and roll-forward's moves, in order, until its writer takes them
-}
-
-func moveKey(pfx, partition string, pos uint64) string {
-	return pfx + "\x00" + partition + "\x00" + fmt.Sprint(pos)
+	staged map[string][]*indexMove // staged commit id → its staging batches' and roll-forward's moves, in order
 }
 
 // newIndexMove returns what a commit over the state read (lookup) does to
@@ -65,7 +56,7 @@ func moveKey(pfx, partition string, pos uint64) string {
 // heads of the partitions it changes (seq: their new seqs); nil if one of
 // those heads is marked by a staged commit.
 func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[string]uint64, lookup func(item) item, tx string) *indexMove {
-	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
+	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}}
 	for sh, n := range counter {
 		m.before[sh], m.after[sh] = getN(lookup(d.counterKey(sh)), "n"), n
 	}
@@ -90,7 +81,7 @@ func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[
 // its shard (next: the counters written); nil if a head is marked by
 // another staged commit.
 func stagedIndexMove(d *Driver, parts []string, id string, next map[string]uint64, lookup func(item) item) *indexMove {
-	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
+	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}}
 	for sh, n := range next {
 		m.before[sh], m.after[sh] = getN(lookup(d.counterKey(sh)), "n"), n
 	}
@@ -115,7 +106,7 @@ func stagedIndexMove(d *Driver, parts []string, id string, next map[string]uint6
 func (l *moveLog) stage(id string, m *indexMove) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.staged == nil || (len(l.staged) >= movesKept && l.staged[id] == nil) {
+	if l.staged == nil || (len(l.staged) >= ownmoves.Kept && l.staged[id] == nil) {
 		// Moves of commits this process settled for another writer
 		// are never taken: keep few.
 		l.staged = map[string][]*indexMove{}
@@ -135,7 +126,7 @@ func (l *moveLog) takeStaged(id string) *indexMove {
 	if len(ms) == 0 {
 		return nil
 	}
-	out := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}, applied: map[string]bool{}}
+	out := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}}
 	for _, m := range ms {
 		if m == nil {
 			return nil
@@ -154,55 +145,11 @@ func (l *moveLog) takeStaged(id string) *indexMove {
 	return out
 }
 
-// record remembers m as the move of the commit that applied out.
-func (l *moveLog) record(pfx string, out []datastore.Info, m *indexMove) {
-	if m == nil || len(out) == 0 {
-		return
-	}
-	for _, in := range out {
-		m.applied[in.Partition+"\x00"+fmt.Sprint(in.Pos)] = true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.moves == nil {
-		l.moves = map[string]*indexMove{}
-	}
-	k := moveKey(pfx, out[0].Partition, out[0].Pos)
-	l.moves[k] = m
-	l.order = append(l.order, k)
-	for len(l.order) > movesKept {
-		delete(l.moves, l.order[0])
-		l.order = l.order[1:]
-	}
-}
-
-// read remembers the counters a ChangedPartitions of the namespace pfx
-// just read (as its next cursor).
-func (l *moveLog) read(pfx string, next []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.seen == nil {
-		l.seen = map[string][]byte{}
-	}
-	l.seen[pfx] = append([]byte(nil), next...)
-}
-
 // ChangedPartitionsOver implements datastore.CursorAdvancer (see above).
 func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info) ([]datastore.Head, []byte, bool) {
-	if len(cursor) != 8*Shards || len(committed) == 0 {
+	m, ok := d.moves.Lookup(d.pfx, cursor, committed)
+	if !ok || m == nil || len(cursor) != 8*Shards {
 		return nil, nil, false
-	}
-	d.moves.mu.Lock()
-	seen := d.moves.seen[d.pfx]
-	m := d.moves.moves[moveKey(d.pfx, committed[0].Partition, committed[0].Pos)]
-	d.moves.mu.Unlock()
-	if m == nil || string(seen) != string(cursor) || len(m.applied) != len(committed) {
-		return nil, nil, false
-	}
-	for _, in := range committed {
-		if !m.applied[in.Partition+"\x00"+fmt.Sprint(in.Pos)] {
-			return nil, nil, false
-		}
 	}
 	next := append([]byte(nil), cursor...)
 	for i, sh := range shardNames() {

@@ -206,6 +206,6 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			in.ExclusiveStartKey = page.LastEvaluatedKey
 		}
 	}
-	d.moves.read(d.pfx, next) // cursorover.go
+	d.moves.Read(d.pfx, next) // cursorover.go
 	return heads, next, nil
 }

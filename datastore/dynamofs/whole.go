@@ -243,7 +243,7 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 	// Done and visible; a failed roll-forward is left to readers, the next
 	// writer and Reclaim, never reported as a failed commit.
 	if d.settleOwn(ctx, id, now, own) == nil { // stagebatch.go
-		d.moves.record(d.pfx, out, d.moves.takeStaged(id)) // cursorover.go
+		d.moves.Record(d.pfx, out, d.moves.takeStaged(id)) // cursorover.go
 	}
 	return out, nil
 }

@@ -351,7 +351,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		case err == nil:
 			d.clearPending(ctx, part, obj.First, mark)
 			if t.rolled != "" && t.blocked == nil {
-				d.c.moves.record(d.prefix, obj.infos(part), headMove{part: part, from: hetag, to: t.rolled,
+				d.c.moves.Record(d.prefix, obj.infos(part), headMove{part: part, from: hetag, to: t.rolled,
 					head: datastore.Head{Partition: part, Seq: obj.last(), Floor: t.h.Floor}}) // cursorover.go
 			}
 		}

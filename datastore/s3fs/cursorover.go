@@ -2,10 +2,9 @@ package s3fs
 
 import (
 	"encoding/json"
-	"fmt"
-	"sync"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/ownmoves"
 )
 
 // ChangedPartitionsOver (datastore.CursorAdvancer): S3's cursor is the
@@ -31,74 +30,17 @@ type headMove struct {
 	part     string
 	from, to string // the head's ETags
 	head     datastore.Head
-	applied  map[string]bool // partition NUL position of each change
 }
 
-// movesKept bounds the commits remembered (a sync asks about its last).
-const movesKept = 32
-
-// moveLog remembers this process's last commits' head moves and the
-// cursor last read, per namespace prefix.
-type moveLog struct {
-	mu    sync.Mutex
-	moves map[string]*headMove
-	order []string
-	seen  map[string][]byte
-}
-
-func moveKey(prefix, partition string, pos uint64) string {
-	return prefix + "\x00" + partition + "\x00" + fmt.Sprint(pos)
-}
-
-// record remembers m as the move of the commit that applied out.
-func (l *moveLog) record(prefix string, out []datastore.Info, m headMove) {
-	if len(out) == 0 {
-		return
-	}
-	m.applied = map[string]bool{}
-	for _, in := range out {
-		m.applied[in.Partition+"\x00"+fmt.Sprint(in.Pos)] = true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.moves == nil {
-		l.moves = map[string]*headMove{}
-	}
-	k := moveKey(prefix, out[0].Partition, out[0].Pos)
-	l.moves[k] = &m
-	l.order = append(l.order, k)
-	for len(l.order) > movesKept {
-		delete(l.moves, l.order[0])
-		l.order = l.order[1:]
-	}
-}
-
-// read remembers the cursor a ChangedPartitions of prefix just returned.
-func (l *moveLog) read(prefix string, next []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.seen == nil {
-		l.seen = map[string][]byte{}
-	}
-	l.seen[prefix] = append([]byte(nil), next...)
-}
+// moveLog remembers the last commits' head moves and the cursor last read,
+// per namespace prefix, for ChangedPartitionsOver.
+type moveLog = ownmoves.Log[headMove]
 
 // ChangedPartitionsOver implements datastore.CursorAdvancer (see above).
 func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info) ([]datastore.Head, []byte, bool) {
-	if len(committed) == 0 {
+	m, ok := d.c.moves.Lookup(d.prefix, cursor, committed)
+	if !ok {
 		return nil, nil, false
-	}
-	d.c.moves.mu.Lock()
-	seen := d.c.moves.seen[d.prefix]
-	m := d.c.moves.moves[moveKey(d.prefix, committed[0].Partition, committed[0].Pos)]
-	d.c.moves.mu.Unlock()
-	if m == nil || string(seen) != string(cursor) || len(m.applied) != len(committed) {
-		return nil, nil, false
-	}
-	for _, in := range committed {
-		if !m.applied[in.Partition+"\x00"+fmt.Sprint(in.Pos)] {
-			return nil, nil, false
-		}
 	}
 	at := map[string]string{}
 	if err := json.Unmarshal(cursor, &at); err != nil || at[m.part] != shortTag(m.from) {

@@ -279,7 +279,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		}
 	}
 	b, _ := json.Marshal(next)
-	d.c.moves.read(d.prefix, b) // cursorover.go
+	d.c.moves.Read(d.prefix, b) // cursorover.go
 	return heads, b, nil
 }
 
