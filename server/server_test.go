@@ -687,6 +687,15 @@ func TestReadyAndMetrics(t *testing.T) {
 	if err := n.srv.Run(ctx); err == nil {
 		t.Fatal("a second Run was accepted")
 	}
+	// Ready comes with the store's first answer, before the first catalog
+	// refresh ends: wait for that refresh before stopping Run, whose
+	// cancel would otherwise end it unrecorded.
+	for !bytes.Contains(n.call(t, "GET", nodeapi.MetricsPath, nil).body, []byte(`lake_catalog_refreshes_total{outcome="ok"}`)) {
+		if time.Now().After(deadline) {
+			t.Fatal("no catalog refresh ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
