@@ -81,23 +81,15 @@ func newIndexMove(d *Driver, parts []string, seq map[string]uint64, counter map[
 // its shard (next: the counters written); nil if a head is marked by
 // another staged commit.
 func stagedIndexMove(d *Driver, parts []string, id string, next map[string]uint64, lookup func(item) item) *indexMove {
-	m := &indexMove{before: map[string]uint64{}, after: map[string]uint64{}}
-	for sh, n := range next {
-		m.before[sh], m.after[sh] = getN(lookup(d.counterKey(sh)), "n"), n
-	}
+	seq := map[string]uint64{}
 	for _, p := range parts {
 		h := lookup(d.headKey(p))
 		if h == nil {
 			return nil
 		}
-		for a := range h {
-			if strings.HasPrefix(a, headMark("")) && a != headMark(id) {
-				return nil
-			}
-		}
-		m.heads = append(m.heads, datastore.Head{Partition: p, Seq: getN(h, "seq"), Floor: getN(h, "floor")})
+		seq[p] = getN(h, "seq") // the roll-forward moves the head, not its seq
 	}
-	return m
+	return newIndexMove(d, parts, seq, next, lookup, id)
 }
 
 // stage appends m, the index move of one staging transaction or of the
