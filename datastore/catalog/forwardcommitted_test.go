@@ -17,20 +17,7 @@ import (
 // the feed, and the row is the same either way.
 func TestFoldOverOwnCommit(t *testing.T) {
 	ctx := t.Context()
-	ds, err := dsurl.Open(ctx, "bolt://"+filepath.Join(t.TempDir(), "lake.db"), &dsurl.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	ns, err := ds.Namespace("own")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const key = "test/fold-fence"
-	if err := ns.Records().CASRecord(ctx, key, metastore.ExpectAbsent(), []byte("t")); err != nil {
-		t.Fatal(err)
-	}
-	fence := &datastore.Fence{Key: key, Token: []byte("t")}
+	ns, fence := fencedBoltNamespace(t, "own")
 	put := func(path, body string) []datastore.Info {
 		t.Helper()
 		st, err := ns.Upload(ctx, datastore.ModelPrefix+"m/1/"+path, bytes.NewReader([]byte(body)), nil)
@@ -102,20 +89,7 @@ func TestFoldOverOwnCommit(t *testing.T) {
 // row over the changes since it.
 func TestFoldGivenRows(t *testing.T) {
 	ctx := t.Context()
-	ds, err := dsurl.Open(ctx, "bolt://"+filepath.Join(t.TempDir(), "lake.db"), &dsurl.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	ns, err := ds.Namespace("rows")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const key = "test/fold-fence"
-	if err := ns.Records().CASRecord(ctx, key, metastore.ExpectAbsent(), []byte("t")); err != nil {
-		t.Fatal(err)
-	}
-	fence := &datastore.Fence{Key: key, Token: []byte("t")}
+	ns, fence := fencedBoltNamespace(t, "rows")
 	cat, err := ns.CatalogStore()
 	if err != nil {
 		t.Fatal(err)
@@ -163,4 +137,24 @@ func TestFoldGivenRows(t *testing.T) {
 	if h, _ := ns.Head(ctx, "m/1"); r.Files != 3 || r.Pos != h.Seq {
 		t.Fatalf("row %+v, head %d", r, h.Seq)
 	}
+}
+
+// fencedBoltNamespace opens namespace name of a new bolt datastore, closed
+// after t, and a fence on a lock record set in it.
+func fencedBoltNamespace(t *testing.T, name string) (*datastore.Store, *datastore.Fence) {
+	t.Helper()
+	ds, err := dsurl.Open(t.Context(), "bolt://"+filepath.Join(t.TempDir(), "lake.db"), &dsurl.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	ns, err := ds.Namespace(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "test/fold-fence"
+	if err := ns.Records().CASRecord(t.Context(), key, metastore.ExpectAbsent(), []byte("t")); err != nil {
+		t.Fatal(err)
+	}
+	return ns, &datastore.Fence{Key: key, Token: []byte("t")}
 }
