@@ -3,6 +3,7 @@ package s3fs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -41,7 +42,15 @@ func (d *Driver) ChecksClashes() bool { return true }
 // all, so that only those are read (a new file's own entry and the files
 // below it cost nothing more). What it reads of the index is kept in t
 // for the roll-forward (indexHint).
-func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry) error {
+func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry) (map[string]*tail, error) {
+	tails := map[string]*tail{}
+	err := d.checkClashInto(ctx, t, part, entries, tails)
+	return tails, err
+}
+
+// checkClashInto is checkClash, keeping in tails the tail it read of each
+// other partition (claims.go reads their claims from them).
+func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail) error {
 	in := map[string]bool{}
 	var puts []string
 	for _, e := range entries {
@@ -86,9 +95,11 @@ func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries [
 	}
 	var got map[string]datastore.Info
 	if len(others) > 0 {
-		if got, err = d.Stat(ctx, others); err != nil {
+		var read map[string]*tail
+		if got, read, err = d.statTails(ctx, others); err != nil {
 			return err
 		}
+		maps.Copy(tails, read)
 	}
 	// The tail's changes not yet in the index, in order: they decide the
 	// paths they name; the index the others.
@@ -243,7 +254,6 @@ func (d *Driver) liveIndexBelow(ctx context.Context, prefix string, skip func(st
 	return "", fmt.Errorf("lake: more than %d pages of tombstones below %q", maxBelowPages, prefix)
 }
 
-// AtomicClashKind implements dstest.AtomicClashKinds: no clash across
-// partitions is refused atomically on S3 yet (see above), so the
-// conformance race skips every kind.
-func (d *Driver) AtomicClashKind(string) bool { return false }
+// AtomicClashKind implements dstest.AtomicClashKinds: every clash across
+// partitions is refused atomically, by directory claims (claims.go).
+func (d *Driver) AtomicClashKind(string) bool { return true }

@@ -67,7 +67,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	if whole {
 		// More than one log object: staged under a commit record that
 		// one conditional write flips (whole.go).
-		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now)
+		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, nil)
 	}
 	out := make([]datastore.Info, len(entries))
 	applied := make([]bool, len(entries))
@@ -78,6 +78,15 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			sub[j] = entries[i]
 		}
 		infos, err := d.commitPartition(ctx, part, fence, ft, sub, now)
+		var need *errNeedParts
+		if errors.As(err, &need) {
+			// A claim or guard in another partition (claims.go): the
+			// commit is staged, with them.
+			if ft, err = d.checkFence(ctx, fence); err != nil {
+				return nil, err
+			}
+			return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, need.parts)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -195,21 +204,42 @@ const commitPatience = 20 * time.Second
 // re-read tail does not show (a foreign or damaged object) is reported as
 // damage at once.
 func (d *Driver) commitPartition(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
-	return d.commitPartitionTx(ctx, part, fence, ft, entries, now, "", nil)
+	return d.commitPartitionTx(ctx, part, fence, ft, entries, now, "", nil, nil)
 }
 
 // commitPartitionTx is commitPartition; with tx set, the log object is a
 // staged part of commit tx (whole.go): it is not rolled forward, and its
-// pending mark, left in place, is appended to marks.
-func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time, tx string, marks *[]pendingMark) ([]datastore.Info, error) {
+// pending mark, left in place, is appended to marks. cx are the staged
+// commit's claims and guards (claims.go; nil for a commit of one object):
+// what they ask of part is checked against the tail the create vouches
+// for, and a claim or guard the commit needs and cx lacks is returned as
+// *errNeedParts.
+func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time, tx string, marks *[]pendingMark, cx crossParts) ([]datastore.Info, error) {
 	var lost uint64 // the position last lost to another create
 	inFlight := false
 	begin := time.Now()
+	req := cx[part]
+	guardOnly := len(entries) == 0 && req != nil && len(req.claims) == 0
+	if req != nil {
+		req.skipped = false
+	}
 	for attempt := 0; attempt < maxCommitAttempts || time.Since(begin) < commitPatience; attempt++ {
 		started := time.Now()
 		regFence := fence
 		if tx != "" {
 			regFence = nil // a staged commit checked its fence before its record
+		}
+		if guardOnly {
+			// A model with no log holds no file to guard; its next
+			// commit claims again (claims.go).
+			t, err := d.readTail(ctx, part, true)
+			if err != nil {
+				return nil, err
+			}
+			if emptyLog(t) {
+				req.skipped = true
+				return nil, nil
+			}
 		}
 		t, err := d.register(ctx, part, regFence)
 		if err != nil {
@@ -235,10 +265,20 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			// racing for the position again would never end.
 			return nil, datastore.Damaged(d.c.bucket+"/"+d.logKey(part, lost), "an object holds partition %q's next position but is not read as its log object", part)
 		}
-		if err := d.checkClash(ctx, t, part, entries); err != nil { // clash.go
+		tails, err := d.checkClash(ctx, t, part, entries) // clash.go
+		if err != nil {
+			return nil, err
+		}
+		if err := d.checkReq(ctx, t, part, req); err != nil { // claims.go
+			return nil, err
+		}
+		if err := d.crossNeeds(ctx, t, part, entries, tails, cx); err != nil {
 			return nil, err
 		}
 		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}, Tx: tx}
+		if req != nil {
+			obj.Claims = req.claims
+		}
 		if t.last != nil {
 			maps.Copy(obj.Fences, t.last.Fences)
 		}

@@ -84,12 +84,14 @@ var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partiti
 // moves up, and the watermark only grows, each by a conditional write.
 func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
 	walk := d.tailWalk(t)
+	var claims []string // claims.go
 	for _, o := range t.objects {
 		counts, err := walk.counts(ctx, o)
 		if err != nil {
 			return err
 		}
 		if counts {
+			claims = append(claims, o.Claims...)
 			for i, e := range o.Entries {
 				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now, t.takeHint(e.Path)); err != nil {
 					return err
@@ -107,6 +109,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 			return fmt.Errorf("%w: s3 head %q: its watermark changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
 		}
 		h.Applied = target
+		h.Subs = addSubs(h.Subs, claims)
 		if n := len(t.objects); n > 0 && t.objects[n-1].last() == target {
 			h.Base = t.objects[n-1].First
 		} else {

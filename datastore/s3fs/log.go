@@ -35,6 +35,10 @@ type logObject struct {
 	// that commit's record t/TX says done; aborted, they count for
 	// nothing; pending, readers stop before it.
 	Tx string `json:"tx,omitempty"`
+	// Claims are the models that claim this partition with this object
+	// (claims.go): each may hold files below a directory of this
+	// partition. Rolled forward into the head's Subs.
+	Claims []string `json:"claims,omitempty"`
 	// void is set by readers for an object of an aborted commit: it holds
 	// its positions and fences, and no change.
 	void bool
@@ -103,6 +107,9 @@ type head struct {
 	// again as it did before; a value naming an earlier object only makes
 	// it read objects it did not need.
 	Base uint64 `json:"base,omitempty"`
+	// Subs are the models that claimed this partition (claims.go), from
+	// the log objects rolled forward up to Applied; only grows.
+	Subs []string `json:"subs,omitempty"`
 }
 
 // tail is a partition's log as a writer or reader sees it: its watermarks,

@@ -58,26 +58,34 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 // the applied watermark, normally empty), then the index entry of each path
 // the tail does not answer.
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
+	out, _, err := d.statTails(ctx, paths)
+	return out, err
+}
+
+// statTails is Stat, with the tail it read of each partition.
+func (d *Driver) statTails(ctx context.Context, paths []string) (map[string]datastore.Info, map[string]*tail, error) {
 	byPart := map[string][]string{}
 	for _, p := range paths {
 		part := d.partition(p)
 		byPart[part] = append(byPart[part], p)
 	}
 	out := map[string]datastore.Info{}
+	tails := map[string]*tail{}
 	for part, ps := range byPart {
 		t, err := d.readTail(ctx, part, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		tails[part] = t
 		m, err := d.statTail(ctx, t, ps)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k, v := range m {
 			out[k] = v
 		}
 	}
-	return out, nil
+	return out, tails, nil
 }
 
 // List implements datastore.Driver over the path index: one LIST of up to

@@ -166,9 +166,35 @@ func (d *Driver) settleTx(ctx context.Context, id string, now time.Time) error {
 	return nil // aborted, or decided by another meanwhile
 }
 
+// maxNeedRounds bounds how often a staged commit is made again for a
+// claim or guard it found it needs (claims.go): each round adds one that a
+// model written meanwhile asks for.
+const maxNeedRounds = 8
+
 // commitWhole stages entries (order: their partitions, byPart: the entries
-// of each) under a new commit record, flips it, and rolls it forward.
-func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time) ([]datastore.Info, error) {
+// of each) under a new commit record, flips it, and rolls it forward; cx
+// are the claims and guards it carries in other partitions (claims.go),
+// more added (and the commit made again under a new record) when a part
+// finds it needs them.
+func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts) ([]datastore.Info, error) {
+	if cx == nil {
+		cx = crossParts{}
+	}
+	for round := 1; ; round++ {
+		out, err := d.commitWholeOnce(ctx, fence, ft, entries, order, byPart, now, cx)
+		var need *errNeedParts
+		if !errors.As(err, &need) {
+			return out, err
+		}
+		if round == maxNeedRounds {
+			return nil, fmt.Errorf("%w: s3 commit: other models claimed its partitions %d times while it was made; nothing of it was applied", metastore.ErrUnavailable, round)
+		}
+		cx.merge(need.parts)
+	}
+}
+
+// commitWholeOnce is one attempt of commitWhole under a new record.
+func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts) ([]datastore.Info, error) {
 	started := time.Now()
 	var b [16]byte
 	rand.Read(b[:])
@@ -193,16 +219,34 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fe
 	// Parts go in partition order, so that two commits staging the same
 	// partitions never wait for each other in a cycle (each waits only
 	// for one ahead of it in that order).
+	// The partitions it claims or guards without entries go too.
+	order = slices.Clone(order)
+	for part := range cx {
+		if !slices.Contains(order, part) {
+			order = append(order, part)
+		}
+	}
 	order = slices.Sorted(slices.Values(order))
 	for _, part := range order {
 		idx := byPart[part]
+		if len(idx) == 0 {
+			if _, err := d.commitPartitionTx(ctx, part, fence, ft, nil, now, id, &marks, cx); err != nil {
+				giveUp()
+				return nil, err
+			}
+			continue
+		}
 		for start := 0; start < len(idx); start += MaxCommit {
 			chunk := idx[start:min(start+MaxCommit, len(idx))]
 			sub := make([]datastore.Entry, len(chunk))
 			for j, i := range chunk {
 				sub[j] = entries[i]
 			}
-			infos, err := d.commitPartitionTx(ctx, part, fence, ft, sub, now, id, &marks)
+			partCx := cx
+			if start > 0 {
+				partCx = cx.without(part) // asked of the first object only
+			}
+			infos, err := d.commitPartitionTx(ctx, part, fence, ft, sub, now, id, &marks, partCx)
 			if err != nil {
 				giveUp()
 				return nil, err

@@ -1,0 +1,293 @@
+package s3fs
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/lakemeta/lake/datastore"
+)
+
+// Directory claims: a path is a file or a directory, never both, across
+// partitions too, against unfenced concurrent writers (issue 27), as
+// DynamoDB's claims.go does it, with S3's one serializing write: the
+// conditional create of a partition's next log object.
+//
+// The files of a model X lie below data/X, and their directories can
+// belong to other partitions, X's ancestor partitions A (claimParts: "data"
+// and the shallower models whose names are prefixes of X's). A file put at
+// one of those directories must be refused while X has a live file below
+// it, atomically. Two commits that each create a log object in the same
+// partition are ordered by it: the later create fails, its writer reads the
+// tail again and sees the earlier. So:
+//
+//   - The claim (writer of X): a commit of X whose ancestor partition A
+//     does not name X among its claims (the head's Subs, and the Claims of
+//     the log objects after it), or whose own log is empty (a new or
+//     dropped model), is made a staged commit (whole.go) that also creates
+//     a claim object in A's log (no entries; Claims: X), whose create is
+//     preceded by a check, against A's tail as read for that create, that
+//     no directory of X's puts is a live file in A. A put at such a
+//     directory since then took A's next position first: the claim's
+//     create fails, and the re-read finds it.
+//   - The guard (writer of a new file p in partition A): every model X
+//     that claimed A and whose files can lie below p is guarded: the
+//     commit is made staged, with a guard object in X's log (no entries)
+//     whose create is preceded by a check, against X's tail and the index,
+//     that no live file of X lies below p. A commit of X since then took
+//     X's position first (the guard's re-read finds its file); one after
+//     it meets the staged guard, waits for its commit to be decided, and
+//     then finds p among the directories of its file (clash.go).
+//
+// So of a file and a file below it in another partition, whichever commits
+// second sees the first. A model that claimed A is seen by a later put in A
+// through A's head and tail; one whose claim object is created after that
+// put read A's tail takes A's position before or after the put's own
+// object, and either way the second reads the first. A put whose partition
+// names no model below it (every data file of a model without deeper
+// models, the hot path) and a commit of a model that already claimed its
+// ancestors read and write nothing more than before: the claims are read
+// from the tails the clash checks read anyway. A model's first commit costs
+// a staged commit (its record, the claim object, the flip).
+//
+// A guard of a model whose log is empty (never written, or dropped) is
+// not made: that model's next commit claims again, and is ordered by A's
+// log. Dropping the partition A forgets the claims in it: each model
+// claims it again at its next commit.
+
+// claimParts returns X's ancestor partitions: those of the directories of
+// any file a model X can hold (the ancestors of data/X/n/v/f under d's
+// layout), except X itself; nil for a partition that is not a model.
+func (d *Driver) claimParts(x string) []string {
+	if !strings.Contains(x, "/") {
+		return nil
+	}
+	var out []string
+	for _, a := range datastore.Ancestors(datastore.ModelPrefix + x + "/n/v/f") {
+		if p := d.partition(a); p != x && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// partReq is what a staged commit asks of one of its partitions besides
+// its entries: the models its object claims the partition for, the paths
+// that must not be live files there (each the directory of a put of the
+// claiming model, mapped to that put), and the paths below which no file
+// of it may be live (the commit's puts it guards).
+type partReq struct {
+	claims  []string
+	notLive map[string]string
+	below   []string
+	// skipped: the guard was not made (the partition's log is empty).
+	skipped bool
+}
+
+// crossParts are a staged commit's partReqs, by partition.
+type crossParts map[string]*partReq
+
+func (c crossParts) at(part string) *partReq {
+	if c[part] == nil {
+		c[part] = &partReq{notLive: map[string]string{}}
+	}
+	return c[part]
+}
+
+// without returns c without part's request.
+func (c crossParts) without(part string) crossParts {
+	out := maps.Clone(c)
+	delete(out, part)
+	return out
+}
+
+// merge adds o's requests to c.
+func (c crossParts) merge(o crossParts) {
+	for part, r := range o {
+		w := c.at(part)
+		w.claims = addSubs(w.claims, r.claims)
+		maps.Copy(w.notLive, r.notLive)
+		w.below = addSubs(w.below, r.below)
+	}
+}
+
+// errNeedParts asks Commit to make the commit again, staged, with these
+// requests of other partitions (a claim or a guard it did not carry).
+type errNeedParts struct{ parts crossParts }
+
+func (e *errNeedParts) Error() string {
+	return fmt.Sprintf("lake: the commit needs claims or guards in %d other partitions", len(e.parts))
+}
+
+// addSubs returns subs with add's names it lacks, sorted.
+func addSubs(subs, add []string) []string {
+	out := slices.Clone(subs)
+	for _, a := range add {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// subsOf returns the models that claimed a partition, by its tail: the
+// head's Subs and the claims of the decided log objects after it.
+func (d *Driver) subsOf(ctx context.Context, t *tail) ([]string, error) {
+	subs := slices.Clone(t.h.Subs)
+	walk := d.tailWalk(t)
+	for _, o := range t.objects {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		if counts {
+			subs = addSubs(subs, o.Claims)
+		}
+	}
+	return subs, nil
+}
+
+// emptyLog reports whether t's partition has no log: never written, or
+// dropped.
+func emptyLog(t *tail) bool { return !t.exists || (t.last == nil && t.h.Applied == 0) }
+
+// crossNeeds returns the claims and guards a commit of entries to part
+// (whose tail is t; tails: other partitions' tails read by its clash
+// checks) needs and cx (the staged commit's requests, nil for a commit of
+// one object) does not carry, as *errNeedParts, or nil.
+func (d *Driver) crossNeeds(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail, cx crossParts) error {
+	var puts []string
+	for _, e := range entries {
+		if e.Put != nil {
+			puts = append(puts, e.Put.Path)
+		}
+	}
+	if len(puts) == 0 {
+		return nil
+	}
+	need := crossParts{}
+	// Claims of part in its ancestor partitions.
+	for _, a := range d.claimParts(part) {
+		ta := tails[a]
+		if ta == nil {
+			var err error
+			if ta, err = d.readTail(ctx, a, false); err != nil {
+				return err
+			}
+			tails[a] = ta
+		}
+		subs, err := d.subsOf(ctx, ta)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(subs, part) && !emptyLog(t) {
+			continue
+		}
+		if r := cx[a]; r != nil && slices.Contains(r.claims, part) {
+			continue
+		}
+		w := need.at(a)
+		w.claims = addSubs(w.claims, []string{part})
+		for _, p := range puts {
+			for _, anc := range datastore.Ancestors(p) {
+				if d.partition(anc) == a {
+					w.notLive[anc] = p
+				}
+			}
+		}
+	}
+	// Guards of the models that claimed part and can hold files below
+	// its puts.
+	subs, err := d.subsOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, x := range subs {
+		if x == part {
+			continue
+		}
+		root := datastore.ModelPrefix + x + "/"
+		for _, p := range puts {
+			if !strings.HasPrefix(root, p+"/") && !strings.HasPrefix(p, root) {
+				continue
+			}
+			if r := cx[x]; r != nil && slices.Contains(r.below, p) {
+				if !r.skipped {
+					continue
+				}
+				// Not made, X's log being empty then: still empty,
+				// X's next commit claims part and is ordered by
+				// part's log; written since, guard it after all.
+				tx, err := d.readTail(ctx, x, false)
+				if err != nil {
+					return err
+				}
+				if emptyLog(tx) {
+					continue
+				}
+			}
+			w := need.at(x)
+			w.below = addSubs(w.below, []string{p})
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	return &errNeedParts{parts: need}
+}
+
+// checkReq checks what a staged commit asks of part (req) against part's
+// tail t and the index: no path of req.notLive is a live file, and no live
+// file lies below a path of req.below; a failure is the Clash of the put
+// that asked.
+func (d *Driver) checkReq(ctx context.Context, t *tail, part string, req *partReq) error {
+	if req == nil {
+		return nil
+	}
+	if len(req.notLive) > 0 {
+		paths := slices.Sorted(maps.Keys(req.notLive))
+		cur, err := d.statTail(ctx, t, paths)
+		if err != nil {
+			return err
+		}
+		for _, a := range paths {
+			if c, ok := cur[a]; ok && !c.Deleted {
+				return datastore.Clash(req.notLive[a], a)
+			}
+		}
+	}
+	if len(req.below) == 0 {
+		return nil
+	}
+	tailLive := map[string]bool{}
+	walk := d.tailWalk(t)
+	for _, o := range t.objects {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return err
+		}
+		if counts {
+			for _, info := range o.infos(part) {
+				tailLive[info.Path] = !info.Deleted
+			}
+		}
+	}
+	for _, p := range req.below {
+		for q, live := range tailLive {
+			if live && strings.HasPrefix(q, p+"/") {
+				return datastore.Clash(p, q)
+			}
+		}
+		below, err := d.liveIndexBelow(ctx, p+"/", func(q string) bool { _, inTail := tailLive[q]; return inTail })
+		if err != nil {
+			return err
+		}
+		if below != "" {
+			return datastore.Clash(p, below)
+		}
+	}
+	return nil
+}
