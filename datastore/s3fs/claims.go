@@ -2,6 +2,7 @@ package s3fs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -287,6 +288,42 @@ func (d *Driver) checkReq(ctx context.Context, t *tail, part string, req *partRe
 		}
 		if below != "" {
 			return datastore.Clash(p, below)
+		}
+	}
+	return nil
+}
+
+// neededParts adds to cx the claims and guards a staged commit of entries
+// (order: its partitions, byPart: the entries of each) needs, read from
+// the tails of its partitions and of their ancestors before anything is
+// staged: a part that found one missing only once it was staged would
+// abort the commit, and the positions its earlier parts took would stay
+// taken (an aborted object holds its positions). A claim or guard needed
+// because of a commit landing after this read is still found by the part
+// that needs it, and the commit is made again (commitWhole).
+func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, order []string, byPart map[string][]int, cx crossParts) error {
+	tails := map[string]*tail{}
+	for _, part := range order {
+		var sub []datastore.Entry
+		for _, i := range byPart[part] {
+			sub = append(sub, entries[i])
+		}
+		t := tails[part]
+		if t == nil {
+			var err error
+			if t, err = d.readTail(ctx, part, false); err != nil {
+				return err
+			}
+			tails[part] = t
+		}
+		err := d.crossNeeds(ctx, t, part, sub, tails, cx)
+		var need *errNeedParts
+		if errors.As(err, &need) {
+			cx.merge(need.parts)
+			continue
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -118,8 +119,19 @@ func (d *Driver) AppendFence(ctx context.Context, fence datastore.Fence, partiti
 }
 
 // FencePartitions implements datastore.Fencer: AppendFence to each of
-// partitions that has a head.
+// partitions that has a head, and to each partition that holds only
+// directory claims (Partitions does not name those, but a stale holder's
+// first file there must be fenced as anywhere else: claimsonly.go).
 func (d *Driver) FencePartitions(ctx context.Context, fence datastore.Fence, partitions []string) error {
+	extra, err := d.claimsOnlyPartitions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range extra {
+		if !slices.Contains(partitions, p) {
+			partitions = append(partitions, p)
+		}
+	}
 	return d.appendFence(ctx, fence, partitions, false)
 }
 
@@ -241,7 +253,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 				return nil, nil
 			}
 		}
-		t, err := d.register(ctx, part, regFence)
+		t, err := d.register(ctx, part, regFence, len(entries) == 0 && req != nil && len(req.claims) > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -433,7 +445,7 @@ func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
 // register reads part's tail, creating its head (the registry entry) first
 // if the partition is new; with a fence, only once the lock record holds
 // it (so a stale holder registers no partition).
-func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence) (*tail, error) {
+func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence, claimsOnly bool) (*tail, error) {
 	t, err := d.readTail(ctx, part, true)
 	if err != nil || t.exists {
 		return t, err
@@ -441,7 +453,7 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 	if _, err := d.checkFence(ctx, fence); err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(head{})
+	body, _ := json.Marshal(head{ClaimsOnly: claimsOnly})
 	if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {
 		return nil, err
 	}

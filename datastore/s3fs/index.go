@@ -85,6 +85,7 @@ var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partiti
 func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
 	walk := d.tailWalk(t)
 	var claims []string // claims.go
+	changes := false
 	for _, o := range t.objects {
 		counts, err := walk.counts(ctx, o)
 		if err != nil {
@@ -92,6 +93,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		}
 		if counts {
 			claims = append(claims, o.Claims...)
+			changes = changes || len(o.Entries) > 0
 			for i, e := range o.Entries {
 				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now, t.takeHint(e.Path)); err != nil {
 					return err
@@ -110,6 +112,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		}
 		h.Applied = target
 		h.Subs = addSubs(h.Subs, claims)
+		h.ClaimsOnly = h.ClaimsOnly && !changes
 		if n := len(t.objects); n > 0 && t.objects[n-1].last() == target {
 			h.Base = t.objects[n-1].First
 		} else {

@@ -110,6 +110,12 @@ type head struct {
 	// Subs are the models that claimed this partition (claims.go), from
 	// the log objects rolled forward up to Applied; only grows.
 	Subs []string `json:"subs,omitempty"`
+	// ClaimsOnly: the partition was registered by a directory claim
+	// (claims.go) and no object holding a change has been rolled
+	// forward since, so it holds no file; Partitions and
+	// ChangedPartitions do not name it (claimsonly.go). Heads written
+	// before claims, and by any other register, leave it false.
+	ClaimsOnly bool `json:"claimsOnly,omitempty"`
 }
 
 // tail is a partition's log as a writer or reader sees it: its watermarks,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -217,20 +216,7 @@ func latestOnly(in []datastore.Info) []datastore.Info {
 
 // Partitions implements datastore.Driver: a LIST of the heads.
 func (d *Driver) Partitions(ctx context.Context) ([]string, error) {
-	keys, err := d.c.listAll(ctx, d.prefix+"h/", "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		p, ok := d.headPartition(k.key)
-		if !ok {
-			continue // not a head: lake data check reports it
-		}
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out, nil
+	return d.listPartitions(ctx, false)
 }
 
 // headPartition returns the partition a head key names; ok is false for a
@@ -276,12 +262,15 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		if prev[part] == tag {
 			continue
 		}
-		h, err := d.Head(ctx, part)
+		t, err := d.readTail(ctx, part, false)
 		if err != nil {
 			return nil, nil, err
 		}
-		if h.Seq > 0 {
+		h, claimsOnly := datastore.Head{Partition: part, Seq: t.headSeq(), Floor: t.h.Floor}, t.h.ClaimsOnly
+		if h.Seq > 0 && !claimsOnly {
 			heads = append(heads, h)
+		} else if h.Seq > 0 {
+			continue // claims only (claimsonly.go): no file to report
 		} else {
 			delete(next, part) // registered, nothing committed yet
 		}

@@ -31,7 +31,7 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 	if err := d.reclaimVersions(ctx, now, o.Grace, &st); err != nil {
 		return st, err
 	}
-	parts, err := d.Partitions(ctx)
+	parts, err := d.listPartitions(ctx, true) // claims' logs are compacted too
 	if err != nil {
 		return st, err
 	}

@@ -179,6 +179,9 @@ const maxNeedRounds = 8
 func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts) ([]datastore.Info, error) {
 	if cx == nil {
 		cx = crossParts{}
+		if err := d.neededParts(ctx, entries, order, byPart, cx); err != nil { // claims.go
+			return nil, err
+		}
 	}
 	for round := 1; ; round++ {
 		out, err := d.commitWholeOnce(ctx, fence, ft, entries, order, byPart, now, cx)
