@@ -97,6 +97,28 @@ func (c crossParts) at(part string) *partReq {
 	return c[part]
 }
 
+// coveredFor returns the directories that the claims c makes for part
+// check as they are created (checkReq): a live file at one of them
+// refuses the claim, and with it the commit, so part's own clash check
+// need not read them (before the flip nothing of the commit is seen; a
+// file put there after the claim's create waits for the commit or meets
+// the claim).
+func (c crossParts) coveredFor(part string) map[string]bool {
+	var out map[string]bool
+	for _, r := range c {
+		if !slices.Contains(r.claims, part) {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		for dir := range r.notLive {
+			out[dir] = true
+		}
+	}
+	return out
+}
+
 // without returns c without part's request.
 func (c crossParts) without(part string) crossParts {
 	out := maps.Clone(c)
@@ -172,6 +194,9 @@ func (d *Driver) crossNeeds(ctx context.Context, t *tail, part string, entries [
 	need := crossParts{}
 	// Claims of part in its ancestor partitions.
 	for _, a := range d.claimParts(part) {
+		if r := cx[a]; r != nil && slices.Contains(r.claims, part) {
+			continue // this commit claims it
+		}
 		ta := tails[a]
 		if ta == nil {
 			var err error
@@ -185,9 +210,6 @@ func (d *Driver) crossNeeds(ctx context.Context, t *tail, part string, entries [
 			return err
 		}
 		if slices.Contains(subs, part) && !emptyLog(t) {
-			continue
-		}
-		if r := cx[a]; r != nil && slices.Contains(r.claims, part) {
 			continue
 		}
 		w := need.at(a)
@@ -301,7 +323,11 @@ func (d *Driver) checkReq(ctx context.Context, t *tail, part string, req *partRe
 // taken (an aborted object holds its positions). A claim or guard needed
 // because of a commit landing after this read is still found by the part
 // that needs it, and the commit is made again (commitWhole).
-func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, order []string, byPart map[string][]int, cx crossParts) error {
+//
+// It returns the tails it read, which the first attempt starts from: the
+// partitions' own are read as a writer reads them (withLast), so reading
+// them here costs the commit nothing more.
+func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, order []string, byPart map[string][]int, cx crossParts) (map[string]*tail, error) {
 	tails := map[string]*tail{}
 	for _, part := range order {
 		var sub []datastore.Entry
@@ -309,10 +335,10 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 			sub = append(sub, entries[i])
 		}
 		t := tails[part]
-		if t == nil {
+		if t == nil || !t.withLast {
 			var err error
-			if t, err = d.readTail(ctx, part, false); err != nil {
-				return err
+			if t, err = d.readTail(ctx, part, true); err != nil {
+				return nil, err
 			}
 			tails[part] = t
 		}
@@ -323,8 +349,8 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return tails, nil
 }

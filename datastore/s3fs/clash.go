@@ -42,15 +42,19 @@ func (d *Driver) ChecksClashes() bool { return true }
 // all, so that only those are read (a new file's own entry and the files
 // below it cost nothing more). What it reads of the index is kept in t
 // for the roll-forward (indexHint).
-func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry) (map[string]*tail, error) {
+//
+// covered are directories in other partitions that the commit's own claim
+// objects check as they are created (claims.go): not read here. It returns
+// the tail it read of each other partition (claims.go reads their claims
+// from them).
+func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry, covered map[string]bool) (map[string]*tail, error) {
 	tails := map[string]*tail{}
-	err := d.checkClashInto(ctx, t, part, entries, tails)
+	err := d.checkClashInto(ctx, t, part, entries, tails, covered)
 	return tails, err
 }
 
-// checkClashInto is checkClash, keeping in tails the tail it read of each
-// other partition (claims.go reads their claims from them).
-func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail) error {
+// checkClashInto is checkClash, keeping the tails it reads in tails.
+func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail, covered map[string]bool) error {
 	in := map[string]bool{}
 	var puts []string
 	for _, e := range entries {
@@ -77,7 +81,7 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 				}
 			} else {
 				otherOf[p] = append(otherOf[p], a)
-				if !seen[a] {
+				if !seen[a] && !covered[a] {
 					others = append(others, a)
 				}
 			}

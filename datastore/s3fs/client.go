@@ -86,6 +86,13 @@ type client struct {
 	// every namespace's driver on this client.
 	fault faultHook
 	txs   sync.Map // record key → txRecord (done or aborted: final)
+	// staging holds the ids of the commits this process is staging
+	// (whole.go): a part of one is pending to this process's readers
+	// without a GET of its record, which can only say pending or, if
+	// another process gave it up, aborted; either way its flip has not
+	// happened, and a reader that stops before it reads what it would
+	// have read a moment earlier.
+	staging sync.Map
 	// moves: this process's last commits' head moves and the cursors it
 	// last read (cursorover.go), shared by every namespace's driver.
 	moves moveLog

@@ -216,7 +216,7 @@ const commitPatience = 20 * time.Second
 // re-read tail does not show (a foreign or damaged object) is reported as
 // damage at once.
 func (d *Driver) commitPartition(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
-	return d.commitPartitionTx(ctx, part, fence, ft, entries, now, "", nil, nil)
+	return d.commitPartitionTx(ctx, part, fence, ft, entries, now, "", nil, nil, nil)
 }
 
 // commitPartitionTx is commitPartition; with tx set, the log object is a
@@ -225,8 +225,11 @@ func (d *Driver) commitPartition(ctx context.Context, part string, fence *datast
 // commit's claims and guards (claims.go; nil for a commit of one object):
 // what they ask of part is checked against the tail the create vouches
 // for, and a claim or guard the commit needs and cx lacks is returned as
-// *errNeedParts.
-func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time, tx string, marks *[]pendingMark, cx crossParts) ([]datastore.Info, error) {
+// *errNeedParts. pre, if not nil, is part's tail as the staged commit read
+// it before it began: the first attempt starts from it (its create is
+// conditional on the position it names, so a tail that moved since only
+// costs a lost race and a new read).
+func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, now time.Time, tx string, marks *[]pendingMark, cx crossParts, pre *tail) ([]datastore.Info, error) {
 	var lost uint64 // the position last lost to another create
 	inFlight := false
 	begin := time.Now()
@@ -253,7 +256,11 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 				return nil, nil
 			}
 		}
-		t, err := d.register(ctx, part, regFence, len(entries) == 0 && req != nil && len(req.claims) > 0)
+		var known *tail
+		if attempt == 0 {
+			known = pre // read by the staged commit before it began (claims.go)
+		}
+		t, err := d.register(ctx, part, regFence, len(entries) == 0 && req != nil && len(req.claims) > 0, known)
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +284,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			// racing for the position again would never end.
 			return nil, datastore.Damaged(d.c.bucket+"/"+d.logKey(part, lost), "an object holds partition %q's next position but is not read as its log object", part)
 		}
-		tails, err := d.checkClash(ctx, t, part, entries) // clash.go
+		tails, err := d.checkClash(ctx, t, part, entries, cx.coveredFor(part)) // clash.go
 		if err != nil {
 			return nil, err
 		}
@@ -445,16 +452,29 @@ func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
 // register reads part's tail, creating its head (the registry entry) first
 // if the partition is new; with a fence, only once the lock record holds
 // it (so a stale holder registers no partition).
-func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence, claimsOnly bool) (*tail, error) {
-	t, err := d.readTail(ctx, part, true)
-	if err != nil || t.exists {
-		return t, err
+func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence, claimsOnly bool, known *tail) (*tail, error) {
+	t := known
+	if t == nil || !t.withLast {
+		var err error
+		if t, err = d.readTail(ctx, part, true); err != nil {
+			return nil, err
+		}
+	}
+	if t.exists {
+		return t, nil
 	}
 	if _, err := d.checkFence(ctx, fence); err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(head{ClaimsOnly: claimsOnly})
-	if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {
+	h := head{ClaimsOnly: claimsOnly}
+	body, _ := json.Marshal(h)
+	etag, err := d.c.create(ctx, d.headKey(part), body)
+	if err == nil {
+		// The head is the one just created: only the log is read (a
+		// dropped partition's may still hold objects).
+		return d.tailAt(ctx, part, h, etag, true)
+	}
+	if !errors.Is(err, metastore.ErrConflict) {
 		return nil, err
 	}
 	return d.readTail(ctx, part, true)

@@ -254,8 +254,11 @@ func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, kno
 			}
 		}
 	}
+	// A partition that holds only claims has no index entry to read
+	// (claimsonly.go): its tail, read above, is all it holds.
+	noIndex := !t.exists || t.h.ClaimsOnly
 	for _, p := range paths {
-		if _, ok := out[p]; ok || !t.exists {
+		if _, ok := out[p]; ok || noIndex {
 			continue
 		}
 		if known != nil && strings.HasPrefix(p, dir) && !known[p] {

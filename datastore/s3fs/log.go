@@ -129,6 +129,8 @@ type tail struct {
 	// tail): its fences are what the log had seen before objects.
 	base *logObject
 	last *logObject // the log's last object (nil for an empty log)
+	// withLast: read by readTail with withLast (a writer's tail).
+	withLast bool
 	// blocked is the first object after h.Applied staged by a commit not
 	// yet decided (whole.go): objects holds none from it on, and the
 	// partition rolls forward only up to the position before it.
@@ -349,10 +351,16 @@ func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tai
 	if err != nil {
 		return nil, err
 	}
-	t := &tail{h: h, hetag: etag, exists: ok}
 	if !ok {
-		return t, nil
+		return &tail{h: h, hetag: etag, withLast: withLast}, nil
 	}
+	return d.tailAt(ctx, part, h, etag, withLast)
+}
+
+// tailAt is readTail with part's head already read (h, whose ETag is
+// etag): the log after it.
+func (d *Driver) tailAt(ctx context.Context, part string, h head, etag string, withLast bool) (*tail, error) {
+	t := &tail{h: h, hetag: etag, exists: true, withLast: withLast}
 	after, applied := h.Applied, h.Applied
 	if withLast {
 		after, applied = max(h.Applied, 1)-1, 0

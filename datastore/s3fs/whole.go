@@ -122,6 +122,11 @@ func (d *Driver) resolve(ctx context.Context, o *logObject) (pending bool, err e
 	if o.Tx == "" {
 		return false, nil
 	}
+	if _, final := d.c.txs.Load(d.txKey(o.Tx)); !final {
+		if _, own := d.c.staging.Load(o.Tx); own {
+			return true, nil // not flipped yet: see client.staging
+		}
+	}
 	rec, _, ok, err := d.readTx(ctx, o.Tx)
 	if err != nil {
 		return false, err
@@ -177,14 +182,17 @@ const maxNeedRounds = 8
 // more added (and the commit made again under a new record) when a part
 // finds it needs them.
 func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts) ([]datastore.Info, error) {
+	var pre map[string]*tail
 	if cx == nil {
 		cx = crossParts{}
-		if err := d.neededParts(ctx, entries, order, byPart, cx); err != nil { // claims.go
+		var err error
+		if pre, err = d.neededParts(ctx, entries, order, byPart, cx); err != nil { // claims.go
 			return nil, err
 		}
 	}
 	for round := 1; ; round++ {
-		out, err := d.commitWholeOnce(ctx, fence, ft, entries, order, byPart, now, cx)
+		out, err := d.commitWholeOnce(ctx, fence, ft, entries, order, byPart, now, cx, pre)
+		pre = nil // read before the first attempt only
 		var need *errNeedParts
 		if !errors.As(err, &need) {
 			return out, err
@@ -197,7 +205,7 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fe
 }
 
 // commitWholeOnce is one attempt of commitWhole under a new record.
-func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts) ([]datastore.Info, error) {
+func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts, pre map[string]*tail) ([]datastore.Info, error) {
 	started := time.Now()
 	var b [16]byte
 	rand.Read(b[:])
@@ -211,6 +219,8 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 	if err != nil {
 		return nil, err
 	}
+	d.c.staging.Store(id, true)
+	defer d.c.staging.Delete(id)
 	giveUp := func() {
 		rec.State = "aborted"
 		body, _ := json.Marshal(rec)
@@ -233,7 +243,7 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 	for _, part := range order {
 		idx := byPart[part]
 		if len(idx) == 0 {
-			if _, err := d.commitPartitionTx(ctx, part, fence, ft, nil, now, id, &marks, cx); err != nil {
+			if _, err := d.commitPartitionTx(ctx, part, fence, ft, nil, now, id, &marks, cx, pre[part]); err != nil {
 				giveUp()
 				return nil, err
 			}
@@ -249,7 +259,11 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 			if start > 0 {
 				partCx = cx.without(part) // asked of the first object only
 			}
-			infos, err := d.commitPartitionTx(ctx, part, fence, ft, sub, now, id, &marks, partCx)
+			var known *tail
+			if start == 0 {
+				known = pre[part]
+			}
+			infos, err := d.commitPartitionTx(ctx, part, fence, ft, sub, now, id, &marks, partCx, known)
 			if err != nil {
 				giveUp()
 				return nil, err

@@ -1,0 +1,120 @@
+package s3fs_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// TestClaimsSeenFromOutside reads what a model's first commit leaves in the
+// bucket with a raw S3 client (issue 27): a claim object in data's log
+// naming the model, and data's head marked as holding only claims, so that
+// Partitions and ChangedPartitions do not name it. A takeover still fences
+// data, a file put there later makes it a partition like any other, and a
+// foreign client that deletes data's head does not make lake forget the
+// claim (the log still holds it) nor let a file over the model in.
+func TestClaimsSeenFromOutside(t *testing.T) {
+	ctx := t.Context()
+	raw, bucket, s := rawStore(t, "lake/claims")
+	get := func(key string) map[string]any {
+		t.Helper()
+		out, err := raw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatalf("GET %s: %v", key, err)
+		}
+		defer out.Body.Close()
+		b, _ := io.ReadAll(out.Body)
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return v
+	}
+	list := func(prefix string) []string {
+		t.Helper()
+		out, err := raw.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, o := range out.Contents {
+			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), prefix))
+		}
+		return keys
+	}
+	if _, err := s.Put(ctx, "data/m/1/f", strings.NewReader("f"), nil); err != nil {
+		t.Fatal(err)
+	}
+	claims := list("lake/claims/l/data/")
+	if len(claims) != 1 {
+		t.Fatalf("data's log after model m/1's first commit = %v; want its one claim", claims)
+	}
+	if c := get("lake/claims/l/data/" + claims[0]); fmt.Sprint(c["claims"]) != "[m/1]" || c["entries"] != nil {
+		t.Fatalf("claim object = %v; want claims [m/1] and no entries", c)
+	}
+	if h := get("lake/claims/h/data"); h["claimsOnly"] != true || !slices.Contains(h["subs"].([]any), any("m/1")) {
+		t.Fatalf("data's head = %v; want claimsOnly and subs [m/1]", h)
+	}
+	if p, err := s.Partitions(ctx); err != nil || strings.Join(p, ",") != "m/1" {
+		t.Fatalf("Partitions = %v, %v; want m/1 only (data holds only claims)", p, err)
+	}
+	heads, cur, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 1 || heads[0].Partition != "m/1" {
+		t.Fatalf("ChangedPartitions = %v, %v; want m/1 only", heads, err)
+	}
+
+	// A takeover fences data too: a stale holder's first file there is
+	// refused like anywhere else.
+	lock := "lock/ns/sync"
+	if err := s.Records().CASRecord(ctx, lock, metastore.ExpectAbsent(), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FenceTakeover(ctx, &datastore.Fence{Key: lock, Token: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("lake/claims/l/data/"); len(got) != 2 {
+		t.Fatalf("data's log after a takeover = %v; want the claim and a fence entry", got)
+	}
+	if heads, cur, err = s.ChangedPartitions(ctx, cur); err != nil || len(heads) != 1 || heads[0].Partition != "m/1" {
+		t.Fatalf("ChangedPartitions after the takeover = %v, %v; want m/1 (its fence entry), not data", heads, err)
+	}
+
+	// A file put in data makes it a partition like any other.
+	if _, err := s.Put(ctx, "data/README", strings.NewReader("r"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Partitions(ctx); err != nil || strings.Join(p, ",") != "data,m/1" {
+		t.Fatalf("Partitions after a file in data = %v, %v", p, err)
+	}
+	if heads, _, err := s.ChangedPartitions(ctx, cur); err != nil || len(heads) != 1 || heads[0].Partition != "data" {
+		t.Fatalf("ChangedPartitions after a file in data = %v, %v; want data", heads, err)
+	}
+
+	// A foreign client deletes data's head: the claim is still read from
+	// the log, and a file over the model is refused by a process that
+	// never saw the head.
+	if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String("lake/claims/h/data")}); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := s3fs.Open(ctx, s3local.Client(t), s3fs.Options{Bucket: bucket, Prefix: "lake/claims"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := datastore.New(d2)
+	defer other.Close()
+	_, err = other.Put(ctx, "data/m/1", strings.NewReader("over"), nil)
+	if cl, ok := datastore.AsClash(err); !ok || !errors.Is(err, metastore.ErrConflict) || cl.Other != "data/m/1/f" {
+		t.Fatalf("a file over model m/1 after data's head was deleted: %v", err)
+	}
+}
