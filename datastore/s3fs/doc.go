@@ -39,6 +39,13 @@
 // is not lake's (a foreign writer's, a damaged one) is reported as
 // datastore.ErrDamaged naming it, never raced for (check.go repairs it).
 //
+// A file and files below it in another partition are refused atomically by
+// directory claims: log objects with no entries that a model's first
+// commit creates in the partitions above it, and guards that a put over a
+// claimed model creates in that model's log, each after checking the
+// tail its create vouches for (claims.go, claimsonly.go). Like fence
+// entries they take positions: S3's positions only grow, with gaps.
+//
 // # Fencing
 //
 // Each log object carries its fence's token and the highest token of each
