@@ -282,7 +282,7 @@ func (p Params) s3SyncWorker() []Statement {
 	lists := []string{cat + "*", pre + "r/rec/" + ns + "/*", pre + "r/exp/" + ns + "/*", pre + "h/"}
 	if ns == datastore.DefaultNamespace {
 		// The root namespace's objects are the store's top-level kinds.
-		for _, k := range []string{"c", "u", "v", "q", "l", "h", "f", "p", "x"} {
+		for _, k := range []string{"c", "u", "v", "q", "l", "h", "f", "p", "t", "x"} {
 			objects = append(objects, p.s3ARN(pre+k+"/*"))
 			lists = append(lists, pre+k+"/*")
 		}

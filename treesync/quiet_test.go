@@ -84,6 +84,10 @@ func TestQuietSyncTakesNoLock(t *testing.T) {
 		if rep := sync(t, a, treesync.Scope{}); rep.PrunedModels != 0 {
 			t.Fatalf("the delete's sync pruned before the retention: %+v", rep)
 		}
+		// The model was orphaned by that sync's fold, at the latest when
+		// it returned: due by then plus the retention (on a loaded
+		// machine the fold can end well after deleted).
+		orphaned := time.Now()
 		sync(t, b, treesync.Scope{})
 		rep = sync(t, b, treesync.Scope{})
 		// Only a sync that surely ran before the retention ran out says
@@ -92,7 +96,7 @@ func TestQuietSyncTakesNoLock(t *testing.T) {
 		if time.Since(deleted) < retention-500*time.Millisecond && !rep.Unlocked {
 			t.Fatalf("a quiet sync before the retention ran out took the lock: %+v", rep)
 		}
-		time.Sleep(time.Until(deleted.Add(retention + 100*time.Millisecond)))
+		time.Sleep(time.Until(orphaned.Add(retention + 100*time.Millisecond)))
 		if rep.PrunedModels == 0 { // else that late sync dropped it already
 			if rep := sync(t, b, treesync.Scope{}); rep.Unlocked || rep.PrunedModels != 1 {
 				t.Fatalf("the sync once the retention ran out: %+v; want the model dropped under the lock", rep)
