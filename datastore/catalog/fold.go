@@ -353,10 +353,17 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		} else {
 			// No row yet (a model begun since the last fold): the
 			// partition's whole feed, when it has it, is the model.
+			var fromOwn bool
 			var err error
-			row, reason, err = fresh(ctx, ns, h.Partition, h.Seq, ns.Now())
+			row, reason, fromOwn, err = fresh(ctx, ns, h.Partition, h.Seq, ns.Now(), own[h.Partition])
 			if err != nil {
 				return nil, nil, nil, 0, err
+			}
+			if fromOwn && reason == "" {
+				*fromCommit++
+				if testHookFromCommit != nil {
+					testHookFromCommit(h.Partition)
+				}
 			}
 		}
 		if testHookReason != nil {

@@ -238,10 +238,18 @@ func forward(ctx context.Context, ns *datastore.Store, model string, head uint64
 // listing is a GET of every file's index entry; the feed of a model a
 // commit just began is the commit's own log object. reason is set when the
 // feed cannot give the model whole.
-func fresh(ctx context.Context, ns *datastore.Store, model string, head uint64, now time.Time) (Row, string, error) {
-	changes, upTo, reason, err := changesSince(ctx, ns, model, 0, head)
-	if err != nil || reason != "" {
-		return Row{}, reason, err
+//
+// own are the caller's own commit's entries in the model's partition, as
+// forward takes them: when they are the partition's whole feed up to head
+// (a model the commit began), the feed is not read, and fromOwn says so.
+func fresh(ctx context.Context, ns *datastore.Store, model string, head uint64, now time.Time, own []datastore.Info) (_ Row, _ string, fromOwn bool, _ error) {
+	changes, upTo, fromOwn := committedSince(own, model, 0, head)
+	if !fromOwn {
+		var reason string
+		var err error
+		if changes, upTo, reason, err = changesSince(ctx, ns, model, 0, head); err != nil || reason != "" {
+			return Row{}, reason, false, err
+		}
 	}
 	prefix := datastore.ModelPrefix + model + "/"
 	defPath := DefinitionPath(model)
@@ -249,7 +257,7 @@ func fresh(ctx context.Context, ns *datastore.Store, model string, head uint64, 
 	var def *datastore.Info
 	for _, c := range changes {
 		if !strings.HasPrefix(c.Path, prefix) || ns.Partition(c.Path) != model {
-			return Row{}, fmt.Sprintf("the change of %s is not the model's", c.Path), nil
+			return Row{}, fmt.Sprintf("the change of %s is not the model's", c.Path), false, nil
 		}
 		if c.Path == defPath {
 			d := c
@@ -262,9 +270,9 @@ func fresh(ctx context.Context, ns *datastore.Store, model string, head uint64, 
 	if len(files) == 0 {
 		// No row to write, or an orphaned one of no file: the listing
 		// decides, as it did.
-		return Row{}, "no file is live", nil
+		return Row{}, "no file is live", false, nil
 	}
-	return buildRow(ns.NamespaceName(), model, files, def, nil, upTo, now), "", nil
+	return buildRow(ns.NamespaceName(), model, files, def, nil, upTo, now), "", fromOwn, nil
 }
 
 // ownChanges groups what a commit applied (FoldOptions.Committed) by

@@ -158,3 +158,47 @@ func fencedBoltNamespace(t *testing.T, name string) (*datastore.Store, *datastor
 	}
 	return ns, &datastore.Fence{Key: key, Token: []byte("t")}
 }
+
+// TestFreshRowOverOwnCommit checks that the first row of a model the
+// caller's commit began is built from that commit (FoldOptions.Committed)
+// without the feed when the commit is the model's whole feed, and from
+// the feed when another writer committed to the model before it; the rows
+// count the same files either way.
+func TestFreshRowOverOwnCommit(t *testing.T) {
+	ctx := t.Context()
+	ns, fence := fencedBoltNamespace(t, "fresh")
+	commit := func(model string, bodies ...string) []datastore.Info {
+		t.Helper()
+		var entries []datastore.Entry
+		for i, b := range bodies {
+			st, err := ns.Upload(ctx, datastore.ModelPrefix+model+"/e/v"+string(rune('1'+i))+"/raw", bytes.NewReader([]byte(b)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, datastore.Entry{Put: &st})
+		}
+		applied, err := ns.Commit(ctx, nil, entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return applied
+	}
+	// m/1: begun by the commit told. m/2: another writer's commit
+	// first, then the one told.
+	own := commit("m/1", "a", "bb")
+	commit("m/2", "c")
+	own = append(own, commit("m/2", "dd", "eee")...)
+	st, err := FoldWith(ctx, ns, fence, FoldOptions{Committed: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.FromCommit != 1 || st.Rows != 2 {
+		t.Fatalf("fold wrote %d rows, %d from the commit alone; want 2, 1 (m/1's)", st.Rows, st.FromCommit)
+	}
+	for _, r := range st.Written {
+		want := map[string][2]int64{"m/1": {2, 3}, "m/2": {2, 5}}[r.Model] // m/2: dd over c, and eee
+		if int64(r.Files) != want[0] || r.Bytes != want[1] {
+			t.Fatalf("row of %s = %d files, %d bytes; want %v", r.Model, r.Files, r.Bytes, want)
+		}
+	}
+}
