@@ -177,17 +177,13 @@ func (d *Driver) subsOf(ctx context.Context, t *tail) ([]string, error) {
 // dropped.
 func emptyLog(t *tail) bool { return !t.exists || (t.last == nil && t.h.Applied == 0) }
 
-// crossNeeds returns the claims and guards a commit of entries to part
-// (whose tail is t; tails: other partitions' tails read by its clash
-// checks) needs and cx (the staged commit's requests, nil for a commit of
-// one object) does not carry, as *errNeedParts, or nil.
-func (d *Driver) crossNeeds(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail, cx crossParts) error {
-	var puts []string
-	for _, e := range entries {
-		if e.Put != nil {
-			puts = append(puts, e.Put.Path)
-		}
-	}
+// crossNeeds returns the claims and guards a commit of puts to part (the
+// puts of new files: a put over a live file needs neither, since while it
+// is live no file can be put above or below it; t: part's tail; tails:
+// other partitions' tails read by its clash checks) needs and cx (the
+// staged commit's requests, nil for a commit of one object) does not
+// carry, as *errNeedParts, or nil.
+func (d *Driver) crossNeeds(ctx context.Context, t *tail, part string, puts []string, tails map[string]*tail, cx crossParts) error {
 	if len(puts) == 0 {
 		return nil
 	}
@@ -334,6 +330,12 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 		for _, i := range byPart[part] {
 			sub = append(sub, entries[i])
 		}
+		var puts []string
+		for _, e := range sub {
+			if e.Put != nil {
+				puts = append(puts, e.Put.Path) // new files or not: a claim too many costs only requests
+			}
+		}
 		t := tails[part]
 		if t == nil || !t.withLast {
 			var err error
@@ -342,7 +344,7 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 			}
 			tails[part] = t
 		}
-		err := d.crossNeeds(ctx, t, part, sub, tails, cx)
+		err := d.crossNeeds(ctx, t, part, puts, tails, cx)
 		var need *errNeedParts
 		if errors.As(err, &need) {
 			cx.merge(need.parts)

@@ -46,15 +46,16 @@ func (d *Driver) ChecksClashes() bool { return true }
 // covered are directories in other partitions that the commit's own claim
 // objects check as they are created (claims.go): not read here. It returns
 // the tail it read of each other partition (claims.go reads their claims
-// from them).
-func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry, covered map[string]bool) (map[string]*tail, error) {
+// from them) and the puts of new files (not over a live file), the only
+// ones that need claims or guards.
+func (d *Driver) checkClash(ctx context.Context, t *tail, part string, entries []datastore.Entry, covered map[string]bool) (map[string]*tail, []string, error) {
 	tails := map[string]*tail{}
-	err := d.checkClashInto(ctx, t, part, entries, tails, covered)
-	return tails, err
+	fresh, err := d.checkClashInto(ctx, t, part, entries, tails, covered)
+	return tails, fresh, err
 }
 
 // checkClashInto is checkClash, keeping the tails it reads in tails.
-func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail, covered map[string]bool) error {
+func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entries []datastore.Entry, tails map[string]*tail, covered map[string]bool) (fresh []string, err error) {
 	in := map[string]bool{}
 	var puts []string
 	for _, e := range entries {
@@ -64,12 +65,35 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 		}
 	}
 	if len(puts) == 0 {
-		return nil
+		return nil, nil
+	}
+	known, dir, err := d.indexKeysBelow(ctx, puts)
+	if err != nil {
+		return nil, err
+	}
+	// The puts' own states first: a put over a live file reads nothing
+	// more. While a file is live no directory above it is a file and no
+	// file lies below it, in its partition or another (every commit that
+	// made one of them checked it, and claims keep that across
+	// partitions: claims.go), and the create vouches that it is still live
+	// when the commit lands. A foreign writer that broke the rule already
+	// is met by the puts of new files, and reported by a tree (docs/sync.md).
+	cur, err := d.statTailKnown(ctx, t, puts, known, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range puts {
+		if c, ok := cur[p]; !ok || c.Deleted {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
 	}
 	sameOf, otherOf := map[string][]string{}, map[string][]string{}
 	var stats, others []string
 	seen := map[string]bool{}
-	for _, p := range puts {
+	for _, p := range fresh {
 		for _, a := range datastore.Ancestors(p) {
 			if in[a] {
 				continue
@@ -87,21 +111,19 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 			}
 			seen[a] = true
 		}
-		stats = append(stats, p)
 	}
-	known, dir, err := d.indexKeysBelow(ctx, puts)
-	if err != nil {
-		return err
-	}
-	cur, err := d.statTailKnown(ctx, t, stats, known, dir)
-	if err != nil {
-		return err
+	if len(stats) > 0 {
+		dirs, err := d.statTailKnown(ctx, t, stats, known, dir)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(cur, dirs)
 	}
 	var got map[string]datastore.Info
 	if len(others) > 0 {
 		var read map[string]*tail
 		if got, read, err = d.statTails(ctx, others); err != nil {
-			return err
+			return nil, err
 		}
 		maps.Copy(tails, read)
 	}
@@ -112,7 +134,7 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 	for _, o := range t.objects {
 		counts, err := walk.counts(ctx, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if counts {
 			for _, info := range o.infos(part) {
@@ -124,23 +146,20 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 		_, inTail := tailLive[q]
 		return in[q] || inTail
 	}
-	for _, p := range puts {
+	for _, p := range fresh {
 		for _, a := range sameOf[p] {
 			if c, ok := cur[a]; ok && !c.Deleted {
-				return datastore.Clash(p, a)
+				return nil, datastore.Clash(p, a)
 			}
 		}
 		for _, a := range otherOf[p] {
 			if c, ok := got[a]; ok && !c.Deleted {
-				return datastore.Clash(p, a)
+				return nil, datastore.Clash(p, a)
 			}
-		}
-		if c, ok := cur[p]; ok && !c.Deleted {
-			continue // a file already: nothing is below it
 		}
 		for q, live := range tailLive {
 			if live && !in[q] && strings.HasPrefix(q, p+"/") {
-				return datastore.Clash(p, q)
+				return nil, datastore.Clash(p, q)
 			}
 		}
 		var below string
@@ -150,13 +169,13 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 			below, err = d.liveIndexBelow(ctx, p+"/", skip)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if below != "" {
-			return datastore.Clash(p, below)
+			return nil, datastore.Clash(p, below)
 		}
 	}
-	return nil
+	return fresh, nil
 }
 
 // indexKeysBelow lists the index below the deepest directory that holds

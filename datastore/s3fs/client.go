@@ -93,6 +93,9 @@ type client struct {
 	// happened, and a reader that stops before it reads what it would
 	// have read a moment earlier.
 	staging sync.Map
+	// handoff holds, by driver prefix and partition, the tail a Stat
+	// read last, for the next commit of that partition (handoff.go).
+	handoff sync.Map
 	// moves: this process's last commits' head moves and the cursors it
 	// last read (cursorover.go), shared by every namespace's driver.
 	moves moveLog

@@ -233,6 +233,11 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 	var lost uint64 // the position last lost to another create
 	inFlight := false
 	begin := time.Now()
+	if tx != "" {
+		// A staged part moves the tail a Stat may have handed to the
+		// next commit (handoff.go): that commit reads afresh.
+		d.c.handoff.Delete(d.prefix + part)
+	}
 	req := cx[part]
 	guardOnly := len(entries) == 0 && req != nil && len(req.claims) == 0
 	if req != nil {
@@ -259,6 +264,13 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		var known *tail
 		if attempt == 0 {
 			known = pre // read by the staged commit before it began (claims.go)
+			if known == nil && tx == "" {
+				// read by this process's Stat a moment ago (handoff.go)
+				var err error
+				if known, err = d.takeHandoff(ctx, part); err != nil {
+					return nil, err
+				}
+			}
 		}
 		t, err := d.register(ctx, part, regFence, len(entries) == 0 && req != nil && len(req.claims) > 0, known)
 		if err != nil {
@@ -284,14 +296,14 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			// racing for the position again would never end.
 			return nil, datastore.Damaged(d.c.bucket+"/"+d.logKey(part, lost), "an object holds partition %q's next position but is not read as its log object", part)
 		}
-		tails, err := d.checkClash(ctx, t, part, entries, cx.coveredFor(part)) // clash.go
+		tails, fresh, err := d.checkClash(ctx, t, part, entries, cx.coveredFor(part)) // clash.go
 		if err != nil {
 			return nil, err
 		}
 		if err := d.checkReq(ctx, t, part, req); err != nil { // claims.go
 			return nil, err
 		}
-		if err := d.crossNeeds(ctx, t, part, entries, tails, cx); err != nil {
+		if err := d.crossNeeds(ctx, t, part, fresh, tails, cx); err != nil {
 			return nil, err
 		}
 		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}, Tx: tx}

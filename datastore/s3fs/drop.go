@@ -38,6 +38,7 @@ const maxDropPasses = 4
 // is left without a head (see docs/s3.md, "Dropping a partition").
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part string, now time.Time) (datastore.DropStats, error) {
 	var st datastore.DropStats
+	d.c.handoff.Delete(d.prefix + part) // a Stat's tail of the log that goes (handoff.go)
 	ft, err := d.checkFence(ctx, fence)
 	if err != nil {
 		return st, err

@@ -261,6 +261,14 @@ func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, kno
 		if _, ok := out[p]; ok || noIndex {
 			continue
 		}
+		if h, ok := t.hints[p]; ok {
+			// Read with this tail already (by a Stat that handed it
+			// to a commit: handoff.go), after the tail itself.
+			if h.e != nil {
+				out[p] = h.e.info(part, h.e.Pos, h.e.Time)
+			}
+			continue
+		}
 		if known != nil && strings.HasPrefix(p, dir) && !known[p] {
 			t.hint(p, nil, "")
 			continue

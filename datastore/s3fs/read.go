@@ -57,7 +57,10 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 // the applied watermark, normally empty), then the index entry of each path
 // the tail does not answer.
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
-	out, _, err := d.statTails(ctx, paths)
+	out, tails, err := d.statTails(ctx, paths)
+	for part, t := range tails {
+		d.handOff(part, t) // handoff.go
+	}
 	return out, err
 }
 

@@ -1,0 +1,78 @@
+package s3fs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// A sync stats the paths it is about to commit (their states, read before
+// the commit, go to the catalog fold), then commits them: on S3 both read
+// the partition's tail (its head, a LIST of its log) and each path's index
+// entry, so the commit read again, a moment later, what the Stat had just
+// read (issue 31). The Stat now hands its tail, with the index entries it
+// read as hints, to the next commit of that partition in this process,
+// which starts from it: it reads only the log object the head ends at (the
+// fences a writer carries on), one GET instead of a GET, a LIST and the
+// entries.
+//
+// Nothing is trusted that the commit does not vouch for: its create is
+// conditional on the position the tail names, so a tail that moved since
+// the Stat costs a lost race and a fresh read, never a decision on stale
+// state (an index entry read after the tail is at least as new as the
+// tail; one newer means a commit landed after it, which took that
+// position). A tail older than handoffAge is not taken, so a lost race
+// stays rare.
+
+// handoffAge bounds how old a Stat's tail a commit starts from.
+const handoffAge = 5 * time.Second
+
+type handoff struct {
+	t  *tail
+	at time.Time
+}
+
+// handOff offers t, part's tail just read by a Stat, to the next commit.
+func (d *Driver) handOff(part string, t *tail) {
+	d.c.handoff.Store(d.prefix+part, handoff{t: t, at: time.Now()})
+}
+
+// takeHandoff returns the tail a Stat offered for part, once, read as a
+// writer reads it (withLast), or nil: none offered, too old, or its head
+// names no object that ends at its watermark (the commit then reads).
+func (d *Driver) takeHandoff(ctx context.Context, part string) (*tail, error) {
+	v, ok := d.c.handoff.LoadAndDelete(d.prefix + part)
+	if !ok {
+		return nil, nil
+	}
+	h := v.(handoff)
+	t := h.t
+	if time.Since(h.at) > handoffAge || t.withLast {
+		return nil, nil
+	}
+	if !t.exists || t.h.Applied == 0 {
+		t.withLast = true // nothing applied: a writer reads no more
+		return t, nil
+	}
+	if t.h.Base == 0 || t.h.Base > t.h.Applied {
+		return nil, nil
+	}
+	o, err := d.readLog(ctx, part, d.logKey(part, t.h.Base), t.h.Base)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return nil, nil // compacted or dropped since: read afresh
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.last() != t.h.Applied {
+		return nil, nil
+	}
+	t.base = o
+	if t.last == nil {
+		t.last = o
+	}
+	t.withLast = true
+	return t, nil
+}
