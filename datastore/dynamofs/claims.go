@@ -134,10 +134,22 @@ func (d *Driver) crossPartition(ctx context.Context, entries []datastore.Entry, 
 		}
 		p := e.Put.Path
 		part := d.partition(p)
-		// Claims of the put's model in its ancestor partitions.
+		// Claims of the put's model in its ancestor partitions. The
+		// process's cache is trusted only while the model's head has a
+		// seq: a new or dropped model's claims may have been forgotten by
+		// its drop (forgetClaims), so its commit reads them again.
+		live := getN(lookup(d.headKey(part)), "seq") > 0
 		for _, a := range d.claimParts(part) {
 			if _, ok := d.claimed.Load(d.claimKey(a, part)); ok {
-				continue
+				if live {
+					continue
+				}
+				d.claimed.Delete(d.claimKey(a, part))
+				if lookup(d.headKey(a)) == nil {
+					// Not read with the commit (the cache said
+					// claimed): read again, with it.
+					return nil, errClaimedFirst
+				}
 			}
 			if slices.Contains(getSS(lookup(d.headKey(a)), "subs"), part) {
 				d.claimed.Store(d.claimKey(a, part), struct{}{})
@@ -258,4 +270,53 @@ func (d *Driver) claimFirst(ctx context.Context, claims []types.TransactWriteIte
 		}
 	}
 	return nil
+}
+
+// dropHeads reads, for DropPartition of x, x's head and those of the
+// partitions x claimed (one BatchGetItem; a GetItem for a partition that
+// is not a model), and returns the head and the updates that remove x from
+// their subs, for the drop's last transaction. Without them subs would
+// grow with every model ever made (a seed's disposable models make
+// thousands an hour) toward DynamoDB's 400 KB item limit, and every commit
+// that reads such a head would pay for its size. Each update is
+// conditioned on subs still naming x; in the transaction that deletes x's
+// head under a condition on its seq, so a commit of x since the read
+// fails the drop, and a commit of x after it finds x's head without a seq
+// and claims again (crossPartition does not trust the process's cache for
+// it).
+func (d *Driver) dropHeads(ctx context.Context, x string) (item, []types.TransactWriteItem, error) {
+	hosts := d.claimParts(x)
+	if len(hosts) == 0 {
+		h, err := d.getItem(ctx, d.headKey(x))
+		return h, nil, err
+	}
+	keys := []item{d.headKey(x)}
+	for _, a := range hosts {
+		keys = append(keys, d.headKey(a))
+	}
+	got, err := d.batchGet(ctx, dedupKeys(keys))
+	if err != nil {
+		return nil, nil, err
+	}
+	byKey := map[string]item{}
+	for _, it := range got {
+		byKey[getS(it, attrPK)+"\x00"+getS(it, attrSK)] = it
+	}
+	find := func(k item) item { return byKey[getS(k, attrPK)+"\x00"+getS(k, attrSK)] }
+	var forget []types.TransactWriteItem
+	for _, a := range hosts {
+		d.claimed.Delete(d.claimKey(a, x))
+		if !slices.Contains(getSS(find(d.headKey(a)), "subs"), x) {
+			continue
+		}
+		u, err := build(expression.NewBuilder().
+			WithCondition(expression.Contains(expression.Name("subs"), x)).
+			WithUpdate(expression.Delete(expression.Name("subs"), expression.Value(&types.AttributeValueMemberSS{Value: []string{x}}))))
+		if err != nil {
+			return nil, nil, err
+		}
+		forget = append(forget, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.headKey(a),
+			ConditionExpression: u.Condition(), UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}})
+	}
+	return find(d.headKey(x)), forget, nil
 }

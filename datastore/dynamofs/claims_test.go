@@ -2,6 +2,7 @@ package dynamofs_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,5 +148,79 @@ func TestClaimsThatDoNotFitGoFirst(t *testing.T) {
 	_, err = s2.Put(ctx, "data/t3/x", strings.NewReader("x"), nil)
 	if c, ok := datastore.AsClash(err); !ok || c.Path != "data/t3/x" || !strings.HasPrefix(c.Other, "data/t3/x/") {
 		t.Fatalf("put data/t3/x over model t3/x/y: %v", err)
+	}
+}
+
+// TestDropForgetsClaims: a dropped model's name leaves the subs of the
+// heads it claimed, so that a loop of disposable models (seed 004) does
+// not grow data's head toward DynamoDB's 400 KB item limit; and a process
+// that cached the model's claim before the drop claims again at the
+// model's next commit, so the file over it is still refused (issue 27).
+func TestDropForgetsClaims(t *testing.T) {
+	raw, table, s := rawStore(t)
+	ctx := t.Context()
+	subs := func() []string {
+		t.Helper()
+		out, err := raw.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range out.Items {
+			if ss, ok := it["subs"].(*types.AttributeValueMemberSS); ok {
+				names = append(names, ss.Value...)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	put := func(s *datastore.Store, p string) error {
+		_, err := s.Put(ctx, p, strings.NewReader("x"), nil)
+		return err
+	}
+	if err := put(s, "data/m/keep/f"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		m := fmt.Sprintf("m/d%02d", i)
+		if err := put(s, "data/"+m+"/f"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DropPartition(ctx, nil, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := subs(); strings.Join(got, ",") != "m/keep" {
+		t.Fatalf("subs after 20 models made and dropped = %v; want m/keep only", got)
+	}
+
+	// Another process caches m/again's claim; the model is dropped; that
+	// process's next commit of it claims again.
+	d2, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := datastore.New(d2)
+	t.Cleanup(func() { s2.Close() })
+	for _, p := range []string{"data/m/again/f", "data/m/again/g"} { // the second reads the claim and caches it
+		if err := put(s2, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DropPartition(ctx, nil, "m/again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs(); slices.Contains(got, "m/again") {
+		t.Fatalf("subs after m/again's drop = %v", got)
+	}
+	if err := put(s2, "data/m/again/h"); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs(); !slices.Contains(got, "m/again") {
+		t.Fatalf("subs after m/again was made again by a process that had cached its claim = %v; want it claimed again", got)
+	}
+	err = put(s, "data/m/again")
+	if c, ok := datastore.AsClash(err); !ok || c.Other != "data/m/again/h" {
+		t.Fatalf("a file over the model made again: %v", err)
 	}
 }

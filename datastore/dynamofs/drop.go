@@ -13,7 +13,8 @@ import (
 
 // dropRoom is the most file items one drop transaction carries: 100 items
 // less the fence's ConditionCheck and the head's delete and registry's
-// update, for which the last transaction keeps room.
+// update, for which the last transaction keeps room (and one item to
+// spare, for the claim a model's drop removes; more claims take more).
 const dropRoom = 100 - 1 - 2
 
 // DropPartition reads the partition's head, then its files (one Query page
@@ -26,13 +27,16 @@ const dropRoom = 100 - 1 - 2
 // its registry shard's set. A commit racing the drop therefore fails one of
 // its conditions, and the drop returns an error matching
 // metastore.ErrConflict instead of losing that commit; a crash or conflict
-// leaves it partly done, and another call finishes it.
+// leaves it partly done, and another call finishes it. A model's head is
+// read with those of the partitions it claimed (one BatchGetItem), and the
+// last transaction also removes it from their subs (forgetClaims).
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
 	var st datastore.DropStats
-	head, err := d.getItem(ctx, d.headKey(partition))
+	head, forget, err := d.dropHeads(ctx, partition) // claims.go
 	if err != nil {
 		return st, err
 	}
+	room := dropRoom - max(0, len(forget)-1)
 	var batch []types.TransactWriteItem
 	var pending datastore.DropStats
 	flush := func() error {
@@ -45,7 +49,7 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 		return nil
 	}
 	err = d.dropFiles(ctx, partition, now, func(ops []types.TransactWriteItem, tomb bool) error {
-		if len(batch)+len(ops) > dropRoom {
+		if len(batch)+len(ops) > room {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -91,6 +95,7 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 	}
 	batch = append(batch, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.registryKey(shard(partition)),
 		UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}})
+	batch = append(batch, forget...)
 	// Forget the registration before the registry loses it and again
 	// after: a commit of this process that follows the drop registers the
 	// partition again rather than trust a cache the drop made stale.

@@ -2,6 +2,7 @@ package s3fs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -355,4 +356,29 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 		}
 	}
 	return tails, nil
+}
+
+// forgetClaims removes dropped model x from the Subs of its ancestor
+// partitions' heads, once its drop removed its head: without it a head's
+// Subs would grow with every model ever made (a seed's disposable models
+// make thousands an hour), and every commit that reads that head would
+// read it all. It is best effort, one conditional replace a head: a claim
+// left behind costs a name until the model's next drop, never a wrong
+// answer (a model whose log is empty claims again at its next commit,
+// whatever Subs says). A claim x made since its drop is kept: it is in
+// the head's tail (rolled forward again later) or, rolled forward, came
+// with x's head, which the staged commit registered before it flipped.
+func (d *Driver) forgetClaims(ctx context.Context, x string) {
+	for _, a := range d.claimParts(x) {
+		h, etag, ok, err := d.readHead(ctx, a)
+		if err != nil || !ok || !slices.Contains(h.Subs, x) {
+			continue
+		}
+		if _, _, again, err := d.readHead(ctx, x); err != nil || again {
+			continue
+		}
+		h.Subs = slices.DeleteFunc(h.Subs, func(s string) bool { return s == x })
+		body, _ := json.Marshal(h)
+		_, _ = d.c.replace(ctx, d.headKey(a), etag, body)
+	}
 }

@@ -118,3 +118,54 @@ func TestClaimsSeenFromOutside(t *testing.T) {
 		t.Fatalf("a file over model m/1 after data's head was deleted: %v", err)
 	}
 }
+
+// TestDropForgetsClaims: a dropped model's name leaves the Subs of the
+// heads it claimed (read with a raw S3 client), so that a loop of
+// disposable models (seed 004) does not grow data's head without bound;
+// made again, the model claims again, and a file over it is refused.
+func TestDropForgetsClaims(t *testing.T) {
+	ctx := t.Context()
+	raw, bucket, s := rawStore(t, "lake/forget")
+	subs := func() string {
+		t.Helper()
+		out, err := raw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("lake/forget/h/data")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Body.Close()
+		var h struct{ Subs []string }
+		if err := json.NewDecoder(out.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(h.Subs, ",")
+	}
+	put := func(p string) error {
+		_, err := s.Put(ctx, p, strings.NewReader("x"), nil)
+		return err
+	}
+	if err := put("data/m/keep/f"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		m := fmt.Sprintf("m/d%02d", i)
+		if err := put("data/" + m + "/f"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DropPartition(ctx, nil, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := subs(); got != "m/keep" {
+		t.Fatalf("data's Subs after 10 models made and dropped = %q; want m/keep only", got)
+	}
+	if err := put("data/m/d03/g"); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs(); got != "m/d03,m/keep" {
+		t.Fatalf("data's Subs after m/d03 was made again = %q", got)
+	}
+	err := put("data/m/d03")
+	if cl, ok := datastore.AsClash(err); !ok || cl.Other != "data/m/d03/g" {
+		t.Fatalf("a file over the model made again: %v", err)
+	}
+}

@@ -74,6 +74,7 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 			return st, err
 		}
 		if !t.exists && len(logs) == 0 && len(files) == 0 {
+			d.forgetClaims(ctx, part) // claims.go
 			return st, nil
 		}
 		if fence != nil {

@@ -108,7 +108,8 @@ type head struct {
 	// it read objects it did not need.
 	Base uint64 `json:"base,omitempty"`
 	// Subs are the models that claimed this partition (claims.go), from
-	// the log objects rolled forward up to Applied; only grows.
+	// the log objects rolled forward up to Applied; a model's drop
+	// removes it (forgetClaims).
 	Subs []string `json:"subs,omitempty"`
 	// ClaimsOnly: the partition was registered by a directory claim
 	// (claims.go) and no object holding a change has been rolled
