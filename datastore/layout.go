@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lakemeta/lake/internal/lakeerr"
@@ -141,6 +142,23 @@ func (l Layout) Partition(p string) string {
 	}
 	first, _, _ := strings.Cut(p, "/")
 	return first
+}
+
+// ClaimParts returns model x's ancestor partitions under l: those of the
+// directories of any file x can hold (the ancestors of data/x/n/v/f),
+// except x itself, where x's directory claims go (a drivers' claims.go);
+// nil for a partition that is not a model.
+func (l Layout) ClaimParts(x string) []string {
+	if !strings.Contains(x, "/") {
+		return nil
+	}
+	var out []string
+	for _, a := range Ancestors(ModelPrefix + x + "/n/v/f") {
+		if p := l.Partition(a); p != x && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // LayoutSetter is the optional ability of a driver that computes partitions

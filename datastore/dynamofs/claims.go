@@ -16,7 +16,7 @@ import (
 //
 // The files of a model X lie below data/X, and their directories (data,
 // data/T, data/X, data/X/NAME, data/X/NAME/VERSION…) can belong to other
-// partitions, the ancestor partitions of X (claimParts: "data" and the
+// partitions, the ancestor partitions of X (Layout.ClaimParts: "data" and the
 // shallower models whose names are prefixes of X's). A file put at one of
 // those directories must be refused while X has a live file below it,
 // atomically. Two attributes of a partition's head item carry that:
@@ -61,22 +61,6 @@ import (
 // deletes its head and the claims in it; each model claims it again at its
 // next commit from a process that has not cached the claim.
 
-// claimParts returns X's ancestor partitions: those of the directories of
-// any file a model X can hold (the ancestors of data/X/n/v/f under d's
-// layout), except X itself; nil for a partition that is not a model.
-func (d *Driver) claimParts(x string) []string {
-	if !strings.Contains(x, "/") {
-		return nil
-	}
-	var out []string
-	for _, a := range datastore.Ancestors(datastore.ModelPrefix + x + "/n/v/f") {
-		if p := d.partition(a); p != x && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // claimKey caches that model x has claimed partition p in d's namespace.
 func (d *Driver) claimKey(p, x string) string { return d.ns + "\x00" + p + "\x00" + x }
 
@@ -89,7 +73,7 @@ func (d *Driver) claimKeys(entries []datastore.Entry) []item {
 			continue
 		}
 		x := d.partition(e.Put.Path)
-		for _, p := range d.claimParts(x) {
+		for _, p := range d.layout.ClaimParts(x) {
 			if _, ok := d.claimed.Load(d.claimKey(p, x)); !ok {
 				keys = append(keys, d.headKey(p))
 			}
@@ -139,7 +123,7 @@ func (d *Driver) crossPartition(ctx context.Context, entries []datastore.Entry, 
 		// seq: a new or dropped model's claims may have been forgotten by
 		// its drop (forgetClaims), so its commit reads them again.
 		live := getN(lookup(d.headKey(part)), "seq") > 0
-		for _, a := range d.claimParts(part) {
+		for _, a := range d.layout.ClaimParts(part) {
 			if _, ok := d.claimed.Load(d.claimKey(a, part)); ok {
 				if live {
 					continue
@@ -285,7 +269,7 @@ func (d *Driver) claimFirst(ctx context.Context, claims []types.TransactWriteIte
 // and claims again (crossPartition does not trust the process's cache for
 // it).
 func (d *Driver) dropHeads(ctx context.Context, x string) (item, []types.TransactWriteItem, error) {
-	hosts := d.claimParts(x)
+	hosts := d.layout.ClaimParts(x)
 	if len(hosts) == 0 {
 		h, err := d.getItem(ctx, d.headKey(x))
 		return h, nil, err

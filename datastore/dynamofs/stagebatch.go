@@ -65,7 +65,7 @@ func (d *Driver) stageLen(entries []datastore.Entry) int {
 			add++ // its intent
 		}
 		if !parts[part] {
-			add += 2 + len(d.claimParts(part)) // head, model-directory check, claims
+			add += 2 + len(d.layout.ClaimParts(part)) // head, model-directory check, claims
 			if !shards[shard(part)] {
 				add++ // counter
 			}

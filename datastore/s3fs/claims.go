@@ -18,7 +18,7 @@ import (
 // conditional create of a partition's next log object.
 //
 // The files of a model X lie below data/X, and their directories can
-// belong to other partitions, X's ancestor partitions A (claimParts: "data"
+// belong to other partitions, X's ancestor partitions A (Layout.ClaimParts: "data"
 // and the shallower models whose names are prefixes of X's). A file put at
 // one of those directories must be refused while X has a live file below
 // it, atomically. Two commits that each create a log object in the same
@@ -58,22 +58,6 @@ import (
 // not made: that model's next commit claims again, and is ordered by A's
 // log. Dropping the partition A forgets the claims in it: each model
 // claims it again at its next commit.
-
-// claimParts returns X's ancestor partitions: those of the directories of
-// any file a model X can hold (the ancestors of data/X/n/v/f under d's
-// layout), except X itself; nil for a partition that is not a model.
-func (d *Driver) claimParts(x string) []string {
-	if !strings.Contains(x, "/") {
-		return nil
-	}
-	var out []string
-	for _, a := range datastore.Ancestors(datastore.ModelPrefix + x + "/n/v/f") {
-		if p := d.partition(a); p != x && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // partReq is what a staged commit asks of one of its partitions besides
 // its entries: the models its object claims the partition for, the paths
@@ -161,17 +145,11 @@ func addSubs(subs, add []string) []string {
 // head's Subs and the claims of the decided log objects after it.
 func (d *Driver) subsOf(ctx context.Context, t *tail) ([]string, error) {
 	subs := slices.Clone(t.h.Subs)
-	walk := d.tailWalk(t)
-	for _, o := range t.objects {
-		counts, err := walk.counts(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		if counts {
-			subs = addSubs(subs, o.Claims)
-		}
-	}
-	return subs, nil
+	err := d.eachCounted(ctx, t, func(o *logObject) error {
+		subs = addSubs(subs, o.Claims)
+		return nil
+	})
+	return subs, err
 }
 
 // emptyLog reports whether t's partition has no log: never written, or
@@ -190,7 +168,7 @@ func (d *Driver) crossNeeds(ctx context.Context, t *tail, part string, puts []st
 	}
 	need := crossParts{}
 	// Claims of part in its ancestor partitions.
-	for _, a := range d.claimParts(part) {
+	for _, a := range d.layout.ClaimParts(part) {
 		if r := cx[a]; r != nil && slices.Contains(r.claims, part) {
 			continue // this commit claims it
 		}
@@ -282,18 +260,9 @@ func (d *Driver) checkReq(ctx context.Context, t *tail, part string, req *partRe
 	if len(req.below) == 0 {
 		return nil
 	}
-	tailLive := map[string]bool{}
-	walk := d.tailWalk(t)
-	for _, o := range t.objects {
-		counts, err := walk.counts(ctx, o)
-		if err != nil {
-			return err
-		}
-		if counts {
-			for _, info := range o.infos(part) {
-				tailLive[info.Path] = !info.Deleted
-			}
-		}
+	tailLive, err := d.tailLive(ctx, t, part)
+	if err != nil {
+		return err
 	}
 	for _, p := range req.below {
 		for q, live := range tailLive {
@@ -369,7 +338,7 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 // the head's tail (rolled forward again later) or, rolled forward, came
 // with x's head, which the staged commit registered before it flipped.
 func (d *Driver) forgetClaims(ctx context.Context, x string) {
-	for _, a := range d.claimParts(x) {
+	for _, a := range d.layout.ClaimParts(x) {
 		h, etag, ok, err := d.readHead(ctx, a)
 		if err != nil || !ok || !slices.Contains(h.Subs, x) {
 			continue

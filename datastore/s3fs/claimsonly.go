@@ -63,7 +63,7 @@ func (d *Driver) partitionsAndClaims(ctx context.Context, sift bool) (listed, cl
 
 // claimHost reports whether p, among the partitions parts, can hold a
 // claim: a claim is made in the partition of a directory above a model's
-// files (claimParts), which is a partition of one segment (that of
+// files (Layout.ClaimParts), which is a partition of one segment (that of
 // data/'s shallow paths) or another model whose name is a prefix of a
 // partition's.
 func claimHost(p string, parts []string) bool {

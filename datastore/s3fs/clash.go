@@ -129,18 +129,9 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 	}
 	// The tail's changes not yet in the index, in order: they decide the
 	// paths they name; the index the others.
-	tailLive := map[string]bool{}
-	walk := d.tailWalk(t)
-	for _, o := range t.objects {
-		counts, err := walk.counts(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		if counts {
-			for _, info := range o.infos(part) {
-				tailLive[info.Path] = !info.Deleted
-			}
-		}
+	tailLive, err := d.tailLive(ctx, t, part)
+	if err != nil {
+		return nil, err
 	}
 	skip := func(q string) bool {
 		_, inTail := tailLive[q]

@@ -122,3 +122,35 @@ func (d *Driver) recordToken(ctx context.Context, key string) (uint64, error) {
 	_ = json.Unmarshal(o.body, &rec) // opaque bytes carry no token
 	return rec.Token, nil
 }
+
+// eachCounted calls f with each object of t after its applied position
+// that counts (the walk above: not stale for a token the log named before
+// it), in order, and stops at the first error.
+func (d *Driver) eachCounted(ctx context.Context, t *tail, f func(o *logObject) error) error {
+	walk := d.tailWalk(t)
+	for _, o := range t.objects {
+		counts, err := walk.counts(ctx, o)
+		if err != nil {
+			return err
+		}
+		if counts {
+			if err := f(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tailLive returns the paths of part that t's counted objects change, each
+// with whether its last change there leaves it live.
+func (d *Driver) tailLive(ctx context.Context, t *tail, part string) (map[string]bool, error) {
+	live := map[string]bool{}
+	err := d.eachCounted(ctx, t, func(o *logObject) error {
+		for _, info := range o.infos(part) {
+			live[info.Path] = !info.Deleted
+		}
+		return nil
+	})
+	return live, err
+}

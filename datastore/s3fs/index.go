@@ -83,23 +83,20 @@ var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partiti
 // may roll a partition forward, any number of times: each index entry only
 // moves up, and the watermark only grows, each by a conditional write.
 func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
-	walk := d.tailWalk(t)
 	var claims []string // claims.go
 	changes := false
-	for _, o := range t.objects {
-		counts, err := walk.counts(ctx, o)
-		if err != nil {
-			return err
-		}
-		if counts {
-			claims = append(claims, o.Claims...)
-			changes = changes || len(o.Entries) > 0
-			for i, e := range o.Entries {
-				if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now, t.takeHint(e.Path)); err != nil {
-					return err
-				}
+	err := d.eachCounted(ctx, t, func(o *logObject) error {
+		claims = append(claims, o.Claims...)
+		changes = changes || len(o.Entries) > 0
+		for i, e := range o.Entries {
+			if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now, t.takeHint(e.Path)); err != nil {
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if t.last == nil {
 		return nil
@@ -240,19 +237,16 @@ func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, kno
 	if len(paths) > 0 {
 		part = d.partition(paths[0])
 	}
-	walk := d.tailWalk(t)
-	for _, o := range t.objects {
-		counts, err := walk.counts(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		if counts {
-			for _, info := range o.infos(part) {
-				if want[info.Path] {
-					out[info.Path] = info
-				}
+	err := d.eachCounted(ctx, t, func(o *logObject) error {
+		for _, info := range o.infos(part) {
+			if want[info.Path] {
+				out[info.Path] = info
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A partition that holds only claims has no index entry to read
 	// (claimsonly.go): its tail, read above, is all it holds.
