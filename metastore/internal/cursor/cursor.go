@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 )
 
 // cursorVersion is the first byte of every cursor.
@@ -45,6 +46,11 @@ func (c Cursor) Encode() string {
 func Decode(s string) (Cursor, error) {
 	bad := func(why string) (Cursor, error) {
 		return Cursor{}, errors.New(why)
+	}
+	// The decoder skips line breaks even in strict mode: a cursor with one
+	// would be accepted as another string than the one lake issued.
+	if strings.ContainsAny(s, "\r\n") {
+		return bad("not a cursor issued by lake (bad encoding)")
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
