@@ -422,8 +422,8 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		case err == nil:
 			d.clearPending(ctx, part, obj.First, mark)
 			if t.rolled != "" && t.blocked == nil {
-				d.c.moves.Record(d.prefix, obj.infos(part), headMove{part: part, from: hetag, to: t.rolled,
-					head: datastore.Head{Partition: part, Seq: obj.last(), Floor: t.h.Floor}}) // cursorover.go
+				d.c.moves.Record(d.prefix, obj.infos(part), []headMove{{part: part, from: hetag, to: t.rolled, created: t.created,
+					head: datastore.Head{Partition: part, Seq: obj.last(), Floor: t.h.Floor}}}) // cursorover.go
 			}
 		}
 		return obj.infos(part), nil
@@ -484,7 +484,11 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 	if err == nil {
 		// The head is the one just created: only the log is read (a
 		// dropped partition's may still hold objects).
-		return d.tailAt(ctx, part, h, etag, true)
+		t, err := d.tailAt(ctx, part, h, etag, true)
+		if t != nil {
+			t.created = true
+		}
+		return t, err
 	}
 	if !errors.Is(err, metastore.ErrConflict) {
 		return nil, err

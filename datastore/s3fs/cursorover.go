@@ -21,34 +21,63 @@ import (
 // Every other partition stays as the cursor has it, and the next read
 // reports what changed there.
 //
-// Not answered (ok false, read): a staged commit, a roll-forward that did
-// not replace the head it read at its first write (another writer rolled
-// it, or it failed), and any cursor not the one last read.
+// A staged commit of one log object a partition (whole.go) rolls each of
+// its partitions forward the same way, from the tail its part was created
+// after: when every one of those first writes replaced the ETag that
+// part read, the commit moved each head from one ETag to the next, and the
+// cursor is moved for all of them (a head the commit created, absent from
+// a cursor read before it, included; a head that holds only claims moved
+// in the cursor but not reported, as ChangedPartitions does).
+//
+// Not answered (ok false, read): a staged commit with several objects in
+// one partition, a roll-forward that did not replace the head it read at
+// its first write (another writer rolled it, or it failed), a cursor that
+// remembers another ETag for one of the heads, and any cursor not the one
+// last read.
 
-// headMove is what one commit's roll-forward did to its partition's head.
+// headMove is what one commit's roll-forward did to one partition's head.
 type headMove struct {
 	part     string
 	from, to string // the head's ETags
 	head     datastore.Head
+	// created: the commit created the head (from is the ETag of its
+	// create), so a cursor read before it has no entry for it.
+	created bool
+	// claimsOnly: the head holds only directory claims (claimsonly.go):
+	// the cursor keeps its ETag, ChangedPartitions does not report it.
+	claimsOnly bool
 }
 
-// moveLog remembers the last commits' head moves and the cursor last read,
+// moveLog remembers the last commits' head moves (one a partition the
+// commit wrote: a staged commit moves several) and the cursor last read,
 // per namespace prefix, for ChangedPartitionsOver.
-type moveLog = ownmoves.Log[headMove]
+type moveLog = ownmoves.Log[[]headMove]
 
 // ChangedPartitionsOver implements datastore.CursorAdvancer (see above).
 func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info) ([]datastore.Head, []byte, bool) {
-	m, ok := d.c.moves.Lookup(d.prefix, cursor, committed)
+	moves, ok := d.c.moves.Lookup(d.prefix, cursor, committed)
 	if !ok {
 		return nil, nil, false
 	}
 	at := map[string]string{}
-	if err := json.Unmarshal(cursor, &at); err != nil || at[m.part] != shortTag(m.from) {
-		return nil, nil, false // the cursor remembers another head
+	if err := json.Unmarshal(cursor, &at); err != nil {
+		return nil, nil, false
 	}
-	at[m.part] = shortTag(m.to)
+	for _, m := range moves {
+		tag, had := at[m.part]
+		if (had && tag != shortTag(m.from)) || (!had && !m.created) {
+			return nil, nil, false // the cursor remembers another head
+		}
+	}
+	var heads []datastore.Head
+	for _, m := range moves {
+		at[m.part] = shortTag(m.to)
+		if !m.claimsOnly {
+			heads = append(heads, m.head)
+		}
+	}
 	next, _ := json.Marshal(at)
-	return []datastore.Head{m.head}, next, true
+	return heads, next, true
 }
 
 // shortTag is the part of a head's ETag a cursor keeps.

@@ -3,6 +3,7 @@ package s3fs_test
 import (
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,8 +19,10 @@ import (
 // cursor it last read without a LIST, and only when provable: the answer is
 // then the read's; another process's commit to the same partition first,
 // a raw S3 client rewriting the head, a cursor not last read, or a staged
-// commit are not answered; another process's commit to another partition
-// is left past the cursor, and the next read reports it.
+// commit of several objects in one partition are not answered; another
+// process's commit to another partition is left past the cursor, and the
+// next read reports it. A staged commit of one object a partition (with a
+// new model's claim) is answered.
 func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 	ctx := t.Context()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
@@ -95,9 +98,49 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 		t.Fatalf("the read after the answer: %s, %v; want m/2@%d", dstest.HeadNames(rh), err, theirs[0].Pos)
 	}
 
+	// A staged commit of one object a partition, one of them a new
+	// model's (so a claim object in data, whose head the cursor keeps
+	// but no read reports): answered, as a read answers, and the read
+	// from the cursor it gives finds nothing.
+	cur = dstest.ReadCursor(t, s)
+	own = commitModels(t, s, "m/1", "m/3")
+	heads, next, ok = s.ChangedPartitionsOver(cur, own)
+	rh, rnext, err = s.ChangedPartitions(ctx, cur)
+	if !ok || err != nil || dstest.HeadNames(heads) != dstest.HeadNames(rh) || next != rnext {
+		t.Fatalf("a staged commit over two partitions: answered %s (%v), a read says %s (%v; same cursor %v)", dstest.HeadNames(heads), ok, dstest.HeadNames(rh), err, next == rnext)
+	}
+	if rh, _, err := s.ChangedPartitions(ctx, next); err != nil || len(rh) != 0 {
+		t.Fatalf("the read after the staged commit's answer: %s, %v; want nothing", dstest.HeadNames(rh), err)
+	}
+	// Another process's commit to one of its partitions first.
+	cur = dstest.ReadCursor(t, s)
+	dstest.CommitFiles(t, other, "m/3", 1)
+	own = commitModels(t, s, "m/1", "m/3")
+	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
+		t.Fatal("answered a staged commit over another process's commit to one of its partitions")
+	}
+	// Several objects in one partition: not answered.
 	cur = dstest.ReadCursor(t, s)
 	own = dstest.CommitFiles(t, s, "m/1", s3fs.MaxCommit+1)
 	if _, _, ok := s.ChangedPartitionsOver(cur, own); ok {
-		t.Fatal("answered over a staged commit")
+		t.Fatal("answered over a staged commit of several objects in one partition")
 	}
+}
+
+// commitModels commits one file to each of models in one (staged) commit.
+func commitModels(t *testing.T, s *datastore.Store, models ...string) []datastore.Info {
+	t.Helper()
+	var es []datastore.Entry
+	for _, m := range models {
+		st, err := s.Upload(t.Context(), "data/"+m+"/g", strings.NewReader(m), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, datastore.Entry{Put: &st})
+	}
+	out, err := s.Commit(t.Context(), nil, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -119,7 +119,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		tag, err := d.c.replace(ctx, d.headKey(part), etag, body)
 		if err == nil {
 			if attempt == 0 && etag == t.hetag {
-				t.rolled = tag
+				t.rolled, t.rolledHead = tag, h
 			}
 			return nil
 		}

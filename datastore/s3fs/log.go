@@ -144,6 +144,11 @@ type tail struct {
 	// that rolled it moved the head from hetag to rolled and nothing else
 	// did in between (cursorover.go). "" otherwise.
 	rolled string
+	// rolledHead is the head that write wrote, with rolled.
+	rolledHead head
+	// created: this tail's head was created by the writer that read it
+	// (register), so hetag is the ETag of that create.
+	created bool
 }
 
 // rollTo is the position up to which t's log is decided.

@@ -298,9 +298,22 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 	}
 	d.c.txs.Store(d.txKey(id), rec)
 	// Visible; the roll-forward is left to readers' settling of the
-	// marks, the next writer or Reclaim if it fails here.
+	// marks, the next writer or Reclaim if it fails here. Each part's head
+	// moved by its own first write, from the ETag its staging read, is
+	// remembered for ChangedPartitionsOver (cursorover.go) when every
+	// part's was.
+	var moves []headMove
+	whole := true
 	for _, part := range order {
 		t := staleTail(marks, part)
+		own := slices.ContainsFunc(marks, func(m pendingMark) bool { return m.part == part })
+		if t == nil && own {
+			whole = false // more than one object there, or a tail that cannot be carried on
+		}
+		var hetag string
+		if t != nil {
+			hetag = t.hetag
+		}
 		if t == nil {
 			var err error
 			if t, err = d.readTail(ctx, part, false); err != nil || !t.exists {
@@ -315,6 +328,7 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 			}
 		}
 		if d.rollForward(ctx, part, t, now) != nil {
+			whole = false
 			continue
 		}
 		for _, m := range marks {
@@ -322,12 +336,25 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 				d.clearPending(ctx, m.part, m.pos, m.etag)
 			}
 		}
+		switch {
+		case !own:
+			// No object of this commit (a guard not made): its head
+			// is not this commit's to move.
+		case hetag != "" && t.rolled != "" && t.blocked == nil:
+			moves = append(moves, headMove{part: part, from: hetag, to: t.rolled, created: t.created, claimsOnly: t.rolledHead.ClaimsOnly,
+				head: datastore.Head{Partition: part, Seq: t.rolledHead.Applied, Floor: t.h.Floor}})
+		default:
+			whole = false
+		}
 	}
 	var res []datastore.Info
 	for i, ok := range applied {
 		if ok {
 			res = append(res, out[i])
 		}
+	}
+	if whole && len(moves) > 0 {
+		d.c.moves.Record(d.prefix, res, moves) // cursorover.go
 	}
 	return res, nil
 }
