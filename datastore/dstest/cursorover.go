@@ -17,9 +17,21 @@ import (
 // returns what it applied.
 func CommitFiles(t testing.TB, s *datastore.Store, model string, n int) []datastore.Info {
 	t.Helper()
-	var es []datastore.Entry
+	var paths, contents []string
 	for i := range n {
-		st, err := s.Upload(t.Context(), fmt.Sprintf("data/%s/f%d", model, i), strings.NewReader(fmt.Sprint(model, i)), nil)
+		paths = append(paths, fmt.Sprintf("data/%s/f%d", model, i))
+		contents = append(contents, fmt.Sprint(model, i))
+	}
+	return CommitContents(t, s, paths, contents)
+}
+
+// CommitContents commits each of paths with the content at its index, in
+// one commit, and returns what it applied.
+func CommitContents(t testing.TB, s *datastore.Store, paths, contents []string) []datastore.Info {
+	t.Helper()
+	var es []datastore.Entry
+	for i, p := range paths {
+		st, err := s.Upload(t.Context(), p, strings.NewReader(contents[i]), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package s3fs_test
 import (
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -130,17 +129,9 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 // commitModels commits one file to each of models in one (staged) commit.
 func commitModels(t *testing.T, s *datastore.Store, models ...string) []datastore.Info {
 	t.Helper()
-	var es []datastore.Entry
+	var paths []string
 	for _, m := range models {
-		st, err := s.Upload(t.Context(), "data/"+m+"/g", strings.NewReader(m), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		es = append(es, datastore.Entry{Put: &st})
+		paths = append(paths, "data/"+m+"/g")
 	}
-	out, err := s.Commit(t.Context(), nil, es)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dstest.CommitContents(t, s, paths, models)
 }
