@@ -320,6 +320,14 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			}
 		}
 	}
+	if pl.hasHead && pl.head.ClaimsOnly && len(pl.latest) > 0 {
+		// Written by no lake (a roll-forward of a change clears it):
+		// Partitions and ChangedPartitions would not name the partition.
+		if err := c.problem(ctx, d.headKey(part), "says it holds only directory claims, but its log holds changes (Partitions and ChangedPartitions leave it out)",
+			"clear the mark", func(ctx context.Context) error { return c.clearClaimsOnly(ctx, part) }); err != nil {
+			return err
+		}
+	}
 	if n := len(pl.objs); n > 0 && pl.hasHead && pl.head.Applied < decided {
 		last := decided
 		if err := c.problem(ctx, d.headKey(part), fmt.Sprintf("applied watermark %d is below the log's last position %d: commits not rolled forward (a committer died)", pl.head.Applied, last),
@@ -563,4 +571,17 @@ func (c *checker) rollForwardAll(ctx context.Context, part string, pl *partLog) 
 		}
 	}
 	return c.rollForward(ctx, part)
+}
+
+// clearClaimsOnly clears part's head's claims-only mark, conditional on
+// the head as read now.
+func (c *checker) clearClaimsOnly(ctx context.Context, part string) error {
+	h, etag, ok, err := c.d.readHead(ctx, part)
+	if err != nil || !ok || !h.ClaimsOnly {
+		return err
+	}
+	h.ClaimsOnly = false
+	body, _ := json.Marshal(h)
+	_, err = c.d.c.replace(ctx, c.d.headKey(part), etag, body)
+	return err
 }

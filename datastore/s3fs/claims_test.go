@@ -169,3 +169,45 @@ func TestDropForgetsClaims(t *testing.T) {
 		t.Fatalf("a file over the model made again: %v", err)
 	}
 }
+
+// TestForgedClaimsOnlyHead: a foreign client marks data, a partition that
+// holds a file, as holding only claims (a raw PutObject of its head): Partitions
+// leaves it out, lake data check names the head, and --repair clears the
+// mark, after which the partition is listed again.
+func TestForgedClaimsOnlyHead(t *testing.T) {
+	ctx := t.Context()
+	raw, bucket, s := rawStore(t, "lake/forged")
+	if _, err := s.Put(ctx, "data/README", strings.NewReader("r"), nil); err != nil {
+		t.Fatal(err)
+	}
+	key := "lake/forged/h/data"
+	out, err := raw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	err = json.NewDecoder(out.Body).Decode(&h)
+	out.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h["claimsOnly"] = true
+	forged, _ := json.Marshal(h)
+	rawPut(t, raw, bucket, key, string(forged))
+	if p, err := s.Partitions(ctx); err != nil || slices.Contains(p, "data") {
+		t.Fatalf("Partitions with the forged head = %v, %v; the mark hides it (what check must find)", p, err)
+	}
+	rep, err := s.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Object, "h/data") || !strings.Contains(rep.Problems[0].What, "only directory claims") {
+		t.Fatalf("check = %+v; want the forged head named", rep.Problems)
+	}
+	if rep, err = s.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil || rep.Unrepaired() != 0 {
+		t.Fatalf("check --repair = %+v, %v", rep.Problems, err)
+	}
+	if p, err := s.Partitions(ctx); err != nil || !slices.Contains(p, "data") {
+		t.Fatalf("Partitions after the repair = %v, %v; want data", p, err)
+	}
+}
