@@ -28,17 +28,28 @@ func TestSnapshotReadIsWhole(t *testing.T) {
 	raw := ddblocal.Client(t)
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, raw, TableInput(table))
-	var calls atomic.Int64
-	api := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(op, _ string) faultapi.Fault {
-		if op == "TransactGetItems" && calls.Add(1)%3 == 0 {
-			return faultapi.TxConflict
+	// Each reader has its own driver over its own fault injector, which
+	// refuses every third of its TransactGetItems: a refused read is
+	// retried, and no reader is refused twice in a row (with one counter
+	// for all, readers in lockstep left one refused every time, past the
+	// retryer's attempts).
+	var apis []*faultapi.API
+	reader := func() *Driver {
+		var calls atomic.Int64
+		api := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(op, _ string) faultapi.Fault {
+			if op == "TransactGetItems" && calls.Add(1)%3 == 0 {
+				return faultapi.TxConflict
+			}
+			return faultapi.None
+		})
+		apis = append(apis, api)
+		d, err := Open(t.Context(), api, Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return faultapi.None
-	})
-	d, err := Open(t.Context(), api, Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
+		return d
 	}
+	d := reader()
 	head := d.headKey("m/1")
 	var files []item
 	for i := range 150 {
@@ -74,6 +85,7 @@ func TestSnapshotReadIsWhole(t *testing.T) {
 	}
 	var reads, split, mixedBatch atomic.Int64
 	for range 3 {
+		d := reader()
 		wg.Go(func() {
 			for !done.Load() {
 				got, err := d.snapshotRead(t.Context(), nil, moved)
@@ -119,11 +131,15 @@ func TestSnapshotReadIsWhole(t *testing.T) {
 	if reads.Load() == 0 || split.Load() == 0 {
 		t.Fatalf("no read finished (%d whole, %d split)", reads.Load(), split.Load())
 	}
-	if api.Injected()[faultapi.TxConflict] == 0 {
+	injected := 0
+	for _, api := range apis {
+		injected += api.Injected()[faultapi.TxConflict]
+	}
+	if injected == 0 {
 		t.Fatal("no TransactionConflict was injected")
 	}
 	t.Logf("%d whole reads, %d split reads, %d conflicts retried; BatchGetItem mixed two states %d times", reads.Load(), split.Load(),
-		api.Injected()[faultapi.TxConflict], mixedBatch.Load())
+		injected, mixedBatch.Load())
 }
 
 func getNString(it item, name string) string {
