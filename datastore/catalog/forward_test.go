@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -14,13 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/datastore/s3fs"
-	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -56,14 +52,7 @@ func TestForwardIsTheListedRow(t *testing.T) {
 		checkForward(t, ds, forwardSteps(t, 400), 1)
 	})
 	t.Run("dynamodb", func(t *testing.T) {
-		c := ddblocal.Client(t)
-		table := ddblocal.TableName(t) + dynamofs.TableSuffix
-		t.Cleanup(func() {
-			c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		})
-		if err := dynamofs.Create(t.Context(), c, table); err != nil {
-			t.Fatal(err)
-		}
+		c, table := datastoreTable(t) // foldover_test.go
 		d, err := dynamofs.Open(t.Context(), c, dynamofs.Options{Table: table})
 		if err != nil {
 			t.Fatal(err)

@@ -122,12 +122,7 @@ func TestClaimsThatDoNotFitGoFirst(t *testing.T) {
 	if removed < 17 {
 		t.Fatalf("removed the claims of %d heads, want data's and the 16 types'", removed)
 	}
-	d2, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2 := datastore.New(d2)
-	t.Cleanup(func() { s2.Close() })
+	d2, s2 := anotherProcess(t, table)
 	var entries []datastore.Entry
 	for _, p := range paths {
 		// Over InlineMax: a file in chunks adds its intent's delete to
@@ -196,12 +191,7 @@ func TestDropForgetsClaims(t *testing.T) {
 
 	// Another process caches m/again's claim; the model is dropped; that
 	// process's next commit of it claims again.
-	d2, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2 := datastore.New(d2)
-	t.Cleanup(func() { s2.Close() })
+	_, s2 := anotherProcess(t, table)
 	for _, p := range []string{"data/m/again/f", "data/m/again/g"} { // the second reads the claim and caches it
 		if err := put(s2, p); err != nil {
 			t.Fatal(err)
@@ -219,8 +209,21 @@ func TestDropForgetsClaims(t *testing.T) {
 	if got := subs(); !slices.Contains(got, "m/again") {
 		t.Fatalf("subs after m/again was made again by a process that had cached its claim = %v; want it claimed again", got)
 	}
-	err = put(s, "data/m/again")
+	err := put(s, "data/m/again")
 	if c, ok := datastore.AsClash(err); !ok || c.Other != "data/m/again/h" {
 		t.Fatalf("a file over the model made again: %v", err)
 	}
+}
+
+// anotherProcess opens table's datastore as another process would: its own
+// client and driver, nothing cached.
+func anotherProcess(t *testing.T, table string) (*dynamofs.Driver, *datastore.Store) {
+	t.Helper()
+	d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return d, s
 }
