@@ -127,6 +127,10 @@ func (r *Rewrite) dropFormer(ctx context.Context, t *txn, old, before, newKey ma
 			return err
 		}
 		if fc == nil {
+			// Still absent when the write lands: apply may copy the
+			// old item as read to this key meanwhile, and that copy
+			// would outlive the write that moved the key away.
+			t.check(k, nil)
 			continue
 		}
 		from, marked := r.isCopy(fc)
@@ -140,7 +144,8 @@ func (r *Rewrite) dropFormer(ctx context.Context, t *txn, old, before, newKey ma
 // Delete is the dual-write helper's delete: it deletes the item at ref's
 // old key and at its new key (ref holds the old key and the attributes the
 // new key is derived from), whichever exist, in one TransactWriteItems
-// conditioned on both being as just read. Deleting an item that exists
+// conditioned on both being as just read (an absent copy still absent, so
+// that apply cannot copy the item in between). Deleting an item that exists
 // under neither key is not an error.
 func (r *Rewrite) Delete(ctx context.Context, ref map[string]types.AttributeValue) error {
 	oldKey := r.OldKey(ref)
@@ -153,9 +158,6 @@ func (r *Rewrite) Delete(ctx context.Context, ref map[string]types.AttributeValu
 		if err != nil {
 			return err
 		}
-		if from, marked := r.isCopy(cp); marked && !r.sameKey(from, oldKey) {
-			cp = nil // another item's copy: not this item's to delete
-		}
 		t := r.txn()
 		if err := r.dropFormer(ctx, t, old, nil, newKey); err != nil {
 			return err
@@ -163,8 +165,17 @@ func (r *Rewrite) Delete(ctx context.Context, ref map[string]types.AttributeValu
 		if old != nil {
 			t.del(oldKey, old)
 		}
-		if cp != nil {
+		switch from, marked := r.isCopy(cp); {
+		case marked && !r.sameKey(from, oldKey):
+			// another item's copy: not this item's to delete
+		case cp != nil:
 			t.del(newKey, cp)
+		case old != nil:
+			// No copy read: it must still be absent when the delete
+			// lands, or apply's copy of the old item (made between
+			// the reads and this transaction) would outlive it and
+			// the dual-read would find the deleted item again.
+			t.check(newKey, nil)
 		}
 		_, err = t.run(ctx, nil)
 		return err

@@ -3,9 +3,11 @@ package reshape
 import (
 	"context"
 	"errors"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,4 +298,93 @@ func rollbackKilled(t *testing.T, rw *Rewrite, max int, kill func(run int, p swe
 		}
 	}
 	return nil
+}
+
+// TestRewriteDeleteRacingApplyCopy: apply copies an item between the
+// dual-write helper's reads and its transaction (the helper read no copy,
+// so it deletes the old item alone). The helper's transaction must check
+// the new key is still absent: without that check the old item went and its
+// fresh copy stayed, and the dual-read found the deleted item again (the
+// failure TestRewriteLiveWritersKillsConverge hit once in CI). The same
+// race against a key-changing Replace must not leave a stale copy at the
+// former new key.
+func TestRewriteDeleteRacingApplyCopy(t *testing.T) {
+	opts := DemoOptions{Workspaces: 1, MembersPerWS: 2, DocsPerWS: 1, CommentsPerDoc: 4}
+	var hook *hookAPI
+	c, rw := rewriteDemo(t, opts, func(a RewriteAPI) RewriteAPI { hook = &hookAPI{RewriteAPI: a}; return hook })
+	ctx := t.Context()
+	table := rw.Spec().Table
+	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
+		t.Fatal(err)
+	}
+	cms := demoComments(opts)
+	// Two items whose copies are absent: an old writer made them after
+	// apply (here: their copies deleted by hand).
+	for _, cm := range cms[:2] {
+		nk, _ := rw.NewKey(cm)
+		if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: nk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Right before the helper's first transaction on an item, apply
+	// copies it (as apply's sweep would, from a scan of the old item).
+	var inHook atomic.Bool
+	copyFirst := func(cm map[string]types.AttributeValue) {
+		var once atomic.Bool
+		hook.mu.Lock()
+		hook.before = func(in *dynamodb.TransactWriteItemsInput) {
+			if inHook.Load() || !once.CompareAndSwap(false, true) {
+				return
+			}
+			inHook.Store(true)
+			defer inHook.Store(false)
+			old, err := rw.read(ctx, rw.OldKey(cm))
+			if err != nil || old == nil {
+				t.Errorf("read the old item: %v %v", old, err)
+				return
+			}
+			if out, _, err := rw.copyItem(ctx, old, nil, false); err != nil || out != OutCopied {
+				t.Errorf("apply's copy: %s %v", out, err)
+			}
+		}
+		hook.mu.Unlock()
+	}
+
+	deleted := cms[0]
+	copyFirst(deleted)
+	if err := rw.Delete(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rw.Get(ctx, deleted); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("deleted item came back: %v %v", got, err)
+	}
+	nk, _ := rw.NewKey(deleted)
+	if cp, _ := rw.read(ctx, nk); cp != nil {
+		t.Fatalf("the copy of the deleted item outlived it: %v", cp)
+	}
+
+	// A Replace that moves the new key, raced the same way: apply's copy
+	// lands at the former new key, which the Replace must not leave.
+	moved := cms[1]
+	formerNew, _ := rw.NewKey(moved)
+	next := maps.Clone(moved)
+	next["memberId"] = &types.AttributeValueMemberS{Value: "u9moved"}
+	next["body"] = &types.AttributeValueMemberS{Value: "handed over"}
+	copyFirst(moved)
+	if err := rw.Replace(ctx, moved, next); err != nil {
+		t.Fatal(err)
+	}
+	if cp, _ := rw.read(ctx, formerNew); cp != nil {
+		t.Fatalf("a stale copy was left at the former new key: %v", cp)
+	}
+	if got, err := rw.Get(ctx, next); err != nil || str(got, "body") != "handed over" {
+		t.Fatalf("dual-read after the replace: %v %v", got, err)
+	}
+	hook.mu.Lock()
+	hook.before = nil
+	hook.mu.Unlock()
+	rep, err := rw.VerifyRewrite(ctx, VerifyOptions{})
+	if err != nil || !rep.Clean {
+		t.Fatalf("verify after the raced helpers: %v %+v", err, rep)
+	}
 }
