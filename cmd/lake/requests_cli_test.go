@@ -98,7 +98,7 @@ func TestRequestsPerSync(t *testing.T) {
 // partitions: 103 → 94, 373 → 364).
 var (
 	dynamoMost = [6]int{1, 7, 21, 38, 1, 1}
-	s3Most     = [6]int{3, 29, 94, 364, 3, 3}
+	s3Most     = [6]int{3, 27, 92, 362, 3, 3}
 )
 
 func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, files int, most [6]int) {

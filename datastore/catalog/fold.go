@@ -56,10 +56,15 @@ type FoldStats struct {
 // ChangedPartitions call from the fold's cursor), brings each changed
 // model's row forward over the model's changes since the row (or, when
 // that cannot be proved exact, lists the model) and rewrites it, all in
-// one commit fenced by fence, then moves the cursor (fenced too). Its cost
-// grows with the models that changed, never with the models that exist.
-// Run it under the namespace's lock, with the lock's fence: a holder that
-// lost the lock writes nothing. Without a fence (nil) concurrent folds may
+// one commit fenced by fence, then moves the cursor by a compare-and-swap.
+// Its cost grows with the models that changed, never with the models that
+// exist. Run it under the namespace's lock, with the lock's fence: a holder
+// that lost the lock writes no row. The cursor's move is fenced too, except
+// right after the fold's own fenced commit, where the rows it moves past
+// are already in (a holder that lost the lock since may still move it
+// there, which is right: the move says only that those rows are written,
+// and the compare-and-swap refuses it if a newer fold moved the record
+// first). Without a fence (nil) concurrent folds may
 // interleave; each is still correct, since a row is computed from the
 // model's files or changes, and the cursor is moved only by a
 // compare-and-swap.
@@ -202,7 +207,8 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 		}
 	}
 	st.Changed = len(models)
-	var recorded bool // the cursor was written with the rows (commitRows)
+	var recorded bool  // the cursor was written with the rows (commitRows)
+	var committed bool // this fold's rows were committed, fenced
 	if len(models) > 0 {
 		entries, written, gone, forwarded, err := foldModels(ctx, ns, cat, models, o.Before, o.Rows, ownChanges(o.Committed), &st.FromCommit)
 		if err != nil {
@@ -213,7 +219,7 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 			if err != nil {
 				return st, false, err
 			}
-			recorded = w
+			recorded, committed = w, true
 			st.Applied = applied
 			for _, a := range applied {
 				st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
@@ -245,9 +251,17 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	if old == nil {
 		expect = metastore.ExpectAbsent()
 	}
-	if fence != nil {
+	if fence != nil && !committed {
 		err = recs.FencedRecord(ctx, *fence, key, expect, []byte(next))
 	} else {
+		// Right after this fold's own fenced commit of its rows, the
+		// move needs only its compare-and-swap (one write; S3's fenced
+		// record write is a read, the write and a read again): the
+		// rows up to next are in the catalog, so the move is right
+		// whoever holds the lock by now, and a fold of a newer holder
+		// that moved the record first makes this one refused (its rows
+		// are as new as ours). The fence guards the rows, which a lost
+		// holder never writes.
 		err = recs.CASRecord(ctx, key, expect, []byte(next))
 	}
 	if errors.Is(err, metastore.ErrConflict) && !datastore.IsFenceConflict(err) {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,7 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -100,4 +104,125 @@ func TestFoldCursorWithTheRows(t *testing.T) {
 		t.Fatalf("fold after the record's delete: %+v, %v; record %q", st, err, record())
 	}
 	files(2)
+}
+
+// TestFoldCursorAfterItsCommit (issue 31), on every backend: right after
+// the fold's own fenced commit of its rows the cursor moves by its
+// compare-and-swap alone (S3: one conditional write instead of a read,
+// the write and a read); a fold of a holder that lost the lock commits no
+// row and moves no cursor, whether its changes need rows (its commit is
+// refused) or not (the move is fenced then); and the new holder's fold
+// brings the catalog and the cursor up to date.
+func TestFoldCursorAfterItsCommit(t *testing.T) {
+	for _, b := range []string{"bolt", "dynamodb", "s3"} {
+		t.Run(b, func(t *testing.T) {
+			ctx := t.Context()
+			var d datastore.Driver
+			switch b {
+			case "bolt":
+				ds, err := dsurl.Open(ctx, "bolt://"+filepath.Join(t.TempDir(), "lake.db"), &dsurl.Options{Create: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ds.Close()
+				d = ds.Driver()
+			case "dynamodb":
+				c, table := datastoreTable(t)
+				dd, err := dynamofs.Open(ctx, c, dynamofs.Options{Table: table})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d = dd
+			case "s3":
+				sd, err := s3fs.Open(ctx, s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "cur"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d = sd
+			}
+			ds, err := datastore.Open(ctx, d, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			ns, err := ds.Namespace("cur")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat, err := ns.CatalogStore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, key := ns.Records(), cursorKey("cur")
+			const lock = "test/fold-fence"
+			if err := recs.CASRecord(ctx, lock, metastore.ExpectAbsent(), []byte("token-1")); err != nil {
+				t.Fatal(err)
+			}
+			fence := &datastore.Fence{Key: lock, Token: []byte("token-1")}
+			record := func() string {
+				t.Helper()
+				v, err := recs.GetRecord(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(v)
+			}
+			files := func(want int) {
+				t.Helper()
+				r, ok := readRow(t, cat, "cur", "m/1")
+				if !ok || r.Files != want {
+					t.Fatalf("row %+v (%v); want %d files", r, ok, want)
+				}
+			}
+			put := func(p string) {
+				t.Helper()
+				if _, err := ns.Put(ctx, p, strings.NewReader(p), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put("data/m/1/a")
+			st, err := FoldWith(ctx, ns, fence, FoldOptions{})
+			if err != nil || st.Rows != 1 || st.Cursor == "" || record() != st.Cursor {
+				t.Fatalf("fold: %+v, %v", st, err)
+			}
+			files(1)
+			put("data/m/1/b")
+			st, err = FoldWith(ctx, ns, fence, FoldOptions{Cursor: st.Cursor})
+			if err != nil || st.Rows != 1 || record() != st.Cursor {
+				t.Fatalf("second fold: %+v, %v", st, err)
+			}
+			files(2)
+			cursor := st.Cursor
+
+			// The lock changes hands. The lost holder's fold of a model
+			// change is refused at its commit; of a change that needs
+			// no row (a file outside every model), at the cursor's
+			// fenced move. Neither moves the cursor.
+			if err := recs.CASRecord(ctx, lock, metastore.ExpectValue([]byte("token-1")), []byte("token-2")); err != nil {
+				t.Fatal(err)
+			}
+			put("data/top")
+			if _, err := FoldWith(ctx, ns, fence, FoldOptions{Cursor: cursor}); !datastore.IsFenceConflict(err) {
+				t.Fatalf("a lost holder's fold of a change needing no row: %v; want a fence conflict", err)
+			}
+			if record() != cursor {
+				t.Fatal("a lost holder moved the cursor past a change needing no row")
+			}
+			put("data/m/1/c")
+			if _, err := FoldWith(ctx, ns, fence, FoldOptions{Cursor: cursor}); !datastore.IsFenceConflict(err) {
+				t.Fatalf("a lost holder's fold of a model change: %v; want a fence conflict", err)
+			}
+			if record() != cursor {
+				t.Fatal("a lost holder moved the cursor past a model change")
+			}
+			files(2)
+
+			fence = &datastore.Fence{Key: lock, Token: []byte("token-2")}
+			st, err = FoldWith(ctx, ns, fence, FoldOptions{Cursor: cursor})
+			if err != nil || st.Rows != 1 || record() != st.Cursor || st.Cursor == cursor {
+				t.Fatalf("the new holder's fold: %+v, %v", st, err)
+			}
+			files(3)
+		})
+	}
 }
