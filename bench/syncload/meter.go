@@ -93,8 +93,9 @@ type counts struct {
 	// "rec:DIR" for records, "chunks".
 	Keys map[string]int64
 	// StoreKeys, StoreRequests and StoreItemsRead are the store's own
-	// requests (DynamoDB's, S3's) under DynamoKeys or S3Keys: by
-	// partition key or key prefix, and the items the store read.
+	// requests (DynamoDB's, S3's) under DynamoKeys or S3Keys: one a
+	// request on the wire, the load by partition key or key prefix, and
+	// the items the store read.
 	StoreKeys                     map[string]int64
 	StoreRequests, StoreItemsRead int64
 }

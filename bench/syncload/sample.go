@@ -33,7 +33,8 @@ type Sample struct {
 	// Keys counts requests by key.
 	Keys map[string]int64 `json:"keys,omitempty"`
 	// StoreRequests and StoreItemsRead are DynamoDB's or S3's own
-	// requests and items read, StoreKeys the load by partition key or key
+	// requests (one a request on the wire, however many keys it
+	// addresses) and items read, StoreKeys the load by partition key or key
 	// prefix: items read, at least one per request (zero without
 	// DynamoKeys or S3Keys).
 	StoreRequests, StoreItemsRead int64

@@ -15,9 +15,9 @@ import (
 // never throttles, so a hot partition cannot be seen as throttling; it is
 // seen as each partition key's share of the requests the driver sends, and
 // as the items DynamoDB reads. DynamoKeys and S3Keys wrap the narrow client
-// a driver uses and charge every request, by partition key (DynamoDB) or
-// key prefix (S3), to the worker whose call it serves: the worker's meter
-// rides in the call's context.
+// a driver uses and charge every request once, and its load to each
+// partition key (DynamoDB) or key prefix (S3) it addresses, to the worker
+// whose call it serves: the worker's meter rides in the call's context.
 
 type tallyKey struct{}
 
@@ -26,9 +26,24 @@ func withTally(ctx context.Context, m *meter) context.Context {
 	return context.WithValue(ctx, tallyKey{}, m)
 }
 
-// storeNote counts one request for key and the items it read (the key's
-// load: the items, at least one), for the worker of ctx (nothing when the call is none of a worker's).
-func storeNote(ctx context.Context, key string, read int64) {
+// storeRequest counts one request to the store for the worker of ctx
+// (nothing when the call is none of a worker's): one a request on the
+// wire, however many keys it addresses, as a proxy in front of the store
+// counts it (internal/reqcount), so that a figure per sync is comparable
+// with the minimum beside it.
+func storeRequest(ctx context.Context) {
+	m, _ := ctx.Value(tallyKey{}).(*meter)
+	if m == nil {
+		return
+	}
+	m.root().mu.Lock()
+	defer m.root().mu.Unlock()
+	m.root().c.StoreRequests++
+}
+
+// storeLoad charges key with the items a request read there (the key's
+// load: the items, at least one), for the worker of ctx.
+func storeLoad(ctx context.Context, key string, read int64) {
 	m, _ := ctx.Value(tallyKey{}).(*meter)
 	if m == nil {
 		return
@@ -39,8 +54,13 @@ func storeNote(ctx context.Context, key string, read int64) {
 	// not by the requests: a key's load is its items read, at least one
 	// per request.
 	m.root().c.StoreKeys[key] += max(1, read)
-	m.root().c.StoreRequests++
 	m.root().c.StoreItemsRead += read
+}
+
+// storeNote counts one request addressing key alone, and its load there.
+func storeNote(ctx context.Context, key string, read int64) {
+	storeRequest(ctx)
+	storeLoad(ctx, key, read)
 }
 
 // DynamoKeys wraps api so that every request is counted under the
@@ -128,6 +148,7 @@ func (d *ddbKeys) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*d
 
 func (d *ddbKeys) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	out, err := d.API.TransactWriteItems(ctx, in, o...)
+	storeRequest(ctx)
 	for _, k := range distinct(in.TransactItems, func(it types.TransactWriteItem) string {
 		switch {
 		case it.Put != nil:
@@ -141,30 +162,32 @@ func (d *ddbKeys) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 		}
 		return "pk:?"
 	}) {
-		storeNote(ctx, k, 0)
+		storeLoad(ctx, k, 0)
 	}
 	return out, err
 }
 
 func (d *ddbKeys) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
 	out, err := d.API.TransactGetItems(ctx, in, o...)
+	storeRequest(ctx)
 	for _, k := range distinct(in.TransactItems, func(it types.TransactGetItem) string { return pkOf(it.Get.Key) }) {
-		storeNote(ctx, k, 1)
+		storeLoad(ctx, k, 1)
 	}
 	return out, err
 }
 
 func (d *ddbKeys) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	out, err := d.API.BatchGetItem(ctx, in, o...)
+	storeRequest(ctx)
 	for _, ka := range in.RequestItems {
 		for _, k := range distinct(ka.Keys, pkOf) {
-			storeNote(ctx, k, 0)
+			storeLoad(ctx, k, 0)
 		}
 	}
 	if out != nil {
 		for _, items := range out.Responses {
 			for _, it := range items {
-				storeNote(ctx, pkOf(it), 1)
+				storeLoad(ctx, pkOf(it), 1)
 			}
 		}
 	}
@@ -173,6 +196,7 @@ func (d *ddbKeys) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 
 func (d *ddbKeys) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
 	out, err := d.API.BatchWriteItem(ctx, in, o...)
+	storeRequest(ctx)
 	for _, reqs := range in.RequestItems {
 		for _, k := range distinct(reqs, func(r types.WriteRequest) string {
 			if r.PutRequest != nil {
@@ -183,7 +207,7 @@ func (d *ddbKeys) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIte
 			}
 			return "pk:?"
 		}) {
-			storeNote(ctx, k, 0)
+			storeLoad(ctx, k, 0)
 		}
 	}
 	return out, err

@@ -95,7 +95,10 @@ func TestRequestsPerSync(t *testing.T) {
 // file 39 → 29). And an S3 staged commit of one object a partition moves
 // its cursors past itself as a small commit does (nothing changed right
 // after the first sync 13 → 3; the first sync's fold reads no changed
-// partitions: 103 → 94, 373 → 364).
+// partitions: 103 → 94, 373 → 364). And the fold's cursor moved by its
+// compare-and-swap alone right after the fold's own fenced commit (S3's
+// fenced record write was a read, the write and a read: 29 → 27, 94 → 92,
+// 364 → 362).
 var (
 	dynamoMost = [6]int{1, 7, 21, 38, 1, 1}
 	s3Most     = [6]int{3, 27, 92, 362, 3, 3}
