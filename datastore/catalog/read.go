@@ -64,9 +64,13 @@ type Changes struct {
 	Read int
 }
 
+// readPage is the most changes Read asks a namespace's feed for at once.
+const readPage = 1000
+
 // Read returns the catalog's changes since c, in every namespace, and the
 // cursor to pass next time: one ChangedPartitions call, then the feed of
-// each namespace whose rows changed, from its own position. What it reads
+// each namespace whose rows changed, from its own position, and on
+// DynamoDB one read of their floors (Store.ChangesOfHeads). What it reads
 // grows with what changed since c, never with the size of the catalog.
 func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Cursor, error) {
 	var out Changes
@@ -82,15 +86,21 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 	if err != nil {
 		return out, c, err
 	}
+	// Every changed namespace's first page in one pass: its feed read up
+	// to the head just listed, the floors checked once after them all.
+	first, err := cat.ChangesOfHeads(ctx, heads, next.Positions, readPage)
+	if err != nil {
+		return out, c, err
+	}
 	for _, h := range heads {
 		ns := h.Partition
-		after := next.Positions[ns]
-		if h.Seq <= after {
-			continue
+		page, ok := first[ns]
+		if !ok {
+			continue // not past the position read
 		}
+		after := next.Positions[ns]
 		for {
-			ch, upTo, err := cat.Changes(ctx, ns, after, 1000)
-			if errors.Is(err, datastore.ErrHorizon) {
+			if page.Horizon {
 				rows, err := All(ctx, store, ns)
 				if err != nil {
 					return out, c, err
@@ -103,10 +113,7 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 				after = h.Seq
 				break
 			}
-			if err != nil {
-				return out, c, err
-			}
-			for _, info := range ch {
+			for _, info := range page.Changes {
 				out.Read++
 				nsName, model, ok := parseRowPath(info.Path)
 				if !ok {
@@ -122,10 +129,19 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 				}
 				out.Changes = append(out.Changes, Change{Namespace: nsName, Model: model, Row: r})
 			}
-			after = upTo
-			if len(ch) < 1000 {
+			after = page.UpTo
+			if len(page.Changes) < readPage {
 				break
 			}
+			ch, upTo, err := cat.Changes(ctx, ns, after, readPage)
+			if errors.Is(err, datastore.ErrHorizon) {
+				page = datastore.HeadChanges{Horizon: true}
+				continue
+			}
+			if err != nil {
+				return out, c, err
+			}
+			page = datastore.HeadChanges{Changes: ch, UpTo: upTo}
 		}
 		next.Positions[ns] = after
 	}

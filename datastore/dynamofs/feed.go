@@ -28,7 +28,8 @@ func (d *Driver) Head(ctx context.Context, partition string) (datastore.Head, er
 	return datastore.Head{Partition: partition, Seq: seq, Floor: getN(it, "floor")}, nil
 }
 
-// Changes reads the head, then queries bypos for (after, seq].
+// Changes reads the head, then queries bypos for (after, seq]
+// (ChangesUpTo).
 func (d *Driver) Changes(ctx context.Context, partition string, after uint64, limit int) ([]datastore.Info, uint64, error) {
 	h, err := d.Head(ctx, partition)
 	if err != nil {
@@ -40,11 +41,19 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 	if after > h.Seq {
 		return nil, 0, fmt.Errorf("%w: position %d is beyond partition %q's head %d", metastore.ErrInvalidArgument, after, partition, h.Seq)
 	}
-	if after == h.Seq {
-		return nil, h.Seq, nil
+	return d.ChangesUpTo(ctx, partition, after, h.Seq, limit)
+}
+
+var _ datastore.HeadFeeder = (*Driver)(nil)
+
+// ChangesUpTo implements datastore.HeadFeeder: Changes's query of bypos
+// for (after, upTo], upTo being a head the caller read.
+func (d *Driver) ChangesUpTo(ctx context.Context, partition string, after, upTo uint64, limit int) ([]datastore.Info, uint64, error) {
+	if after >= upTo {
+		return nil, upTo, nil
 	}
 	kc := expression.Key(attrPK).Equal(expression.Value(d.filePK(partition))).
-		And(expression.Key(attrPos).Between(expression.Value(after+1), expression.Value(h.Seq)))
+		And(expression.Key(attrPos).Between(expression.Value(after+1), expression.Value(upTo)))
 	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
 	if err != nil {
 		return nil, 0, err
@@ -78,11 +87,29 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 			return out[:limit], out[limit-1].Pos, nil
 		}
 		if page.LastEvaluatedKey == nil {
-			return out, h.Seq, nil
+			return out, upTo, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 		in.Limit = aws32(limit - len(out))
 	}
+}
+
+// Floors implements datastore.HeadFeeder: the partitions' heads in
+// BatchGetItems (one for up to 100).
+func (d *Driver) Floors(ctx context.Context, partitions []string) (map[string]uint64, error) {
+	keys := make([]item, len(partitions))
+	for i, p := range partitions {
+		keys[i] = d.headKey(p)
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(partitions))
+	for _, it := range got {
+		out[getS(it, attrSK)] = getN(it, "floor")
+	}
+	return out, nil
 }
 
 func strp(s string) *string { return &s }

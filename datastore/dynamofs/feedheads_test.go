@@ -1,0 +1,142 @@
+package dynamofs_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
+)
+
+// queryHook runs before each Query of the feed index (bypos).
+type queryHook struct {
+	ddb.API
+	before atomic.Pointer[func()]
+}
+
+func (q *queryHook) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if f := q.before.Load(); f != nil && in.IndexName != nil && *in.IndexName == "bypos" {
+		(*f)()
+	}
+	return q.API.Query(ctx, in, o...)
+}
+
+func hookedStore(t *testing.T) (*datastore.Store, *dynamofs.Driver, *queryHook) {
+	t.Helper()
+	hook := &queryHook{API: ddb.NewClient(ddblocal.Config(t), "")}
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
+	d, err := dynamofs.Open(t.Context(), hook, dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return s, d, hook
+}
+
+// TestChangesOfHeads (issue 31): the feeds of several changed partitions
+// read up to the heads ChangedPartitions returned are what Changes
+// returns for each, at one Query a partition and one BatchGetItem for all
+// their floors (Changes: a GetItem and a Query a partition); a partition
+// not past its position is left out.
+func TestChangesOfHeads(t *testing.T) {
+	ctx := t.Context()
+	s, d, _ := hookedStore(t)
+	for i, p := range []string{"data/m/1/a", "data/m/2/a", "data/m/3/a", "data/m/1/b", "data/m/2/a", "data/m/3/c"} {
+		if _, err := s.Put(ctx, p, strings.NewReader(strings.Repeat("x", i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Delete(ctx, "data/m/3/a"); err != nil {
+		t.Fatal(err)
+	}
+	heads, _, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 3 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	after := map[string]uint64{"m/1": 1, "m/3": 3}
+	for _, h := range heads {
+		if h.Partition == "m/3" {
+			after["m/3"] = h.Seq // not past it
+		}
+	}
+	before := d.Stats()
+	got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := d.Stats().Sub(before)
+	if _, ok := got["m/3"]; ok || len(got) != 2 {
+		t.Fatalf("ChangesOfHeads = %v; want m/1 and m/2 only", got)
+	}
+	if cost.Requests["Query"] != 2 || cost.Requests["BatchGetItem"] != 1 || cost.Requests["GetItem"] != 0 {
+		t.Fatalf("ChangesOfHeads cost %v; want 2 Query and 1 BatchGetItem", cost.Requests)
+	}
+	for p, hc := range got {
+		want, upTo, err := s.Changes(ctx, p, after[p], 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hc.Horizon || hc.UpTo != upTo || len(hc.Changes) != len(want) {
+			t.Fatalf("%s: %+v; Changes gives %v up to %d", p, hc, want, upTo)
+		}
+		for i := range want {
+			if hc.Changes[i].Path != want[i].Path || hc.Changes[i].Pos != want[i].Pos || hc.Changes[i].Deleted != want[i].Deleted {
+				t.Fatalf("%s: change %d is %+v; Changes gives %+v", p, i, hc.Changes[i], want[i])
+			}
+		}
+	}
+}
+
+// TestChangesOfHeadsPurgeMeanwhile: a tombstone purged (the floor raised
+// past the reader's position in the same write) after ChangedPartitions
+// read the heads and before the feed was read is missing from the feed
+// read; the floors read after the feeds say so, and the partition is
+// reported past the horizon instead of read as if nothing had been
+// deleted.
+func TestChangesOfHeadsPurgeMeanwhile(t *testing.T) {
+	ctx := t.Context()
+	s, d, hook := hookedStore(t)
+	for _, p := range []string{"data/m/1/a", "data/m/1/b"} {
+		if _, err := s.Put(ctx, p, strings.NewReader(p), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heads, cursor, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	after := map[string]uint64{"m/1": heads[0].Seq}
+	if _, err := s.Delete(ctx, "data/m/1/a"); err != nil {
+		t.Fatal(err)
+	}
+	heads, _, err = s.ChangedPartitions(ctx, cursor)
+	if err != nil || len(heads) != 1 || heads[0].Floor > after["m/1"] {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	purge := func() {
+		hook.before.Store(nil)
+		st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond})
+		if err != nil || st.Tombstones == 0 {
+			t.Errorf("reclaim: %+v, %v; want the tombstone purged", st, err)
+		}
+	}
+	hook.before.Store(&purge)
+	got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := got["m/1"]; !hc.Horizon || len(hc.Changes) != 0 {
+		t.Fatalf("after a purge between the heads and the feed: %+v; want the horizon", hc)
+	}
+	if _, _, err := s.Changes(ctx, "m/1", after["m/1"], 1000); err == nil {
+		t.Fatal("Changes below the raised floor: no error")
+	}
+}
