@@ -98,7 +98,7 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 		if !ok {
 			continue // not past the position read
 		}
-		after := next.Positions[ns]
+		var after uint64
 		for {
 			if page.Horizon {
 				rows, err := All(ctx, store, ns)
