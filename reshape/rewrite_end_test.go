@@ -110,6 +110,19 @@ func (h *hookAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 	return h.RewriteAPI.TransactWriteItems(ctx, in, o...)
 }
 
+// appliedHookedDemo is a small demo table whose rewrite was applied, its
+// client hooked (hookAPI), and its comments.
+func appliedHookedDemo(t *testing.T) (*dynamodb.Client, *Rewrite, *hookAPI, []map[string]types.AttributeValue) {
+	t.Helper()
+	opts := DemoOptions{Workspaces: 1, MembersPerWS: 2, DocsPerWS: 1, CommentsPerDoc: 4}
+	var hook *hookAPI
+	c, rw := rewriteDemo(t, opts, func(a RewriteAPI) RewriteAPI { hook = &hookAPI{RewriteAPI: a}; return hook })
+	if _, err := rw.Apply(t.Context(), fastRewrite); err != nil {
+		t.Fatal(err)
+	}
+	return c, rw, hook, demoComments(opts)
+}
+
 // TestRewriteOrphanRemovedOnlyWhileOldAbsent is the regression test of
 // issue 9's bug, not built twice (issue 15): an old writer deletes an old
 // item, leaving its copy an orphan, and re-creates it just as apply is about
@@ -117,15 +130,9 @@ func (h *hookAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 // still absent, so it fails; apply re-reads and keeps the copy, which is
 // then repaired. An orphan whose old item stays absent is removed.
 func TestRewriteOrphanRemovedOnlyWhileOldAbsent(t *testing.T) {
-	opts := DemoOptions{Workspaces: 1, MembersPerWS: 2, DocsPerWS: 1, CommentsPerDoc: 4}
-	var hook *hookAPI
-	c, rw := rewriteDemo(t, opts, func(a RewriteAPI) RewriteAPI { hook = &hookAPI{RewriteAPI: a}; return hook })
+	c, rw, hook, cms := appliedHookedDemo(t)
 	ctx := t.Context()
 	table := rw.Spec().Table
-	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
-		t.Fatal(err)
-	}
-	cms := demoComments(opts)
 	back, gone := cms[0], cms[1]
 	for _, cm := range []map[string]types.AttributeValue{back, gone} {
 		if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: rw.OldKey(cm)}); err != nil {
@@ -309,15 +316,9 @@ func rollbackKilled(t *testing.T, rw *Rewrite, max int, kill func(run int, p swe
 // race against a key-changing Replace must not leave a stale copy at the
 // former new key.
 func TestRewriteDeleteRacingApplyCopy(t *testing.T) {
-	opts := DemoOptions{Workspaces: 1, MembersPerWS: 2, DocsPerWS: 1, CommentsPerDoc: 4}
-	var hook *hookAPI
-	c, rw := rewriteDemo(t, opts, func(a RewriteAPI) RewriteAPI { hook = &hookAPI{RewriteAPI: a}; return hook })
+	c, rw, hook, cms := appliedHookedDemo(t)
 	ctx := t.Context()
 	table := rw.Spec().Table
-	if _, err := rw.Apply(ctx, fastRewrite); err != nil {
-		t.Fatal(err)
-	}
-	cms := demoComments(opts)
 	// Two items whose copies are absent: an old writer made them after
 	// apply (here: their copies deleted by hand).
 	for _, cm := range cms[:2] {

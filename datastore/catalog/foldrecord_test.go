@@ -35,35 +35,8 @@ func TestFoldCursorWithTheRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	ns, err := ds.Namespace("cur")
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, key := ns.Records(), cursorKey("cur")
-	const lock = "test/fold-fence"
-	if err := recs.CASRecord(ctx, lock, metastore.ExpectAbsent(), []byte("token-1")); err != nil {
-		t.Fatal(err)
-	}
-	fence := &datastore.Fence{Key: lock, Token: []byte("token-1")}
-	cat, err := ns.CatalogStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := func(want int) {
-		t.Helper()
-		r, ok := readRow(t, cat, "cur", "m/1")
-		if !ok || r.Files != want {
-			t.Fatalf("row %+v (%v); want %d files", r, ok, want)
-		}
-	}
-	record := func() string {
-		t.Helper()
-		v, err := recs.GetRecord(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(v)
-	}
+	f := newFoldFixture(t, ds)
+	ns, recs, key, lock, fence, files, record := f.ns, f.recs, f.key, f.lock, f.fence, f.files, f.record
 	if _, err := ns.Put(ctx, "data/m/1/a", strings.NewReader("a"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -145,35 +118,8 @@ func TestFoldCursorAfterItsCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.Close()
-			ns, err := ds.Namespace("cur")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cat, err := ns.CatalogStore()
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs, key := ns.Records(), cursorKey("cur")
-			const lock = "test/fold-fence"
-			if err := recs.CASRecord(ctx, lock, metastore.ExpectAbsent(), []byte("token-1")); err != nil {
-				t.Fatal(err)
-			}
-			fence := &datastore.Fence{Key: lock, Token: []byte("token-1")}
-			record := func() string {
-				t.Helper()
-				v, err := recs.GetRecord(ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return string(v)
-			}
-			files := func(want int) {
-				t.Helper()
-				r, ok := readRow(t, cat, "cur", "m/1")
-				if !ok || r.Files != want {
-					t.Fatalf("row %+v (%v); want %d files", r, ok, want)
-				}
-			}
+			f := newFoldFixture(t, ds)
+			ns, recs, lock, fence, files, record := f.ns, f.recs, f.lock, f.fence, f.files, f.record
 			put := func(p string) {
 				t.Helper()
 				if _, err := ns.Put(ctx, p, strings.NewReader(p), nil); err != nil {
@@ -225,4 +171,50 @@ func TestFoldCursorAfterItsCommit(t *testing.T) {
 			files(3)
 		})
 	}
+}
+
+// foldFixture is namespace "cur" of a datastore with a lock record
+// holding "token-1" and that token's fence, and readers of the cursor's
+// record and of model m/1's row.
+type foldFixture struct {
+	ns        *datastore.Store
+	recs      datastore.Records
+	key, lock string
+	fence     *datastore.Fence
+	files     func(want int)
+	record    func() string
+}
+
+func newFoldFixture(t *testing.T, ds *datastore.Store) foldFixture {
+	t.Helper()
+	ctx := t.Context()
+	ns, err := ds.Namespace("cur")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := ns.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := foldFixture{ns: ns, recs: ns.Records(), key: cursorKey("cur"), lock: "test/fold-fence"}
+	if err := f.recs.CASRecord(ctx, f.lock, metastore.ExpectAbsent(), []byte("token-1")); err != nil {
+		t.Fatal(err)
+	}
+	f.fence = &datastore.Fence{Key: f.lock, Token: []byte("token-1")}
+	f.record = func() string {
+		t.Helper()
+		v, err := f.recs.GetRecord(ctx, f.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	f.files = func(want int) {
+		t.Helper()
+		r, ok := readRow(t, cat, "cur", "m/1")
+		if !ok || r.Files != want {
+			t.Fatalf("row %+v (%v); want %d files", r, ok, want)
+		}
+	}
+	return f
 }
