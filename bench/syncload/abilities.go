@@ -8,42 +8,55 @@ import (
 )
 
 // The optional abilities of a driver (datastore's ReadAheader,
-// StatsReadAheader, CursorAdvancer, HeadFeeder) are what make a
+// StatsReadAheader, HeadFeeder, CursorAdvancer) are what make a
 // `lake data sync` cheap; a meter that hid them would measure a sync
-// without them. So the meter has them all, each forwarded to the driver it
-// wraps, counted for the worker, and, where that driver lacks one, doing
-// what the datastore does without it: no read ahead (the context as it
-// is), no cursor moved without a read, a feed read with its head.
+// without them. So a meter has them, each forwarded to the driver it
+// wraps and counted for the worker: CursorAdvancer always (without it, it
+// answers as the datastore does: no cursor moved without a read), the
+// others only over a driver that has them all (DynamoDB), as aheadMeter.
+// Those cannot be had and done without: a driver that says it reads
+// ahead is trusted to make the reads that follow free, and a feed reader
+// that says it reads floors in one request is asked for them; claimed over
+// a driver without them, each would cost requests the datastore alone
+// does not send.
 
 var (
-	_ datastore.ReadAheader      = (*meter)(nil)
-	_ datastore.StatsReadAheader = (*meter)(nil)
 	_ datastore.CursorAdvancer   = (*meter)(nil)
-	_ datastore.HeadFeeder       = (*meter)(nil)
+	_ datastore.ReadAheader      = aheadMeter{}
+	_ datastore.StatsReadAheader = aheadMeter{}
+	_ datastore.HeadFeeder       = aheadMeter{}
 )
 
-// ReadAhead implements datastore.ReadAheader.
-func (m *meter) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
-	ra, ok := m.Driver.(datastore.ReadAheader)
-	if !ok {
-		return ctx, nil
+// aheadMeter is a meter over a driver that reads ahead and feeds from
+// heads.
+type aheadMeter struct{ *meter }
+
+// aheadDriver is the driver to hand the datastore for m: m itself, or
+// aheadMeter over a driver with those abilities.
+func aheadDriver(m *meter) datastore.Driver {
+	_, ra := m.Driver.(datastore.ReadAheader)
+	_, sra := m.Driver.(datastore.StatsReadAheader)
+	_, hf := m.Driver.(datastore.HeadFeeder)
+	if ra && sra && hf {
+		return aheadMeter{m}
 	}
-	ctx = withTally(ctx, m)
+	return m
+}
+
+// ReadAhead implements datastore.ReadAheader.
+func (m aheadMeter) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
+	ra := m.Driver.(datastore.ReadAheader)
+	ctx = withTally(ctx, m.meter)
 	t := time.Now()
 	out, err := ra.ReadAhead(ctx, scopes, records, statScope, paths)
 	m.note("pull", t, 0, 0, "read-ahead")
 	return out, err
 }
 
-// ReadAheadStats implements datastore.StatsReadAheader. Without the
-// ability the context comes back as it is: the stats made with it read
-// for themselves, as the caller's own reads would.
-func (m *meter) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
-	ra, ok := m.Driver.(datastore.StatsReadAheader)
-	if !ok {
-		return ctx, nil
-	}
-	ctx = withTally(ctx, m)
+// ReadAheadStats implements datastore.StatsReadAheader.
+func (m aheadMeter) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
+	ra := m.Driver.(datastore.StatsReadAheader)
+	ctx = withTally(ctx, m.meter)
 	t := time.Now()
 	out, err := ra.ReadAheadStats(ctx, scopes, records, stats)
 	m.note("pull", t, 0, 0, "read-ahead")
@@ -60,37 +73,20 @@ func (m *meter) ChangedPartitionsOver(cursor []byte, committed []datastore.Info)
 	return a.ChangedPartitionsOver(cursor, committed)
 }
 
-// ChangesUpTo implements datastore.HeadFeeder; without the ability it is
-// Changes, which reads the head (a position below the floor is then the
-// horizon's error, as Changes gives it).
-func (m *meter) ChangesUpTo(ctx context.Context, partition string, after, upTo uint64, limit int) ([]datastore.Info, uint64, error) {
-	hf, ok := m.Driver.(datastore.HeadFeeder)
-	if !ok {
-		return m.Changes(ctx, partition, after, limit)
-	}
-	ctx = withTally(ctx, m)
+// ChangesUpTo implements datastore.HeadFeeder.
+func (m aheadMeter) ChangesUpTo(ctx context.Context, partition string, after, upTo uint64, limit int) ([]datastore.Info, uint64, error) {
+	hf := m.Driver.(datastore.HeadFeeder)
+	ctx = withTally(ctx, m.meter)
 	t := time.Now()
 	ch, next, err := hf.ChangesUpTo(ctx, partition, after, upTo, limit)
 	m.note("pull", t, len(ch), 0, partKey(partition))
 	return ch, next, err
 }
 
-// Floors implements datastore.HeadFeeder; without the ability, a head
-// read a partition.
-func (m *meter) Floors(ctx context.Context, partitions []string) (map[string]uint64, error) {
-	hf, ok := m.Driver.(datastore.HeadFeeder)
-	if !ok {
-		out := map[string]uint64{}
-		for _, p := range partitions {
-			h, err := m.Head(ctx, p)
-			if err != nil {
-				return nil, err
-			}
-			out[p] = h.Floor
-		}
-		return out, nil
-	}
-	ctx = withTally(ctx, m)
+// Floors implements datastore.HeadFeeder.
+func (m aheadMeter) Floors(ctx context.Context, partitions []string) (map[string]uint64, error) {
+	hf := m.Driver.(datastore.HeadFeeder)
+	ctx = withTally(ctx, m.meter)
 	t := time.Now()
 	out, err := hf.Floors(ctx, partitions)
 	m.note("pull", t, len(out), 0, "floors")

@@ -57,7 +57,7 @@ func (m *meter) Namespace(name string) (datastore.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &meter{Driver: d, cfg: r.cfg, namespace: r.namespace, full: r.full, parent: r}, nil
+	return aheadDriver(&meter{Driver: d, cfg: r.cfg, namespace: r.namespace, full: r.full, parent: r}), nil
 }
 
 // DropPartition is the lifecycle's drop of a pruned model, counted as one

@@ -6,35 +6,64 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/lakemeta/lake/bench/syncload"
+	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/reqcount"
+	"github.com/lakemeta/lake/internal/s3local"
 )
 
 // TestStoreRequestsAreTheWire: the store requests the harness charges to
 // its workers (the figure `bench sync` prints per sync beside the minimum)
-// are the requests a counting proxy in front of DynamoDB Local sees during
-// the run, one a request however many keys it addresses (a BatchGetItem
-// of many keys, a TransactWriteItems of many items). Counting a request
-// once per key it addressed once tripled the configuration 5's figure.
+// are the requests a counting proxy in front of DynamoDB Local or
+// versitygw sees during the run, one a request however many keys it
+// addresses (a BatchGetItem of many keys, a TransactWriteItems of many
+// items). Counting a request once per key it addressed had tripled the
+// configuration 5's figure on DynamoDB.
 func TestStoreRequestsAreTheWire(t *testing.T) {
-	cfg := ddblocal.Config(t)
-	p, err := reqcount.Start(ddblocal.Endpoint(t))
+	t.Run("dynamodb", func(t *testing.T) {
+		cfg := ddblocal.Config(t)
+		p := proxy(t, ddblocal.Endpoint(t))
+		cfg.BaseEndpoint = aws.String(p.URL)
+		table := ddblocal.TableName(t)
+		ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
+		d, err := dynamofs.Open(t.Context(), syncload.DynamoKeys(ddb.NewClient(cfg, "")), dynamofs.Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		chargedIsWire(t, p, d)
+	})
+	t.Run("s3", func(t *testing.T) {
+		bucket := s3local.Bucket(t)
+		p := proxy(t, s3local.Endpoint(t))
+		d, err := s3fs.Open(t.Context(), syncload.S3Keys(s3fs.NewClient(s3local.EnvConfig(p.URL)), "wire/"), s3fs.Options{Bucket: bucket, Prefix: "wire"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		chargedIsWire(t, p, d)
+	})
+}
+
+func proxy(t *testing.T, target string) *reqcount.Proxy {
+	t.Helper()
+	p, err := reqcount.Start(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	cfg.BaseEndpoint = aws.String(p.URL)
-	api := syncload.DynamoKeys(ddb.NewClient(cfg, ""))
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-	d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	c := syncload.DefaultConfig() // the seed's configuration 5: catalog and lifecycle on
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// chargedIsWire runs configuration 5 (catalog and lifecycle on) on d, 2
+// workers × 4 iterations, and compares what the workers were charged with
+// what p carried meanwhile.
+func chargedIsWire(t *testing.T, p *reqcount.Proxy, d datastore.Driver) {
+	t.Helper()
+	c := syncload.DefaultConfig()
 	c.Workers, c.Iterations, c.Duration, c.Files, c.FileSize, c.Interval = 2, 4, 0, 5, 64, time.Second
 	p.Take()
 	samples, err := syncload.Run(t.Context(), c, syncload.Env{Driver: d}, nil)

@@ -40,8 +40,8 @@ func newWorker(id int, cfg Config, env Env, root string, start time.Time) (*work
 	ns := cfg.Namespace(id)
 	m := newMeter(env.Driver, cfg, ns, env.FullIndex)
 	m.layout = env.Layout
-	s := datastore.New(m)
-	s.SetLayout(env.Layout) // the meter is no LayoutSetter: Driver has it already
+	s := datastore.New(aheadDriver(m)) // abilities.go
+	s.SetLayout(env.Layout)            // the meter is no LayoutSetter: Driver has it already
 	cat, err := newCatalogStep(cfg.Catalog)
 	if err != nil {
 		return nil, err
