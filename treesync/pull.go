@@ -44,6 +44,7 @@ type pullPlan struct {
 func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk *skips) (*pullPlan, error) {
 	pl := &pullPlan{changes: map[string]datastore.Info{}, positions: map[string]uint64{}, sk: sk, layout: t.store.Layout()}
 	parts := models
+	var first map[string]datastore.HeadChanges // the unscoped pull's first pages
 	if len(models) == 0 {
 		cur := ""
 		if st.Unscoped {
@@ -55,6 +56,7 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk
 		}
 		pl.cursor, pl.unscoped = next, true
 		parts = nil
+		var changed []datastore.Head
 		for _, h := range heads {
 			if err := datastore.ValidatePartition(h.Partition); err != nil || reservedSegment(h.Partition) {
 				sk.add(fmt.Sprintf("partition %q", h.Partition), fmt.Sprintf("is not a partition lake writes (a foreign writer's entry, under the reserved %s or not a valid path); it is never pulled (delete it in the backend)", StateDir))
@@ -62,11 +64,22 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk
 			}
 			if h.Seq > st.Positions[h.Partition] {
 				parts = append(parts, h.Partition)
+				changed = append(changed, h)
 			}
+		}
+		// Each changed partition's feed up to the head just read, and
+		// on DynamoDB their floors in one read after them all
+		// (datastore.ChangesOfHeads).
+		if first, err = t.store.ChangesOfHeads(ctx, changed, st.Positions, pageLimit); err != nil {
+			return nil, err
 		}
 	}
 	for _, part := range parts {
-		if err := t.pullPartition(ctx, st, pl, part); err != nil {
+		var page *datastore.HeadChanges
+		if hc, ok := first[part]; ok {
+			page = &hc
+		}
+		if err := t.pullPartition(ctx, st, pl, part, page); err != nil {
 			return nil, err
 		}
 	}
@@ -100,10 +113,23 @@ func (pl *pullPlan) add(part string, c datastore.Info) {
 	}
 }
 
-func (t *Tree) pullPartition(ctx context.Context, st *state, pl *pullPlan, part string) error {
+// pullPartition plans part's changes since the tree's position, starting
+// from first when the unscoped pull read its first page already.
+func (t *Tree) pullPartition(ctx context.Context, st *state, pl *pullPlan, part string, first *datastore.HeadChanges) error {
 	after := st.Positions[part]
 	for {
-		ch, upTo, err := t.store.Changes(ctx, part, after, pageLimit)
+		var ch []datastore.Info
+		var upTo uint64
+		var err error
+		switch {
+		case first != nil && first.Horizon:
+			err = datastore.ErrHorizon
+		case first != nil:
+			ch, upTo = first.Changes, first.UpTo
+		default:
+			ch, upTo, err = t.store.Changes(ctx, part, after, pageLimit)
+		}
+		first = nil
 		// Below the tombstone horizon, or beyond the head (a datastore
 		// recreated under an old state): read the partition whole.
 		if errors.Is(err, datastore.ErrHorizon) || (after > 0 && errors.Is(err, metastore.ErrInvalidArgument)) {
