@@ -20,7 +20,8 @@ type HeadFeeder interface {
 	// floor (see Floors).
 	ChangesUpTo(ctx context.Context, partition string, after, upTo uint64, limit int) (changes []Info, next uint64, err error)
 	// Floors returns the floor of each partition named, strongly
-	// consistent (0 for a partition without a head).
+	// consistent; a partition without a head (dropped since the caller
+	// read it) is left out of the map.
 	Floors(ctx context.Context, partitions []string) (map[string]uint64, error)
 }
 
@@ -29,9 +30,12 @@ type HeadChanges struct {
 	// Changes and UpTo are what Changes returns from the position asked.
 	Changes []Info
 	UpTo    uint64
-	// Horizon reports that the position asked is below the partition's
-	// floor (Changes's ErrHorizon): tombstones may be gone, read the
-	// partition whole; Changes is then empty.
+	// Horizon reports that the partition must be read whole: the
+	// position asked is below its floor (Changes's ErrHorizon:
+	// tombstones may be gone), or its head went away or back while it was
+	// read (a partition dropped, a datastore recreated: Changes's
+	// metastore.ErrInvalidArgument for a position beyond the head).
+	// Changes is then empty.
 	Horizon bool
 }
 
@@ -66,7 +70,7 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 		}
 		if !ok {
 			ch, upTo, err := s.d.Changes(ctx, h.Partition, a, limit)
-			if errors.Is(err, ErrHorizon) {
+			if errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument)) {
 				out[h.Partition] = HeadChanges{Horizon: true}
 				continue
 			}
@@ -81,7 +85,7 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 			continue
 		}
 		ch, upTo, err := hf.ChangesUpTo(ctx, h.Partition, a, h.Seq, limit)
-		if errors.Is(err, ErrHorizon) { // a wrapper's ChangesUpTo that is Changes
+		if errors.Is(err, ErrHorizon) {
 			out[h.Partition] = HeadChanges{Horizon: true}
 			continue
 		}
@@ -99,7 +103,7 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 		return nil, err
 	}
 	for _, p := range read {
-		if after[p] < floors[p] {
+		if f, ok := floors[p]; !ok || after[p] < f {
 			out[p] = HeadChanges{Horizon: true}
 		}
 	}

@@ -140,3 +140,38 @@ func TestChangesOfHeadsPurgeMeanwhile(t *testing.T) {
 		t.Fatal("Changes below the raised floor: no error")
 	}
 }
+
+// TestChangesOfHeadsDroppedMeanwhile: a partition dropped after
+// ChangedPartitions named it and before its feed was read has no head when
+// the floors are read: it is reported to be read whole (its files are
+// gone), not as a feed read whole up to a head that no longer exists.
+func TestChangesOfHeadsDroppedMeanwhile(t *testing.T) {
+	ctx := t.Context()
+	s, _, hook := hookedStore(t)
+	for _, p := range []string{"data/m/1/a", "data/m/2/a"} {
+		if _, err := s.Put(ctx, p, strings.NewReader(p), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heads, _, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 2 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	drop := func() {
+		hook.before.Store(nil)
+		if _, err := s.DropPartition(ctx, nil, "m/1"); err != nil {
+			t.Errorf("drop: %v", err)
+		}
+	}
+	hook.before.Store(&drop)
+	got, err := s.ChangesOfHeads(ctx, heads, nil, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := got["m/1"]; !hc.Horizon {
+		t.Fatalf("the dropped partition: %+v; want it read whole", hc)
+	}
+	if hc := got["m/2"]; hc.Horizon || len(hc.Changes) != 1 {
+		t.Fatalf("the other partition: %+v; want its one change", hc)
+	}
+}
