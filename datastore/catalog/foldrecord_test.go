@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dsurl"
 	"github.com/lakemeta/lake/datastore/dynamofs"
@@ -84,13 +86,16 @@ func TestFoldCursorWithTheRows(t *testing.T) {
 // compare-and-swap alone (S3: one conditional write instead of a read,
 // the write and a read); a fold of a holder that lost the lock commits no
 // row and moves no cursor, whether its changes need rows (its commit is
-// refused) or not (the move is fenced then); and the new holder's fold
-// brings the catalog and the cursor up to date.
+// refused) or not (the move is fenced then); the new holder's fold
+// brings the catalog and the cursor up to date; and on DynamoDB and S3 a
+// cursor record a foreign client overwrote with the raw SDK is refused at
+// the compare-and-swap and replaced by a fold from the record's value.
 func TestFoldCursorAfterItsCommit(t *testing.T) {
 	for _, b := range []string{"bolt", "dynamodb", "s3"} {
 		t.Run(b, func(t *testing.T) {
 			ctx := t.Context()
 			var d datastore.Driver
+			var forge func(key string, value []byte) // a raw write of a record, as a foreign client makes it
 			switch b {
 			case "bolt":
 				ds, err := dsurl.Open(ctx, "bolt://"+filepath.Join(t.TempDir(), "lake.db"), &dsurl.Options{Create: true})
@@ -106,12 +111,25 @@ func TestFoldCursorAfterItsCommit(t *testing.T) {
 					t.Fatal(err)
 				}
 				d = dd
+				forge = func(key string, value []byte) {
+					if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+						"pk": &types.AttributeValueMemberS{Value: "k#datastore/catalog"}, "sk": &types.AttributeValueMemberS{Value: key},
+						"v": &types.AttributeValueMemberB{Value: value}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
 			case "s3":
-				sd, err := s3fs.Open(ctx, s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "cur"})
+				c, bucket := s3local.Client(t), s3local.Bucket(t)
+				sd, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "cur"})
 				if err != nil {
 					t.Fatal(err)
 				}
 				d = sd
+				forge = func(key string, value []byte) {
+					if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("cur/r/" + key + "~"), Body: bytes.NewReader(value)}); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			ds, err := datastore.Open(ctx, d, nil)
 			if err != nil {
@@ -169,6 +187,25 @@ func TestFoldCursorAfterItsCommit(t *testing.T) {
 				t.Fatalf("the new holder's fold: %+v, %v", st, err)
 			}
 			files(3)
+
+			// A foreign client overwrites the cursor's record with
+			// bytes lake never wrote; the holder's next fold, which
+			// remembers its own cursor, is refused at the record's
+			// compare-and-swap, folds again from the record's value
+			// (not a cursor: every partition) and leaves a cursor of
+			// its own there, the rows right.
+			if forge != nil {
+				forge(f.key, []byte("not a cursor"))
+				if record() != "not a cursor" {
+					t.Fatalf("the raw write left the record %q", record())
+				}
+				put("data/m/1/d")
+				st, err = FoldWith(ctx, ns, fence, FoldOptions{Cursor: st.Cursor})
+				if err != nil || record() != st.Cursor || st.Cursor == "" {
+					t.Fatalf("the fold over a forged cursor record: %+v, %v; record %q", st, err, record())
+				}
+				files(4)
+			}
 		})
 	}
 }
