@@ -581,7 +581,6 @@ func (c *checker) clearClaimsOnly(ctx context.Context, part string) error {
 		return err
 	}
 	h.ClaimsOnly = false
-	body, _ := json.Marshal(h)
-	_, err = c.d.c.replace(ctx, c.d.headKey(part), etag, body)
+	_, err = c.d.replaceHead(ctx, part, etag, h)
 	return err
 }

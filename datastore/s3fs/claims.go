@@ -2,7 +2,6 @@ package s3fs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -347,7 +346,6 @@ func (d *Driver) forgetClaims(ctx context.Context, x string) {
 			continue
 		}
 		h.Subs = slices.DeleteFunc(h.Subs, func(s string) bool { return s == x })
-		body, _ := json.Marshal(h)
-		_, _ = d.c.replace(ctx, d.headKey(a), etag, body)
+		_, _ = d.replaceHead(ctx, a, etag, h)
 	}
 }

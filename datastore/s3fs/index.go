@@ -115,8 +115,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		} else {
 			h.Base = 0 // unknown: writers list as without it
 		}
-		body, _ := json.Marshal(h)
-		tag, err := d.c.replace(ctx, d.headKey(part), etag, body)
+		tag, err := d.replaceHead(ctx, part, etag, h)
 		if err == nil {
 			if attempt == 0 && etag == t.hetag {
 				t.rolled, t.rolledHead = tag, h

@@ -195,6 +195,14 @@ func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool,
 	return h, o.etag, true, nil
 }
 
+// replaceHead writes h as part's head if the head still has etag (a
+// failed condition matches metastore.ErrConflict), and returns the new
+// ETag.
+func (d *Driver) replaceHead(ctx context.Context, part, etag string, h head) (string, error) {
+	body, _ := json.Marshal(h)
+	return d.c.replace(ctx, d.headKey(part), etag, body)
+}
+
 // readLog reads the log object at key, the object of part named by
 // position pos, and checks that it is one lake wrote there: JSON, naming
 // its own position, at most MaxCommit entries, each a path of part. Any

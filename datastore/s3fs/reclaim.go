@@ -404,8 +404,7 @@ func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) erro
 			return err
 		}
 		h.Floor = floor
-		body, _ := json.Marshal(h)
-		_, err = d.c.replace(ctx, d.headKey(part), etag, body)
+		_, err = d.replaceHead(ctx, part, etag, h)
 		if !errors.Is(err, metastore.ErrConflict) {
 			return err
 		}
