@@ -337,15 +337,27 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 // the head's tail (rolled forward again later) or, rolled forward, came
 // with x's head, which the staged commit registered before it flipped.
 func (d *Driver) forgetClaims(ctx context.Context, x string) {
+	type naming struct {
+		part, etag string
+		h          head
+	}
+	var hosts []naming
 	for _, a := range d.layout.ClaimParts(x) {
 		h, etag, ok, err := d.readHead(ctx, a)
-		if err != nil || !ok || !slices.Contains(h.Subs, x) {
-			continue
+		if err == nil && ok && slices.Contains(h.Subs, x) {
+			hosts = append(hosts, naming{a, etag, h})
 		}
-		if _, _, again, err := d.readHead(ctx, x); err != nil || again {
-			continue
-		}
-		h.Subs = slices.DeleteFunc(h.Subs, func(s string) bool { return s == x })
-		_, _ = d.replaceHead(ctx, a, etag, h)
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	// x's head read after the hosts' (once for all): a claim rolled into
+	// a host read above came with a head of x made before it.
+	if _, _, again, err := d.readHead(ctx, x); err != nil || again {
+		return
+	}
+	for _, n := range hosts {
+		n.h.Subs = slices.DeleteFunc(n.h.Subs, func(s string) bool { return s == x })
+		_, _ = d.replaceHead(ctx, n.part, n.etag, n.h)
 	}
 }
