@@ -96,6 +96,9 @@ type client struct {
 	// handoff holds, by driver prefix and partition, the tail a Stat
 	// read last, for the next commit of that partition (handoff.go).
 	handoff sync.Map
+	// handoffSwept is when handOff last dropped the offers too old to be
+	// taken (Unix nanoseconds).
+	handoffSwept atomic.Int64
 	// moves: this process's last commits' head moves and the cursors it
 	// last read (cursorover.go), shared by every namespace's driver.
 	moves moveLog

@@ -35,8 +35,24 @@ type handoff struct {
 }
 
 // handOff offers t, part's tail just read by a Stat, to the next commit.
+// Every Stat offers (a reader's too, which no commit takes), so at most
+// once every handoffAge the offers too old to be taken are dropped: a
+// long-lived process (a node serving a fleet's disposable models) keeps
+// only the last few seconds' tails, not one for every partition it ever
+// read.
 func (d *Driver) handOff(part string, t *tail) {
-	d.c.handoff.Store(d.prefix+part, handoff{t: t, at: time.Now()})
+	now := time.Now()
+	d.c.handoff.Store(d.prefix+part, handoff{t: t, at: now})
+	last := d.c.handoffSwept.Load()
+	if now.Sub(time.Unix(0, last)) < handoffAge || !d.c.handoffSwept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	d.c.handoff.Range(func(k, v any) bool {
+		if now.Sub(v.(handoff).at) > handoffAge {
+			d.c.handoff.CompareAndDelete(k, v)
+		}
+		return true
+	})
 }
 
 // takeHandoff returns the tail a Stat offered for part, once, read as a
