@@ -25,15 +25,7 @@ func TestFoldCursorOverOwnCommit(t *testing.T) {
 	ctx := t.Context()
 	c, table := datastoreTable(t)
 	open := func() *datastore.Store {
-		d, err := dynamofs.Open(ctx, c, dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := datastore.Open(ctx, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns, err := ds.Namespace("over")
+		ns, err := dynamoDatastore(t, c, table).Namespace("over")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,4 +144,19 @@ func datastoreTable(t *testing.T) (*dynamodb.Client, string) {
 		t.Fatal(err)
 	}
 	return c, table
+}
+
+// dynamoDatastore opens table's datastore through c, closed when t ends.
+func dynamoDatastore(t *testing.T, c *dynamodb.Client, table string) *datastore.Store {
+	t.Helper()
+	d, err := dynamofs.Open(t.Context(), c, dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := datastore.Open(t.Context(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	return ds
 }

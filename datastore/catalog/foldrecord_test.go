@@ -28,16 +28,7 @@ import (
 func TestFoldCursorWithTheRows(t *testing.T) {
 	ctx := t.Context()
 	c, table := datastoreTable(t)
-	d, err := dynamofs.Open(ctx, c, dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := datastore.Open(ctx, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	f := newFoldFixture(t, ds)
+	f := newFoldFixture(t, dynamoDatastore(t, c, table))
 	ns, recs, key, lock, fence, files, record := f.ns, f.recs, f.key, f.lock, f.fence, f.files, f.record
 	if _, err := ns.Put(ctx, "data/m/1/a", strings.NewReader("a"), nil); err != nil {
 		t.Fatal(err)

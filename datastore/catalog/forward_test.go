@@ -15,7 +15,6 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dsurl"
-	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
@@ -53,16 +52,7 @@ func TestForwardIsTheListedRow(t *testing.T) {
 	})
 	t.Run("dynamodb", func(t *testing.T) {
 		c, table := datastoreTable(t) // foldover_test.go
-		d, err := dynamofs.Open(t.Context(), c, dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := datastore.Open(t.Context(), d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ds.Close()
-		checkForward(t, ds, forwardSteps(t, 30), 2)
+		checkForward(t, dynamoDatastore(t, c, table), forwardSteps(t, 30), 2)
 	})
 	t.Run("s3", func(t *testing.T) {
 		d, err := s3fs.Open(t.Context(), s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "fwd"})

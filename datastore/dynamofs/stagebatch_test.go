@@ -90,17 +90,8 @@ func TestStagedBatchesCarryPartitionReads(t *testing.T) {
 	raw := ddblocal.Client(t)
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
-	open := func() (*dynamofs.Driver, *datastore.Store) {
-		d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := datastore.New(d)
-		t.Cleanup(func() { s.Close() })
-		return d, s
-	}
-	d, s := open()
-	_, foreign := open()
+	d, s := anotherProcess(t, table) // claims_test.go
+	_, foreign := anotherProcess(t, table)
 	ctx := t.Context()
 	entries := func(dir string) []datastore.Entry {
 		var es []datastore.Entry
