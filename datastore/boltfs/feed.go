@@ -64,7 +64,13 @@ func (d *Driver) Changes(ctx context.Context, partition string, after uint64, li
 			return nil
 		}
 		c := fb.Cursor()
+		order := boltfile.After(feedKey(partition, after))
 		for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) <= 0; k, v = c.Next() {
+			if !order.Next(k) {
+				// A reader paging on from a position that went back could
+				// read the same changes forever.
+				return damagef("datastore feed of %q out of order", partition)
+			}
 			if len(out) == limit {
 				upTo = out[len(out)-1].Pos
 				return nil
@@ -131,7 +137,11 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			return nil
 		}
 		c := ib.Cursor()
+		order := boltfile.After(u64(after))
 		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
+			if !order.Next(k) {
+				return damagef("datastore index out of order")
+			}
 			h, err := d.readHead(tx, string(v))
 			if err != nil {
 				return err

@@ -69,7 +69,12 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 				k, v = c.Next()
 			}
 		}
+		order := boltfile.After(pos)
 		for ; k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+			if last := order.Last(); !order.Next(k) {
+				// Paging on from a key that went back could never end.
+				return damagef("datastore paths out of order (%.60q after %.60q)", k, last)
+			}
 			if len(files) == limit {
 				next = []byte(files[len(files)-1].Path)
 				return nil

@@ -138,7 +138,13 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 			}
 		}
 		used := 0
+		order := boltfile.After(pos)
 		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if last := order.Last(); !order.Next(k) {
+				// Only a damaged tree goes back: paging on from here could
+				// return the same keys forever (boltfile.Ascending).
+				return d.f.Poison("list", fmt.Sprintf("keys out of order (%.40q after %.40q)", k, last))
+			}
 			if err := metastore.ValidateKey(string(k)); err != nil {
 				// No lake write stores such a key: the page holding it is
 				// damaged, and whatever else it holds cannot be trusted.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lakemeta/lake/internal/boltfile"
 	"github.com/lakemeta/lake/internal/boltfile/bolttest"
@@ -335,5 +336,43 @@ func TestPageTreeCycleRefusedAtOpen(t *testing.T) {
 		if err != nil || rep.Sound() {
 			t.Fatalf("check: %+v, %v", rep, err)
 		}
+	}
+}
+
+// TestRepeatedChildEndsTheListing: a branch page that names the same child
+// twice (one flipped byte in a page id) is no cycle, so Open accepts the
+// file, but a cursor then meets keys it has passed, and a listing that
+// pages on by "seek past the last key" went back on every page and grew
+// until the process ran out of memory (found by FuzzDamagedStore in CI).
+// The listing ends with ErrDamaged at the first key that goes back.
+func TestRepeatedChildEndsTheListing(t *testing.T) {
+	path := bigStore(t)
+	for _, id := range pagesOf(t, path, "branch") {
+		bolttest.RepeatChild(t, path, id)
+	}
+	before := fileSum(t, path)
+	done := make(chan error, 1)
+	go func() {
+		d, err := boltstore.Open(path, &boltstore.Options{ReadOnly: true})
+		if err == nil {
+			s := metastore.New(d)
+			_, err = s.ListAll(context.Background(), "")
+			s.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, boltstore.ErrDamaged) || !strings.Contains(err.Error(), "out of order") {
+			t.Fatalf("listing a tree that repeats a child: %v, want ErrDamaged (keys out of order)", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("listing a tree that repeats a child did not end within a minute")
+	}
+	if fileSum(t, path) != before {
+		t.Fatal("the file was changed")
+	}
+	if rep, err := boltstore.Check(path, 0); err != nil || rep.Sound() {
+		t.Fatalf("check: %+v, %v", rep, err)
 	}
 }

@@ -4,6 +4,7 @@
 package bolttest
 
 import (
+	"os"
 	"slices"
 	"testing"
 
@@ -66,4 +67,26 @@ func HighWater(t testing.TB, path string) int64 {
 	var size int64
 	db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
 	return size
+}
+
+// RepeatChild makes branch page id of the file at path (4 KiB pages) name
+// its first child twice: the second element's page id becomes the first's.
+// The tree stays acyclic, so Open accepts it, but a cursor walks the first
+// child's keys twice, the second time after larger ones.
+func RepeatChild(t testing.TB, path string, id int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Branch elements follow the 16-byte page header, 16 bytes each:
+	// pos u32, ksize u32, pgid u64.
+	first := make([]byte, 8)
+	if _, err := f.ReadAt(first, int64(id)*4096+16+8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(first, int64(id)*4096+16+16+8); err != nil {
+		t.Fatal(err)
+	}
 }
