@@ -320,6 +320,19 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			}
 		}
 	}
+	if pl.hasHead && pl.head.knownFences() {
+		for _, o := range pl.objs {
+			if o.last() == pl.head.Applied && !maps.Equal(o.Fences, pl.head.Fences) {
+				// Written by no lake (the roll-forward copies the object's
+				// fences as it reads them): writers would judge the log
+				// after it by the copy.
+				if err := c.problem(ctx, d.headKey(part), fmt.Sprintf("its copy of the fences of log object %d (%v) differs from the object's (%v)", o.First, pl.head.Fences, o.Fences),
+					"drop the copy (writers read the object)", func(ctx context.Context) error { return c.dropHeadFences(ctx, part) }); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if pl.hasHead && pl.head.ClaimsOnly && len(pl.latest) > 0 {
 		// Written by no lake (a roll-forward of a change clears it):
 		// Partitions and ChangedPartitions would not name the partition.
@@ -575,6 +588,17 @@ func (c *checker) rollForwardAll(ctx context.Context, part string, pl *partLog) 
 
 // clearClaimsOnly clears part's head's claims-only mark, conditional on
 // the head as read now.
+// dropHeadFences removes part's head's copy of its last object's fences.
+func (c *checker) dropHeadFences(ctx context.Context, part string) error {
+	h, etag, ok, err := c.d.readHead(ctx, part)
+	if err != nil || !ok || h.FencesAt == 0 {
+		return err
+	}
+	h.Fences, h.FencesAt = nil, 0
+	_, err = c.d.replaceHead(ctx, part, etag, h)
+	return err
+}
+
 func (c *checker) clearClaimsOnly(ctx context.Context, part string) error {
 	h, etag, ok, err := c.d.readHead(ctx, part)
 	if err != nil || !ok || !h.ClaimsOnly {

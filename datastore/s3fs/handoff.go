@@ -72,6 +72,14 @@ func (d *Driver) takeHandoff(ctx context.Context, part string) (*tail, error) {
 		t.withLast = true // nothing applied: a writer reads no more
 		return t, nil
 	}
+	if t.h.knownFences() {
+		t.base = headBase(t.h) // what a writer needs of it, without a GET
+		if t.last == nil {
+			t.last = t.base
+		}
+		t.withLast = true
+		return t, nil
+	}
 	if t.h.Base == 0 || t.h.Base > t.h.Applied {
 		return nil, nil
 	}

@@ -112,8 +112,10 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		h.ClaimsOnly = h.ClaimsOnly && !changes
 		if n := len(t.objects); n > 0 && t.objects[n-1].last() == target {
 			h.Base = t.objects[n-1].First
+			h.Fences, h.FencesAt = t.objects[n-1].Fences, target
 		} else {
 			h.Base = 0 // unknown: writers list as without it
+			h.Fences, h.FencesAt = nil, 0
 		}
 		tag, err := d.replaceHead(ctx, part, etag, h)
 		if err == nil {

@@ -42,6 +42,10 @@ type logObject struct {
 	// void is set by readers for an object of an aborted commit: it holds
 	// its positions and fences, and no change.
 	void bool
+	// ends is set for an object known only from its partition's head (its
+	// last position and its fences, head.Fences), never read: the last
+	// position it holds. Its First and Entries are not known.
+	ends uint64
 }
 
 // fenceToken is a commit's fence: the lock record and, when its bytes are a
@@ -67,7 +71,18 @@ type logEntry struct {
 }
 
 func (o *logObject) span() uint64 { return uint64(max(len(o.Entries), 1)) }
-func (o *logObject) last() uint64 { return o.First + o.span() - 1 }
+func (o *logObject) last() uint64 {
+	if o.ends != 0 {
+		return o.ends
+	}
+	return o.First + o.span() - 1
+}
+
+// headBase is the object ending at h's applied position as h describes it
+// (h.knownFences()): its fences, for a writer that does not read it.
+func headBase(h head) *logObject {
+	return &logObject{First: h.Base, Fences: h.Fences, ends: h.Applied}
+}
 
 // infos returns o's changes.
 func (o *logObject) infos(part string) []datastore.Info {
@@ -117,7 +132,21 @@ type head struct {
 	// ChangedPartitions do not name it (claimsonly.go). Heads written
 	// before claims, and by any other register, leave it false.
 	ClaimsOnly bool `json:"claimsOnly,omitempty"`
+	// Fences are the Fences of the log object that ends at FencesAt, as
+	// the roll-forward that moved Applied there read them (issue 31): a
+	// writer whose head holds them, with FencesAt equal to Applied, judges
+	// the log after Applied against them instead of reading that object
+	// (one GET less a commit). Any write that moves Applied without them
+	// (heads written before, a repair) leaves FencesAt behind, and the
+	// writer reads the object as it did before; lake data check compares
+	// them with the object and drops a copy that disagrees.
+	Fences   map[string]uint64 `json:"fences,omitempty"`
+	FencesAt uint64            `json:"fencesAt,omitempty"`
 }
+
+// knownFences reports whether h holds the fences of the object ending at
+// its applied position.
+func (h head) knownFences() bool { return h.FencesAt != 0 && h.FencesAt == h.Applied }
 
 // tail is a partition's log as a writer or reader sees it: its watermarks,
 // and the objects after the applied one, in order.
@@ -376,7 +405,13 @@ func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tai
 func (d *Driver) tailAt(ctx context.Context, part string, h head, etag string, withLast bool) (*tail, error) {
 	t := &tail{h: h, hetag: etag, exists: true, withLast: withLast}
 	after, applied := h.Applied, h.Applied
-	if withLast {
+	switch {
+	case withLast && h.knownFences():
+		// What a writer needs of the object ending at Applied (its
+		// fences) is in the head: list and read only the objects after.
+		t.base = headBase(h)
+		t.last = t.base
+	case withLast:
 		after, applied = max(h.Applied, 1)-1, 0
 		if h.Base > 0 && h.Base <= h.Applied {
 			after = h.Base - 1
