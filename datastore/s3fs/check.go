@@ -321,15 +321,29 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 		}
 	}
 	if pl.hasHead && pl.head.knownFences() {
+		var why string
 		for _, o := range pl.objs {
 			if o.last() == pl.head.Applied && !maps.Equal(o.Fences, pl.head.Fences) {
 				// Written by no lake (the roll-forward copies the object's
 				// fences as it reads them): writers would judge the log
 				// after it by the copy.
-				if err := c.problem(ctx, d.headKey(part), fmt.Sprintf("its copy of the fences of log object %d (%v) differs from the object's (%v)", o.First, pl.head.Fences, o.Fences),
-					"drop the copy (writers read the object)", func(ctx context.Context) error { return c.dropHeadFences(ctx, part) }); err != nil {
-					return err
-				}
+				why = fmt.Sprintf("its copy of the fences of log object %d (%v) differs from the object's (%v)", o.First, pl.head.Fences, o.Fences)
+			}
+		}
+		for k, v := range pl.head.Fences {
+			tok, err := c.token(ctx, k)
+			if err != nil {
+				return err
+			}
+			if tok != 0 && v > tok && why == "" {
+				// Copied from a forged object by a roll-forward: lowering
+				// the object (above) leaves the copy as it was.
+				why = fmt.Sprintf("its copy of the fences of the log object it ends at names token %d of lock record %q, above the %d that record holds", v, k, tok)
+			}
+		}
+		if why != "" {
+			if err := c.problem(ctx, d.headKey(part), why, "drop the copy (writers read the object)", func(ctx context.Context) error { return c.dropHeadFences(ctx, part) }); err != nil {
+				return err
 			}
 		}
 	}

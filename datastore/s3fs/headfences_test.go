@@ -122,4 +122,46 @@ func TestHeadCarriesItsObjectsFences(t *testing.T) {
 	if err != nil || len(files) != 5 {
 		t.Errorf("ls: %d files, %v; want 5", len(files), err)
 	}
+
+	// A forged value that a roll-forward copied: the object it ends at and
+	// the head's copy both name a token no holder was issued. Lowering the
+	// object alone would leave the copy; the check names both, the repair
+	// mends both, and a second check is clean.
+	const huge = uint64(1) << 62
+	obj := "lake/ds/l/m%2F1/00000000000000000005"
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(obj)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	var o map[string]any
+	if err := json.Unmarshal(body, &o); err != nil {
+		t.Fatal(err)
+	}
+	o["fences"] = map[string]uint64{fenceKey: huge}
+	forged, _ := json.Marshal(o)
+	rawPut(t, c, bucket, obj, string(forged))
+	h = readHead()
+	h["fences"] = map[string]uint64{fenceKey: huge}
+	writeHead(h)
+	rep, err = s.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, p := range rep.Problems {
+		named[strings.TrimPrefix(p.Object, bucket+"/")] = true
+	}
+	if len(rep.Problems) != 2 || !named[obj] || !named[headKey] {
+		t.Fatalf("check of a forged value in the object and its head's copy: %v, want the object and the head", rep.Problems)
+	}
+	if rep, err = s.Check(ctx, datastore.CheckOptions{Repair: true, Fence: fence}); err != nil || rep.Unrepaired() != 0 {
+		t.Fatalf("repair: %v, %v", rep.Problems, err)
+	}
+	if rep, err := s.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check after the repair of a forged value: %v, %v; want clean", rep.Problems, err)
+	}
+	commit("data/m/1/f")
+	copied("after a commit following that repair", 6)
 }
