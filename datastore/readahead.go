@@ -105,3 +105,31 @@ func (s *Store) ReadAheadStats(ctx context.Context, scopes []*Store, records []s
 	}
 	return actx, true, nil
 }
+
+// knownKey carries WithKnownPartitions's partitions: scope name → partitions.
+type knownKey struct{}
+
+// WithKnownPartitions returns a context that tells a ReadAhead made with
+// it which partitions of scope the caller already knows (a sync: those its
+// cursor holds a position of). A driver may then read their heads in the
+// same request and answer scope's ChangedPartitions without listing the
+// part of its index those heads account for (DynamoDB: a shard whose
+// counter moved only through positions the known heads hold now is not
+// queried). It changes no answer: an index position the known heads do not
+// account for is listed as before.
+func WithKnownPartitions(ctx context.Context, scope *Store, partitions []string) context.Context {
+	prev, _ := ctx.Value(knownKey{}).(map[string][]string)
+	next := make(map[string][]string, len(prev)+1)
+	for k, v := range prev {
+		next[k] = v
+	}
+	next[scope.ns] = partitions
+	return context.WithValue(ctx, knownKey{}, next)
+}
+
+// KnownPartitions returns the partitions WithKnownPartitions named for the
+// scope of namespace name ("" the root), for drivers.
+func KnownPartitions(ctx context.Context, name string) []string {
+	m, _ := ctx.Value(knownKey{}).(map[string][]string)
+	return m[name]
+}

@@ -2,6 +2,8 @@ package treesync
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/catalog"
@@ -25,12 +27,18 @@ import (
 func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead bool, stat []string) (_ context.Context, rows map[string]datastore.Info) {
 	var scopes []*datastore.Store
 	var records []string
+	// The partitions whose positions the tree keeps: their heads, read
+	// with the counters, can stand for a listing of the index
+	// (datastore.WithKnownPartitions).
+	known := ctx
 	if unscoped {
 		scopes = append(scopes, t.store)
+		known = datastore.WithKnownPartitions(known, t.store, slices.Sorted(maps.Keys(st.Positions)))
 	}
 	if t.opts.Catalog == CatalogIncremental && !catalogRead {
 		if cat, err := t.root.CatalogStore(); err == nil {
 			scopes = append(scopes, cat)
+			known = datastore.WithKnownPartitions(known, cat, slices.Sorted(maps.Keys(st.Catalog.Positions)))
 		}
 	}
 	if t.opts.Catalog != CatalogOff && st.config == nil {
@@ -48,11 +56,11 @@ func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead b
 		return ctx, nil // one read either way
 	}
 	if len(paths) > 0 {
-		if actx, rows, ok := t.readAheadRows(ctx, scopes, records, stat, paths); ok {
+		if actx, rows, ok := t.readAheadRows(known, scopes, records, stat, paths); ok {
 			return actx, rows
 		}
 	}
-	actx, err := t.store.ReadAhead(ctx, scopes, records, stat)
+	actx, err := t.store.ReadAhead(known, scopes, records, stat)
 	if err != nil {
 		return ctx, nil
 	}

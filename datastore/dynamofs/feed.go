@@ -161,7 +161,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	keys = append(keys, d.liveKey()) // whole.go
 	// A read-ahead of this sync may hold them (readahead.go).
-	got, ahead := d.aheadFeed(ctx, keys)
+	got, known, ahead := d.aheadFeed(ctx, keys)
 	var err error
 	if !ahead {
 		// A BatchGetItem, not a snapshot (snapshot.go): each counter
@@ -185,6 +185,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			if got, err = d.batchGet(ctx, keys); err != nil {
 				return nil, nil, err
 			}
+			known = nil // read before the settle moved heads
 			break
 		}
 	}
@@ -205,6 +206,17 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		}
 		next = binary.BigEndian.AppendUint64(next, now[i])
 		if now[i] == at[i] {
+			continue
+		}
+		if its, ok := d.knownFill(known, sh, at[i], now[i]); ok {
+			for _, it := range its {
+				seq, err := d.decidedSeq(ctx, it) // whole.go
+				if err != nil {
+					return nil, nil, err
+				}
+				heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: seq, Floor: getN(it, "floor")})
+			}
+			d.meter.count(&d.meter.s.ShardsKnown)
 			continue
 		}
 		kc := expression.Key(attrPK).Equal(expression.Value(d.headPK(sh))).
@@ -235,4 +247,33 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	d.moves.Read(d.pfx, next) // cursorover.go
 	return heads, next, nil
+}
+
+// knownFill returns the known heads (read with the counters, in one
+// request: datastore.WithKnownPartitions) whose index position lies in
+// shard sh's window (at, now], if they hold every position of it: then no
+// other partition moved in sh since at, and the Query of the window would
+// return exactly them (a commit takes each position of a shard's counter
+// for one head, in the transaction that moves the counter; a head read
+// before a later commit of its partition shows an earlier position, which
+// leaves the window unfilled and the shard queried). ok false: query.
+func (d *Driver) knownFill(known []item, sh string, at, now uint64) ([]item, bool) {
+	if len(known) == 0 || now-at > uint64(len(known)) {
+		return nil, false
+	}
+	pk := d.headPK(sh)
+	var out []item
+	seen := map[uint64]bool{}
+	for _, it := range known {
+		pos := getN(it, attrPos)
+		if getS(it, attrPK) != pk || pos <= at || pos > now || seen[pos] {
+			continue
+		}
+		seen[pos] = true
+		out = append(out, it)
+	}
+	if uint64(len(seen)) != now-at {
+		return nil, false
+	}
+	return out, true
 }

@@ -31,6 +31,10 @@ type Stats struct {
 	// touched an item another transaction held, throttling, a lost
 	// response.
 	TransactRetries int64
+	// ShardsKnown counts the changed shards of the index ChangedPartitions
+	// answered from the known partitions' heads, read ahead, instead of a
+	// Query (feed.go, knownFill).
+	ShardsKnown int64
 }
 
 // Sub returns s minus before.
@@ -38,7 +42,7 @@ func (s Stats) Sub(before Stats) Stats {
 	return Stats{OpRequests: s.SubRequests(before.OpRequests), ItemsRead: s.ItemsRead - before.ItemsRead,
 		ReadUnits: s.ReadUnits - before.ReadUnits, WriteUnits: s.WriteUnits - before.WriteUnits,
 		ItemsWritten: s.ItemsWritten - before.ItemsWritten, CommitRaces: s.CommitRaces - before.CommitRaces,
-		TransactRetries: s.TransactRetries - before.TransactRetries}
+		TransactRetries: s.TransactRetries - before.TransactRetries, ShardsKnown: s.ShardsKnown - before.ShardsKnown}
 }
 
 // meter counts the driver's requests in the shared DynamoDB meter, and

@@ -19,6 +19,10 @@ type readAhead struct {
 	// parts are the reads held, not yet served: "feed" NUL namespace
 	// prefix, "rec" NUL record key, "stat" NUL namespace prefix.
 	parts map[string]bool
+	// heads are the head keys of the known partitions
+	// (datastore.WithKnownPartitions) read with each namespace's feed
+	// part, by namespace prefix; served with that part.
+	heads map[string][]item
 }
 
 type readAheadKey struct{}
@@ -72,6 +76,28 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 	}
 	if len(keys)+len(vouch) == 0 {
 		return ctx, nil
+	}
+	// The known partitions' heads, while the read stays one request
+	// (ChangedPartitions uses them: knownFill).
+	room := batchGetSize - len(keys) - len(vouch)
+	for _, name := range scopes {
+		n, err := d.Namespace(name)
+		if err != nil {
+			return ctx, err
+		}
+		nd := n.(*Driver)
+		for _, p := range datastore.KnownPartitions(ctx, name) {
+			if room <= 0 || datastore.ValidatePartition(p) != nil {
+				break
+			}
+			k := nd.headKey(p)
+			if ra.heads == nil {
+				ra.heads = map[string][]item{}
+			}
+			ra.heads[nd.pfx] = append(ra.heads[nd.pfx], k)
+			keys = append(keys, k)
+			room--
+		}
 	}
 	for _, k := range append(vouch, keys...) {
 		ra.items[itemID(k)] = nil
@@ -127,9 +153,28 @@ func (d *Driver) take(ctx context.Context, part string, keys []item) (got []item
 }
 
 // aheadFeed returns the items of keys (d's counters and live list) from
-// ctx's snapshot, once, or ok false: read them.
-func (d *Driver) aheadFeed(ctx context.Context, keys []item) ([]item, bool) {
-	return d.take(ctx, "feed\x00"+d.pfx, keys)
+// ctx's snapshot, once, or ok false: read them. known are the heads of the
+// known partitions read with them (present ones), if any.
+func (d *Driver) aheadFeed(ctx context.Context, keys []item) (got, known []item, ok bool) {
+	ra := d.aheadOf(ctx)
+	if ra == nil {
+		return nil, nil, false
+	}
+	ra.mu.Lock()
+	hk := ra.heads[d.pfx]
+	delete(ra.heads, d.pfx)
+	ra.mu.Unlock()
+	if got, ok = d.take(ctx, "feed\x00"+d.pfx, keys); !ok {
+		return nil, nil, false
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	for _, k := range hk {
+		if it := ra.items[itemID(k)]; it != nil {
+			known = append(known, it)
+		}
+	}
+	return got, known, true
 }
 
 // aheadRecord returns record k's item from ctx's snapshot (nil: absent),

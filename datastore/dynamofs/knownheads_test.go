@@ -1,0 +1,131 @@
+package dynamofs_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
+	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/faultapi"
+)
+
+// TestChangedPartitionsFromKnownHeads (issue 31): a read-ahead made with
+// the partitions a reader knows (datastore.WithKnownPartitions) reads
+// their heads with the shard counters, in the same BatchGetItem, and
+// ChangedPartitions answers a changed shard from them, without its Query,
+// when they hold every index position the shard's counter moved through.
+// Its answer is the one the Queries give, in each case: known partitions
+// each changed once (no Query), a partition it does not know changed
+// (that shard is queried), a known partition changed twice (its earlier
+// position is gone: queried), every one changed by another process.
+func TestChangedPartitionsFromKnownHeads(t *testing.T) {
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	var queries atomic.Int32
+	counting := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(op, _ string) faultapi.Fault {
+		if op == "Query" {
+			queries.Add(1)
+		}
+		return faultapi.None
+	})
+	ctx := t.Context()
+	open := func(api ddb.API) (*datastore.Store, *datastore.Store) {
+		d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := root.Namespace("ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return root, ns
+	}
+	root, ns := open(counting)
+	_, other := open(ddb.NewClient(ddblocal.Config(t), ""))
+	put := func(s *datastore.Store, part, name string) {
+		t.Helper()
+		p := "data/" + part + "/" + name
+		if _, err := s.Put(ctx, p, strings.NewReader(p), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var known []string
+	for i := range 40 {
+		part := fmt.Sprintf("m/%d", i)
+		known = append(known, part)
+		put(ns, part, "a")
+	}
+	_, cursor, err := ns.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// read returns ChangedPartitions after cursor served by a read-ahead
+	// made with the known partitions, and the Queries it sent; and the
+	// same call without a read-ahead, which queries every changed shard.
+	read := func(when string) (withKnown, plain []datastore.Head, queried int32, next string) {
+		t.Helper()
+		actx, err := root.ReadAhead(datastore.WithKnownPartitions(ctx, ns, known), []*datastore.Store{ns}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := queries.Load()
+		withKnown, next, err = ns.ChangedPartitions(actx, cursor)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		queried = queries.Load() - before
+		plain, plainNext, err := ns.ChangedPartitions(context.Background(), cursor)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if plainNext != next {
+			t.Errorf("%s: cursor %q from the known heads, %q from the Queries", when, next, plainNext)
+		}
+		byPart := func(a, b datastore.Head) int { return strings.Compare(a.Partition, b.Partition) }
+		slices.SortFunc(withKnown, byPart)
+		slices.SortFunc(plain, byPart)
+		if !slices.Equal(withKnown, plain) {
+			t.Errorf("%s: changed partitions from the known heads %v, from the Queries %v", when, withKnown, plain)
+		}
+		return withKnown, plain, queried, next
+	}
+
+	// Ten known partitions, each changed once by another process.
+	for i := range 10 {
+		put(other, known[i*4], "b")
+	}
+	got, _, queried, next := read("ten known partitions changed once")
+	if len(got) != 10 || queried != 0 {
+		t.Errorf("ten known partitions changed once: %d changed, %d Queries; want 10 and none", len(got), queried)
+	}
+	cursor = next
+
+	// A partition the reader does not know: its shard is queried.
+	put(other, "m/new", "a")
+	put(other, known[1], "b")
+	got, _, queried, next = read("a partition not known")
+	if len(got) != 2 || queried == 0 {
+		t.Errorf("a partition not known changed: %d changed, %d Queries; want 2 and its shard queried", len(got), queried)
+	}
+	cursor = next
+
+	// A known partition changed twice: its first position is no head's.
+	put(other, known[2], "b")
+	put(other, known[2], "c")
+	got, _, queried, _ = read("a known partition changed twice")
+	if len(got) != 1 || queried != 1 {
+		t.Errorf("a known partition changed twice: %d changed, %d Queries; want 1 and one", len(got), queried)
+	}
+}
