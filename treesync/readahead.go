@@ -27,18 +27,14 @@ import (
 func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead bool, stat []string) (_ context.Context, rows map[string]datastore.Info) {
 	var scopes []*datastore.Store
 	var records []string
-	// The partitions whose positions the tree keeps: their heads, read
-	// with the counters, can stand for a listing of the index
-	// (datastore.WithKnownPartitions).
 	known := ctx
 	if unscoped {
 		scopes = append(scopes, t.store)
-		known = datastore.WithKnownPartitions(known, t.store, slices.Sorted(maps.Keys(st.Positions)))
 	}
 	if t.opts.Catalog == CatalogIncremental && !catalogRead {
 		if cat, err := t.root.CatalogStore(); err == nil {
 			scopes = append(scopes, cat)
-			known = datastore.WithKnownPartitions(known, cat, slices.Sorted(maps.Keys(st.Catalog.Positions)))
+			known = datastore.WithKnownPartitions(known, cat, knownNamespaces(st))
 		}
 	}
 	if t.opts.Catalog != CatalogOff && st.config == nil {
@@ -65,6 +61,24 @@ func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead b
 		return ctx, nil
 	}
 	return actx, nil
+}
+
+// maxKnownNamespaces bounds the catalog namespaces whose heads a
+// read-ahead reads: each is an item read (a read unit on DynamoDB) to
+// save, at best, the Query of one shard of the catalog's index.
+const maxKnownNamespaces = 16
+
+// knownNamespaces returns the namespaces of the catalog the tree's catalog
+// cursor holds positions of (at most maxKnownNamespaces), whose heads can
+// stand for a listing of the catalog's index (datastore.WithKnownPartitions):
+// the catalog is where other writers' changes are expected on every sync
+// (each namespace's fold moves its one partition there). The tree's own
+// partitions are not named: their changes are mostly its own commits,
+// which its cursor already moved past, and a tree of many models would
+// read a head for each on every sync.
+func knownNamespaces(st *state) []string {
+	names := slices.Sorted(maps.Keys(st.Catalog.Positions))
+	return names[:min(len(names), maxKnownNamespaces)]
 }
 
 // dirtyPaths returns the paths decide stats.

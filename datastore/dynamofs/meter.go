@@ -50,13 +50,13 @@ func (s Stats) Sub(before Stats) Stats {
 type meter struct {
 	ddb.Meter
 	mu sync.Mutex
-	s  Stats // only ItemsWritten, CommitRaces and TransactRetries are kept here
+	s  Stats // only ItemsWritten, CommitRaces, TransactRetries and ShardsKnown are kept here
 }
 
 // Stats returns what the driver has cost so far.
 func (d *Driver) Stats() Stats {
 	d.meter.mu.Lock()
-	out := Stats{ItemsWritten: d.meter.s.ItemsWritten, CommitRaces: d.meter.s.CommitRaces, TransactRetries: d.meter.s.TransactRetries}
+	out := Stats{ItemsWritten: d.meter.s.ItemsWritten, CommitRaces: d.meter.s.CommitRaces, TransactRetries: d.meter.s.TransactRetries, ShardsKnown: d.meter.s.ShardsKnown}
 	d.meter.mu.Unlock()
 	out.Requests = map[string]int64{}
 	for op, c := range d.meter.Snapshot().ByOperation() {
