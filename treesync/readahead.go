@@ -64,21 +64,25 @@ func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead b
 }
 
 // maxKnownNamespaces bounds the catalog namespaces whose heads a
-// read-ahead reads: each is an item read (a read unit on DynamoDB) to
-// save, at best, the Query of one shard of the catalog's index.
+// read-ahead reads: each is an item read (a read unit on DynamoDB) on
+// every sync, to save the Query of a changed shard of the catalog's index.
 const maxKnownNamespaces = 16
 
 // knownNamespaces returns the namespaces of the catalog the tree's catalog
-// cursor holds positions of (at most maxKnownNamespaces), whose heads can
-// stand for a listing of the catalog's index (datastore.WithKnownPartitions):
-// the catalog is where other writers' changes are expected on every sync
-// (each namespace's fold moves its one partition there). The tree's own
-// partitions are not named: their changes are mostly its own commits,
-// which its cursor already moved past, and a tree of many models would
-// read a head for each on every sync.
+// cursor holds positions of, whose heads can stand for a listing of the
+// catalog's index (datastore.WithKnownPartitions): the catalog is where
+// other writers' changes are expected on every sync (each namespace's fold
+// moves its one partition there). None when there are more than
+// maxKnownNamespaces: a shard's window is filled only when every namespace
+// that moved in it is known, so part of many would cost items for few
+// Queries saved. The tree's own partitions are not named: their changes
+// are mostly its own commits, which its cursor already moved past, and a
+// tree of many models would read a head for each on every sync.
 func knownNamespaces(st *state) []string {
-	names := slices.Sorted(maps.Keys(st.Catalog.Positions))
-	return names[:min(len(names), maxKnownNamespaces)]
+	if len(st.Catalog.Positions) > maxKnownNamespaces {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(st.Catalog.Positions))
 }
 
 // dirtyPaths returns the paths decide stats.
