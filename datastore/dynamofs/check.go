@@ -47,6 +47,9 @@ const maxCheckPages = 1000
 //     index position and the counter with it, in one transaction;
 //   - a head whose index position is beyond its shard's counter
 //     (ChangedPartitions misses it): the counter raised to it;
+//   - a head at another head's index position (a reader that knows the
+//     other partition may take this one's move for it): moved to its
+//     shard's next index position;
 //   - commit records not settled (whole.go): settled;
 //   - with Chunks, a live file whose chunks are missing: reported only
 //     (its content is lost; put it again).
@@ -86,6 +89,10 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 		counters[strings.TrimPrefix(strings.TrimPrefix(getS(it, attrPK), d.pfx), "n#")] = getN(it, "n")
 	}
 	now := time.Now()
+	// indexed: the partition whose head holds each index position, by
+	// shard (each position is given to one head by the commit that moves
+	// the counter).
+	indexed := map[string]map[uint64]string{}
 	// fix runs repair when repairing, and adds p (repaired, or with the
 	// repair's error); without a repair p is reported as it is.
 	fix := func(p datastore.Problem, repair func() error) error {
@@ -195,9 +202,25 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 				Fix: fmt.Sprintf("raise the counter to %d", pos)},
 				func() error { return d.raiseCounter(ctx, sh, pos) })
 			counters[sh] = max(counters[sh], pos)
+		case h[attrPos] != nil && indexed[sh][getN(h, attrPos)] != "":
+			// Written by no lake: a reader that knows the other partition
+			// takes this one's move for it (knownFill, feed.go), where a
+			// Query of the shard would return both.
+			pos := getN(h, attrPos)
+			err = fix(datastore.Problem{Object: hname, What: fmt.Sprintf("index position %d of shard %s is also the head of %q's (a reader that knows %q may miss this partition's change)", pos, sh, indexed[sh][pos], indexed[sh][pos]),
+				Fix: "put it in the feed at the shard's next position"},
+				func() error { return d.reindex(ctx, part, h, getN(h, "seq"), false) })
 		}
 		if err != nil {
 			return rep, err
+		}
+		if h != nil && h[attrPos] != nil {
+			if indexed[sh] == nil {
+				indexed[sh] = map[uint64]string{}
+			}
+			if pos := getN(h, attrPos); indexed[sh][pos] == "" {
+				indexed[sh][pos] = part
+			}
 		}
 		if o.Repair {
 			// After the head's own repair: a moved item goes above it.

@@ -8,6 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
@@ -127,5 +131,99 @@ func TestChangedPartitionsFromKnownHeads(t *testing.T) {
 	got, _, queried, _ = read("a known partition changed twice")
 	if len(got) != 1 || queried != 1 {
 		t.Errorf("a known partition changed twice: %d changed, %d Queries; want 1 and one", len(got), queried)
+	}
+}
+
+// TestForgedIndexPositionIsChecked: a foreign writer (a raw UpdateItem,
+// as boto3 would make) gives a head the index position another head of
+// its shard holds. A reader that knows only the first would take the
+// other's move for it (a Query of the shard returns both); lake data
+// check names the second head of the pair (which one was forged cannot be
+// told) and --repair moves it to the shard's next position, after which
+// that reader, from the same cursor, reads both.
+func TestForgedIndexPositionIsChecked(t *testing.T) {
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	ctx := t.Context()
+	d, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := datastore.Open(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := root.Namespace("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, other := "m/0", ""
+	for i := 1; other == ""; i++ {
+		if m := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(m) == dynamofs.ShardOf(known) {
+			other = m
+		}
+	}
+	put := func(part, name string) {
+		t.Helper()
+		if _, err := ns.Put(ctx, "data/"+part+"/"+name, strings.NewReader(name), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(known, "a")
+	put(other, "a")
+	_, cursor, err := ns.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(other, "b")
+	headPK := "s#ns#x#" + dynamofs.ShardOf(known)
+	get := func(sk string) map[string]types.AttributeValue {
+		t.Helper()
+		out, err := raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: headPK}, "sk": &types.AttributeValueMemberS{Value: sk}}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("raw GetItem of %s's head: %v, %v", sk, out, err)
+		}
+		return out.Item
+	}
+	pos := get(other)["pos"]
+	e, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name("pos"), expression.Value(pos))).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table,
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: headPK}, "sk": &types.AttributeValueMemberS{Value: known}},
+		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ns.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "is also the head of") {
+		t.Fatalf("check of a head at another's index position: %v, want it named", rep.Problems)
+	}
+	if rep, err = ns.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+		t.Fatalf("repair: %v, %v", rep.Problems, err)
+	}
+	if rep, err := ns.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check after the repair: %v, %v; want clean", rep.Problems, err)
+	}
+	actx, err := root.ReadAhead(datastore.WithKnownPartitions(ctx, ns, []string{known}), []*datastore.Store{ns}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, _, err := ns.ChangedPartitions(actx, cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, h := range heads {
+		parts = append(parts, h.Partition)
+	}
+	slices.Sort(parts)
+	if want := []string{known, other}; !slices.Equal(parts, want) {
+		t.Errorf("after the repair a reader that knows %s reads %v, want %v", known, parts, want)
 	}
 }
