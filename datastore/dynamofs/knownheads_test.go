@@ -40,23 +40,8 @@ func TestChangedPartitionsFromKnownHeads(t *testing.T) {
 		return faultapi.None
 	})
 	ctx := t.Context()
-	open := func(api ddb.API) (*datastore.Store, *datastore.Store) {
-		d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		root, err := datastore.Open(ctx, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns, err := root.Namespace("ns")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return root, ns
-	}
-	root, ns := open(counting)
-	_, other := open(ddb.NewClient(ddblocal.Config(t), ""))
+	root, ns := rootAndNamespace(t, counting, table, "ns")
+	_, other := rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), table, "ns")
 	put := func(s *datastore.Store, part, name string) {
 		t.Helper()
 		p := "data/" + part + "/" + name
@@ -146,18 +131,7 @@ func TestForgedIndexPositionIsChecked(t *testing.T) {
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
 	ctx := t.Context()
-	d, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := datastore.Open(ctx, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := root.Namespace("ns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, ns := rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), table, "ns")
 	known, other := "m/0", ""
 	for i := 1; other == ""; i++ {
 		if m := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(m) == dynamofs.ShardOf(known) {
@@ -226,4 +200,22 @@ func TestForgedIndexPositionIsChecked(t *testing.T) {
 	if want := []string{known, other}; !slices.Equal(parts, want) {
 		t.Errorf("after the repair a reader that knows %s reads %v, want %v", known, parts, want)
 	}
+}
+
+// rootAndNamespace opens a datastore on table through api, as a process
+// does, and its namespace name.
+func rootAndNamespace(t *testing.T, api ddb.API, table, name string) (root, ns *datastore.Store) {
+	t.Helper()
+	d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err = datastore.Open(t.Context(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, err = root.Namespace(name); err != nil {
+		t.Fatal(err)
+	}
+	return root, ns
 }

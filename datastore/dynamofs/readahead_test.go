@@ -34,23 +34,8 @@ func TestReadAheadIsASnapshotServedOnce(t *testing.T) {
 		return faultapi.None
 	})
 	ctx := t.Context()
-	open := func(api ddb.API) (*datastore.Store, *datastore.Store) {
-		d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		root, err := datastore.Open(ctx, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns, err := root.Namespace("ns")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return root, ns
-	}
-	root, ns := open(faulty)
-	_, other := open(ddb.NewClient(ddblocal.Config(t), ""))
+	root, ns := rootAndNamespace(t, faulty, table, "ns")
+	_, other := rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), table, "ns")
 	if _, err := ns.SetLifecycle(ctx, datastore.Lifecycle{Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
