@@ -80,7 +80,13 @@ func TestDoubleAuthorizationRefused(t *testing.T) {
 		}
 	}
 	raw := "GET " + kv("tbl/a") + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr3t\r\n\r\n"
-	want(t, "one right header", mustRaw(t, n.url, raw), 200, "")
+	// Sent whole, not half-closed: Go's server would cancel the read of the
+	// store it serves it with (rawExchange).
+	r, err := rawExchange(t, n.url, raw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, "one right header", r, 200, "")
 }
 
 // TestBadInputTableLimits checks the limits rows of docs/node.md's bad-input

@@ -21,6 +21,16 @@ import (
 // closes it, and reads one response: requests that no Go client would send.
 func rawReply(t testing.TB, url, raw string) (reply, error) {
 	t.Helper()
+	return rawExchange(t, url, raw, true)
+}
+
+// rawExchange sends raw on a new connection and reads the answer; with
+// halfClose it then closes its side for writing, so that the server meets
+// the end of a request cut short. Go's server takes that end for a client
+// gone and cancels the context of a request still being served, so a
+// complete request whose handler reads the store is sent without it.
+func rawExchange(t testing.TB, url, raw string, halfClose bool) (reply, error) {
+	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +40,9 @@ func rawReply(t testing.TB, url, raw string) (reply, error) {
 	if _, err := io.WriteString(c, raw); err != nil {
 		return reply{}, err
 	}
-	c.(*net.TCPConn).CloseWrite()
+	if halfClose {
+		c.(*net.TCPConn).CloseWrite()
+	}
 	method, _, _ := strings.Cut(raw, " ")
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
 	if err != nil {
