@@ -209,12 +209,8 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			continue
 		}
 		if its, ok := d.knownFill(known, sh, at[i], now[i]); ok {
-			for _, it := range its {
-				seq, err := d.decidedSeq(ctx, it) // whole.go
-				if err != nil {
-					return nil, nil, err
-				}
-				heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: seq, Floor: getN(it, "floor")})
+			if heads, err = d.appendHeads(ctx, heads, its); err != nil {
+				return nil, nil, err
 			}
 			d.meter.count(&d.meter.s.ShardsKnown)
 			continue
@@ -232,12 +228,8 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, it := range page.Items {
-				seq, err := d.decidedSeq(ctx, it) // whole.go
-				if err != nil {
-					return nil, nil, err
-				}
-				heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: seq, Floor: getN(it, "floor")})
+			if heads, err = d.appendHeads(ctx, heads, page.Items); err != nil {
+				return nil, nil, err
 			}
 			if page.LastEvaluatedKey == nil {
 				break
@@ -247,6 +239,19 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	d.moves.Read(d.pfx, next) // cursorover.go
 	return heads, next, nil
+}
+
+// appendHeads appends the heads of index entries its (head items) to
+// heads, each at its decided position (whole.go).
+func (d *Driver) appendHeads(ctx context.Context, heads []datastore.Head, its []item) ([]datastore.Head, error) {
+	for _, it := range its {
+		seq, err := d.decidedSeq(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: seq, Floor: getN(it, "floor")})
+	}
+	return heads, nil
 }
 
 // knownFill returns the known heads (read with the counters, in one
