@@ -100,8 +100,10 @@ func TestRequestsPerSync(t *testing.T) {
 // fenced record write was a read, the write and a read: 29 → 27, 94 → 92,
 // 364 → 362). And an S3 head holding the fences of the object it ends at,
 // so a commit to an existing partition does not read that object: 27 → 25.
+// And a DynamoDB staged commit checking the layout in its partitions'
+// registration instead of reading the record first: 38 → 37.
 var (
-	dynamoMost = [6]int{1, 7, 21, 38, 1, 1}
+	dynamoMost = [6]int{1, 7, 21, 37, 1, 1}
 	s3Most     = [6]int{3, 25, 92, 362, 3, 3}
 )
 

@@ -111,6 +111,12 @@ const commitPatience = 20 * time.Second
 // Commit applies entries in one TransactWriteItems, re-reading and trying
 // again when another commit changed a path, head or counter it read.
 func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+	return d.commitIfLayout(ctx, fence, entries, now, nil)
+}
+
+// commitIfLayout is Commit, applied only if the layout record holds layout
+// (if not nil: layoutcommit.go).
+func (d *Driver) commitIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, layout []byte) ([]datastore.Info, error) {
 	var parts []string
 	for _, e := range entries {
 		parts = append(parts, d.partition(e.Path()))
@@ -118,14 +124,16 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	if len(entries) > d.maxCommit {
-		if err := d.registerAll(ctx, parts); err != nil { // stagebatch.go
+		// The registration is the staged commit's first write: it
+		// carries the layout's check (stagebatch.go).
+		if err := d.registerAll(ctx, parts, layout); err != nil {
 			return nil, err
 		}
 		return d.commitWhole(ctx, fence, entries, now) // whole.go
 	}
 	// A commit of one transaction registers its new partitions in it
 	// (registry.go).
-	return d.commitOnce(ctx, fence, entries, parts, now, "")
+	return d.commitOnceIfLayout(ctx, fence, entries, parts, now, "", layout)
 }
 
 // commitOnce applies entries in one TransactWriteItems, or, with tx set,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -21,21 +20,12 @@ import (
 // first: if the datastore was recreated with another layout (or none), the
 // whole commit fails on that check and nothing is written. The check is an
 // item of the transaction, not a request. A commit too big for one
-// transaction, or one whose transaction has no room left, reads the record
-// first instead (one GetItem, as before).
+// transaction (a staged commit, whole.go) carries it in its first write,
+// the registration of its partitions (registerAll), before anything of it
+// is staged; one whose transaction has no room left reads the record first
+// instead (one GetItem).
 func (d *Driver) CommitIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, layout []byte) ([]datastore.Info, error) {
-	if len(entries) > d.maxCommit {
-		if err := d.checkLayoutRecord(ctx, layout); err != nil {
-			return nil, err
-		}
-		return d.Commit(ctx, fence, entries, now)
-	}
-	var parts []string
-	for _, e := range entries {
-		parts = append(parts, d.partition(e.Path()))
-	}
-	slices.Sort(parts)
-	return d.commitOnceIfLayout(ctx, fence, entries, slices.Compact(parts), now, "", layout)
+	return d.commitIfLayout(ctx, fence, entries, now, layout) // commit.go
 }
 
 // withLayoutCheck adds the layout record's ConditionCheck to a commit's

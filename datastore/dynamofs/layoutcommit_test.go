@@ -2,6 +2,7 @@ package dynamofs_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,8 +34,9 @@ func TestLayoutProvedByTheCommit(t *testing.T) {
 		return faultapi.None
 	})
 	ctx := t.Context()
+	maxCommit := 0 // the driver's own
 	open := func(remembered *datastore.Layout) *datastore.Store {
-		d, err := dynamofs.Open(ctx, faulty, dynamofs.Options{Table: table})
+		d, err := dynamofs.Open(ctx, faulty, dynamofs.Options{Table: table, MaxCommit: maxCommit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,25 +69,71 @@ func TestLayoutProvedByTheCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// staged: a commit of more entries than one transaction takes
+	// (MaxCommit 2 here), staged under a commit record (whole.go): the
+	// check rides in its first write, the registration of its partitions.
+	staged := func(s *datastore.Store, content string) error {
+		var entries []datastore.Entry
+		for _, p := range []string{"data/a/b/c/d/1/raw", "data/a/b/c/d/2/raw", "data/e/f/1/raw", "data/e/f/2/raw", "data/e/f/3/raw"} {
+			st, err := s.Upload(ctx, p, strings.NewReader(content), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, datastore.Entry{Put: &st})
+		}
+		_, err := s.Commit(ctx, nil, entries)
+		return err
+	}
 	for _, c := range []struct{ name, record string }{{"another layout", "type-id"}, {"none", ""}} {
-		t.Run(c.name, func(t *testing.T) {
-			setRecord(c.record)
-			s := open(&models)
-			gets.Store(0)
-			_, err := s.Put(ctx, "data/a/b/c/d/1/raw", strings.NewReader("stale"), nil)
-			if !errors.Is(err, datastore.ErrStaleLayout) || !strings.HasPrefix(err.Error(), "lake: ") || s.LayoutVerified() {
-				t.Fatalf("a commit with a stale remembered layout: %v (verified %v), want ErrStaleLayout", err, s.LayoutVerified())
+		for _, big := range []bool{false, true} {
+			name := c.name
+			if big {
+				name += ", staged"
 			}
-			if _, got, err := first.Get(ctx, "data/a/b/c/d/1/raw"); err != nil || string(got) != "one" {
-				t.Fatalf("after the refused commit the file reads %q, %v; want it untouched", got, err)
-			}
-			if n := gets.Load(); n != 0 {
-				t.Fatalf("the refused commit read %d items with GetItem; want the check in its transaction", n)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				setRecord(c.record)
+				if big {
+					maxCommit = 2
+					defer func() { maxCommit = 0 }()
+				}
+				s := open(&models)
+				gets.Store(0)
+				var err error
+				if big {
+					err = staged(s, "stale")
+				} else {
+					_, err = s.Put(ctx, "data/a/b/c/d/1/raw", strings.NewReader("stale"), nil)
+				}
+				if !errors.Is(err, datastore.ErrStaleLayout) || !strings.HasPrefix(err.Error(), "lake: ") || s.LayoutVerified() {
+					t.Fatalf("a commit with a stale remembered layout: %v (verified %v), want ErrStaleLayout", err, s.LayoutVerified())
+				}
+				if _, got, err := first.Get(ctx, "data/a/b/c/d/1/raw"); err != nil || string(got) != "one" {
+					t.Fatalf("after the refused commit the file reads %q, %v; want it untouched", got, err)
+				}
+				if n := gets.Load(); n != 0 {
+					t.Fatalf("the refused commit read %d items with GetItem; want the check in its transaction", n)
+				}
+				if parts, err := first.Partitions(ctx); err != nil || slices.Contains(parts, "e/f") {
+					t.Fatalf("after the refused commit the partitions are %q (%v); want e/f not registered", parts, err)
+				}
+			})
+		}
 	}
 	setRecord("models")
+	maxCommit = 2
 	s := open(&models)
+	gets.Store(0)
+	if err := staged(s, "staged"); err != nil {
+		t.Fatal(err)
+	}
+	if n := gets.Load(); n != 0 || !s.LayoutVerified() {
+		t.Fatalf("a staged commit with the layout as remembered: %d GetItems, verified %v; want none, verified", n, s.LayoutVerified())
+	}
+	if _, got, err := first.Get(ctx, "data/e/f/3/raw"); err != nil || string(got) != "staged" {
+		t.Fatalf("the staged file reads %q, %v; want staged", got, err)
+	}
+	maxCommit = 0
+	s = open(&models)
 	gets.Store(0)
 	if _, err := s.Put(ctx, "data/a/b/c/d/1/raw", strings.NewReader("two"), nil); err != nil {
 		t.Fatal(err)

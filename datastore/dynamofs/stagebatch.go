@@ -441,13 +441,17 @@ func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *s
 // registerAll registers parts before a staged commit's first change,
 // whatever the process's cache says (it may predate another process's
 // drop: registry.go): one TransactWriteItems of an ADD to each registry
-// shard's set (registryAdds, idempotent) when there are several, not one
-// UpdateItem each.
-func (d *Driver) registerAll(ctx context.Context, parts []string) error {
+// shard's set (registryAdds, idempotent), not one UpdateItem each. With
+// layout set, the same transaction checks that the layout record holds it
+// (layoutcommit.go): a staged commit filed with a layout the datastore no
+// longer records is refused by its first write, nothing of it written,
+// where it used to read the record first (one request less a staged
+// commit, issue 31).
+func (d *Driver) registerAll(ctx context.Context, parts []string, layout []byte) error {
 	for _, p := range parts {
 		d.registered.Delete(d.regKey(p))
 	}
-	if len(parts) < 2 {
+	if len(parts) < 2 && layout == nil {
 		for _, p := range parts {
 			if err := d.register(ctx, p); err != nil {
 				return err
@@ -459,7 +463,22 @@ func (d *Driver) registerAll(ctx context.Context, parts []string) error {
 	if err != nil {
 		return err
 	}
+	roles := make([]role, len(items))
+	for i := range roles {
+		roles[i] = roleOther
+	}
+	items, roles, err = d.withLayoutCheck(ctx, items, roles, layout) // layoutcommit.go
+	if err != nil {
+		return err
+	}
 	if err := d.transact(ctx, items); err != nil {
+		if failed, ok := failedIndexes(err); ok {
+			for _, i := range failed {
+				if roles[i] == roleLayout {
+					return staleLayout(layout)
+				}
+			}
+		}
 		return d.classify(err, parts[0])
 	}
 	for _, p := range parts {
