@@ -122,7 +122,16 @@ func (c crossParts) merge(o crossParts) {
 
 // errNeedParts asks Commit to make the commit again, staged, with these
 // requests of other partitions (a claim or a guard it did not carry).
-type errNeedParts struct{ parts crossParts }
+type errNeedParts struct {
+	parts crossParts
+	// tails are the tails the commit of one object read before it found
+	// it needs parts (its partition's own, created if it registered it,
+	// and those its clash checks read), for the staged commit's first
+	// attempt (commitWhole's pre): read again, they cost a GET and a LIST
+	// each, and a head the first registered would no longer count as
+	// created by the commit (cursorover.go).
+	tails map[string]*tail
+}
 
 func (e *errNeedParts) Error() string {
 	return fmt.Sprintf("lake: the commit needs claims or guards in %d other partitions", len(e.parts))

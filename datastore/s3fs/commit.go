@@ -68,7 +68,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	if whole {
 		// More than one log object: staged under a commit record that
 		// one conditional write flips (whole.go).
-		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, nil)
+		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, nil, nil)
 	}
 	out := make([]datastore.Info, len(entries))
 	applied := make([]bool, len(entries))
@@ -86,7 +86,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			if ft, err = d.checkFence(ctx, fence); err != nil {
 				return nil, err
 			}
-			return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, need.parts)
+			return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, need.parts, need.tails)
 		}
 		if err != nil {
 			return nil, err
@@ -304,6 +304,11 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			return nil, err
 		}
 		if err := d.crossNeeds(ctx, t, part, fresh, tails, cx); err != nil {
+			var need *errNeedParts
+			if errors.As(err, &need) && tx == "" {
+				need.tails = maps.Clone(tails)
+				need.tails[part] = t
+			}
 			return nil, err
 		}
 		obj := &logObject{First: t.next(), Time: now.Round(0).UTC(), Fence: ft, Fences: map[string]uint64{}, Tx: tx}
@@ -465,8 +470,8 @@ func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
 // if the partition is new; with a fence, only once the lock record holds
 // it (so a stale holder registers no partition).
 func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence, claimsOnly bool, known *tail) (*tail, error) {
-	t := known
-	if t == nil || !t.withLast {
+	t := writerTail(known)
+	if t == nil {
 		var err error
 		if t, err = d.readTail(ctx, part, true); err != nil {
 			return nil, err
@@ -494,6 +499,29 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 		return nil, err
 	}
 	return d.readTail(ctx, part, true)
+}
+
+// writerTail returns t as a writer's tail (readTail's withLast), or nil if
+// that takes another read: a reader's tail (a clash check's of another
+// partition) has all a writer needs when the head holds the fences of the
+// object ending at its watermark (headBase: what tailAt would take), or
+// when the partition has no head.
+func writerTail(t *tail) *tail {
+	switch {
+	case t == nil || t.withLast:
+		return t
+	case t.exists && !t.h.knownFences():
+		return nil
+	}
+	w := *t
+	w.withLast = true
+	if w.exists {
+		w.base = headBase(w.h)
+		if w.last == nil {
+			w.last = w.base
+		}
+	}
+	return &w
 }
 
 // reregister settles a commit whose log object (obj, created with etag)

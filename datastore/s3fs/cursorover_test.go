@@ -111,6 +111,35 @@ func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 	if rh, _, err := s.ChangedPartitions(ctx, next); err != nil || len(rh) != 0 {
 		t.Fatalf("the read after the staged commit's answer: %s, %v; want nothing", dstest.HeadNames(rh), err)
 	}
+	// A new model's first commit, to its one partition: a commit of one
+	// object that finds it needs its claim in data and is staged with it
+	// then (errNeedParts), from the tails it read (its own head, which it
+	// created, and data's): answered as a read answers, and each head and
+	// log was read once (before, the staged commit read both again, and
+	// the head it had created no longer counted as its own: not answered).
+	d4, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "lake/ds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s4 := datastore.New(d4)
+	s4.SetLayout(datastore.LayoutModelsV2)
+	defer s4.Close()
+	cur = dstest.ReadCursor(t, s4)
+	before := d4.Requests()
+	own = commitModels(t, s4, "m/4")
+	sent := d4.Requests()
+	// 7 GETs and 6 LISTs before: the model's and data's heads and logs,
+	// and the model's index below the new file, read by the commit of
+	// one object and again by the staged commit.
+	if gets, lists := sent.Get-before.Get, sent.List-before.List; gets > 4 || lists > 4 {
+		t.Errorf("a new model's first commit sent %d GETs and %d LISTs, want at most 4 and 4 (each tail read once)", gets, lists)
+	}
+	heads, next, ok = s4.ChangedPartitionsOver(cur, own)
+	rh, rnext, err = s4.ChangedPartitions(ctx, cur)
+	if !ok || err != nil || dstest.HeadNames(heads) != dstest.HeadNames(rh) || next != rnext {
+		t.Fatalf("a new model's first commit: answered %s (%v), a read says %s (%v; same cursor %v)", dstest.HeadNames(heads), ok, dstest.HeadNames(rh), err, next == rnext)
+	}
+
 	// Another process's commit to one of its partitions first.
 	cur = dstest.ReadCursor(t, s)
 	dstest.CommitFiles(t, other, "m/3", 1)

@@ -180,9 +180,9 @@ const maxNeedRounds = 8
 // of each) under a new commit record, flips it, and rolls it forward; cx
 // are the claims and guards it carries in other partitions (claims.go),
 // more added (and the commit made again under a new record) when a part
-// finds it needs them.
-func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts) ([]datastore.Info, error) {
-	var pre map[string]*tail
+// finds it needs them; pre, with cx, the tails read when cx was found
+// (errNeedParts), which its first attempt starts from.
+func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, ft *fenceToken, entries []datastore.Entry, order []string, byPart map[string][]int, now time.Time, cx crossParts, pre map[string]*tail) ([]datastore.Info, error) {
 	if cx == nil {
 		cx = crossParts{}
 		var err error
