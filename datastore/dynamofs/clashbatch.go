@@ -13,15 +13,17 @@ import (
 // Fewer Queries for the clash checks of a commit of many new files (issue
 // 31). clashChecks asks, for each new file p, whether a live file exists
 // below p/ in p's partition: one Query each, 300 for a first sync of 300
-// files. A partition that gets at least belowBatchMin new files in one
-// transaction is instead read once, its live paths kept in a belowCache,
-// when its head says that should take at most belowBatchPages pages (lake
-// writes no more file items than its head's seq); a larger partition, or a
-// read that does not end within those pages, keeps a Query per file. The answer is the same and is vouched for the
-// same way: by the CAS of the partition's head in the same transaction,
-// which every commit that changes the partition makes.
+// files. A partition is instead read once, its live paths kept in a
+// belowCache, when its head says that should take at most belowBatchPages
+// pages (lake writes no more file items than its head's seq) and fewer
+// pages than the new files it gets in the transaction (each would be a
+// Query: a model's first sync puts its rows in the catalog's namespace
+// partition, two or three at a time); a larger partition, a single new
+// file, or a read that does not end within those pages keeps a Query per
+// file. The answer is the same and is vouched for the same way: by the CAS
+// of the partition's head in the same transaction, which every commit that
+// changes the partition makes.
 const (
-	belowBatchMin   = 4
 	belowBatchPages = 3
 	belowPageItems  = 100
 )
@@ -31,7 +33,7 @@ const (
 // partition is read per file.
 type belowCache struct {
 	puts  map[string]int      // new puts per partition key in this transaction
-	small map[string]bool     // pk -> its head's seq is below belowBatchPages pages
+	pages map[string]int      // pk -> the pages its head's seq says a read of it takes
 	paths map[string][]string // pk -> sorted live paths; absent: not read yet
 	tried map[string]bool     // pk -> the one read was made (paths may be nil: too large)
 	head  map[string]item     // pk -> its partition's head as the commit read it (carried)
@@ -40,7 +42,7 @@ type belowCache struct {
 // newBelowCache counts the new puts of entries per partition; lookup is the
 // state the commit read (its partitions' heads among it).
 func newBelowCache(d *Driver, entries []datastore.Entry, lookup func(item) item) *belowCache {
-	c := &belowCache{puts: map[string]int{}, small: map[string]bool{}, paths: map[string][]string{}, tried: map[string]bool{}, head: map[string]item{}}
+	c := &belowCache{puts: map[string]int{}, pages: map[string]int{}, paths: map[string][]string{}, tried: map[string]bool{}, head: map[string]item{}}
 	for _, e := range entries {
 		if e.Put != nil {
 			part := d.partition(e.Put.Path)
@@ -50,7 +52,7 @@ func newBelowCache(d *Driver, entries []datastore.Entry, lookup func(item) item)
 			// items need no head (TestForeignFileItemClashes), and a
 			// read that does not finish in belowBatchPages pages falls
 			// back to a Query per file.
-			c.small[pk] = getN(lookup(d.headKey(part)), "seq") < belowBatchPages*belowPageItems
+			c.pages[pk] = int(min(getN(lookup(d.headKey(part)), "seq")/belowPageItems, belowBatchPages)) + 1
 			c.head[pk] = lookup(d.headKey(part))
 		}
 	}
@@ -69,7 +71,7 @@ func (d *Driver) liveBelowBatched(ctx context.Context, c *belowCache, pk, prefix
 			c.tried[pk] = true
 			c.paths[pk] = live
 		} else {
-			if c.puts[pk] < belowBatchMin || !c.small[pk] {
+			if c.pages[pk] > belowBatchPages || c.puts[pk] <= c.pages[pk] {
 				return d.liveBelow(ctx, pk, prefix, gone, tx)
 			}
 			c.tried[pk] = true

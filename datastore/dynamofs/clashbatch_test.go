@@ -50,10 +50,23 @@ func TestClashBatchedReads(t *testing.T) {
 			t.Fatalf("commit %d of 10 new files to one model sent %d Queries, want 1 (one read of the partition)", round, q)
 		}
 	}
+	// Two or three new files to a partition of fewer than 100 positions:
+	// one read of it too (a page), not a Query each (a model's first
+	// rows in the catalog's namespace partition); one new file keeps its
+	// one Query.
+	for _, n := range []int{1, 2, 3} {
+		before := d.Stats()
+		if err := commit(many(fmt.Sprintf("data/t/fresh/x/z%d", n), n)...); err != nil {
+			t.Fatal(err)
+		}
+		if q := d.Stats().Sub(before).Requests["Query"]; q != 1 {
+			t.Fatalf("a commit of %d new files to a small partition sent %d Queries, want 1", n, q)
+		}
+	}
 	if err := commit("data/t/m/d/below"); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{5, 40} { // one transaction; a whole commit of several
+	for _, n := range []int{2, 5, 40} { // one transaction; a whole commit of several
 		paths := append(many(fmt.Sprintf("data/t/m/n%d", n), n-1), "data/t/m/d")
 		err := commit(paths...)
 		if _, ok := datastore.AsClash(err); !ok {
