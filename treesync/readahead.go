@@ -63,6 +63,32 @@ func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead b
 	return actx, nil
 }
 
+// readAheadAfterRun returns the context of the stat of the paths Run's
+// function left dirty (found only after it ran, so not in the read-ahead
+// made before it): with their models' catalog rows in the same read where
+// the driver can (DynamoDB: one BatchGetItem instead of the stat's
+// TransactGetItems and the fold's own read of the rows, one request less
+// a `lake data run` or a bench loop's sync that commits, issue 31), those
+// rows kept for the sync's catalog fold as a Sync's read-ahead keeps them
+// (read under the lock, before the commit). Otherwise ctx as it is: the
+// stat and the fold read for themselves.
+func (t *Tree) readAheadAfterRun(ctx context.Context, dirty []LocalChange, rep *Report) context.Context {
+	stat := dirtyPaths(dirty)
+	paths := t.rowsAhead(stat)
+	if len(stat) == 0 || len(paths) == 0 {
+		return ctx
+	}
+	actx, rows, ok := t.readAheadRows(ctx, nil, nil, stat, paths)
+	if !ok {
+		return ctx
+	}
+	if rep.rows == nil && rows != nil {
+		rep.rows = map[string]datastore.Info{}
+	}
+	maps.Copy(rep.rows, rows) // read later than any read before the function ran
+	return actx
+}
+
 // maxKnownNamespaces bounds the catalog namespaces whose heads a
 // read-ahead reads: each is an item read (a read unit on DynamoDB) on
 // every sync, to save the Query of a changed shard of the catalog's index.

@@ -239,7 +239,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 		rep.Dirty = len(dirty)
 		var dc []LocalChange
-		push, dc, derr = t.decide(ctx, st, dirty, up, &rep)
+		push, dc, derr = t.decide(t.readAheadAfterRun(ctx, dirty, &rep), st, dirty, up, &rep)
 		if derr != nil {
 			return rep, derr
 		}
