@@ -214,6 +214,19 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 		delete(mirror, t.opts.Namespace+"/"+m)
 		t.forgetPartition(st, m)
 	}
+	// The mirror forgot the removed rows: move the catalog cursor past
+	// their removal where the store proves nothing else moved it, as the
+	// fold does past its rows, so the next sync does not read them back.
+	for _, applied := range ls.Removed {
+		var heads []datastore.Head
+		for _, a := range applied {
+			heads = append(heads, datastore.Head{Partition: a.Partition, Seq: a.Pos})
+		}
+		advanceCatalog(st, heads)
+		if c, ok := catalog.CatalogCursorOver(t.root, st.Catalog, applied); ok {
+			st.Catalog = c
+		}
+	}
 	if ls.Versions > 0 {
 		// The files Apply read before deleting them were read after the
 		// first fold's rows, under this lock: they say what those rows

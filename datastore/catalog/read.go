@@ -183,14 +183,16 @@ func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, 
 }
 
 // Remove deletes the row of namespace's model (after the model was
-// pruned), fenced by fence.
-func Remove(ctx context.Context, store *datastore.Store, fence *datastore.Fence, namespace, model string) error {
+// pruned), fenced by fence, and returns what its commit applied to the
+// catalog store (nothing if the model had no row), as Commit returns it:
+// a reader that removes the row from its copy moves its cursor past it
+// with CatalogCursorOver and AdvancePositions instead of reading it back.
+func Remove(ctx context.Context, store *datastore.Store, fence *datastore.Fence, namespace, model string) ([]datastore.Info, error) {
 	cat, err := store.CatalogStore()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = cat.Commit(ctx, fence, []datastore.Entry{{Delete: rowPath(namespace, model)}})
-	return err
+	return cat.Commit(ctx, fence, []datastore.Entry{{Delete: rowPath(namespace, model)}})
 }
 
 // Get returns the row of namespace's model, or ok false if it has none.

@@ -107,6 +107,10 @@ type Stats struct {
 	// them as what the rows counted (catalog.FoldOptions.Before) and
 	// bring the rows forward instead of listing the models.
 	Read map[string]datastore.Info
+	// Removed is what each removal of a dropped model's catalog row
+	// applied to the catalog store (catalog.Remove), in order: a caller
+	// that keeps a copy of the catalog moves its cursor past them.
+	Removed [][]datastore.Info
 }
 
 // Apply carries out actions in ns (all of ns's namespace), each fenced by
@@ -132,8 +136,12 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 			if err != nil {
 				return st, fmt.Errorf("drop model %s: %w", a.Model, err)
 			}
-			if err := catalog.Remove(ctx, ns, fence, ns.NamespaceName(), a.Model); err != nil {
+			removed, err := catalog.Remove(ctx, ns, fence, ns.NamespaceName(), a.Model)
+			if err != nil {
 				return st, fmt.Errorf("remove model %s from the catalog: %w", a.Model, err)
+			}
+			if len(removed) > 0 {
+				st.Removed = append(st.Removed, removed)
 			}
 			st.Models++
 			st.Files += ds.Files
