@@ -34,7 +34,9 @@ import (
 // entries moved one at a time (bumpIndex), a head marked by another staged
 // commit (its decided head is below that commit's positions), a commit
 // this process did not make or no longer remembers, and any cursor not at
-// the counters last read.
+// the counters last read or moved from them by such answers (ownmoves: a
+// sync's second commit, the lifecycle's fold after the first fold, moves
+// the cursor the first answer returned).
 
 // indexMove is what one commit did to its namespace's index.
 type indexMove struct {
@@ -154,6 +156,7 @@ func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info
 		}
 		binary.BigEndian.PutUint64(next[8*i:], m.after[sh])
 	}
+	d.moves.Moved(d.pfx, cursor, next) // the next commit's answer may start from it
 	return append([]datastore.Head(nil), m.heads...), next, true
 }
 

@@ -33,7 +33,7 @@ import (
 // one partition, a roll-forward that did not replace the head it read at
 // its first write (another writer rolled it, or it failed), a cursor that
 // remembers another ETag for one of the heads, and any cursor not the one
-// last read.
+// last read or moved from it by such answers (ownmoves).
 
 // headMove is what one commit's roll-forward did to one partition's head.
 type headMove struct {
@@ -77,6 +77,7 @@ func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info
 		}
 	}
 	next, _ := json.Marshal(at)
+	d.c.moves.Moved(d.prefix, cursor, next) // the next commit's answer may start from it
 	return heads, next, true
 }
 

@@ -3,10 +3,20 @@
 // read there, so that ChangedPartitionsOver (datastore.CursorAdvancer) can
 // answer from a commit without a read. What a move holds is the driver's
 // (DynamoDB: shard counters; S3: a head's ETags).
+//
+// The cursors a namespace's answers may start from are the one last read
+// and those answers already moved from it (Moved): a sync that commits
+// twice under its lock (its catalog fold, then the lifecycle's removal of
+// a row) moves a cursor past the first commit and then past the second,
+// each move checked by the driver against what that commit found, and the
+// next read starts the chain again. A cursor never read nor reached that
+// way (an older one) is not answered: its holder reads, and so learns what
+// other writers did meanwhile.
 package ownmoves
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/lakemeta/lake/datastore"
@@ -20,7 +30,7 @@ type Log[M any] struct {
 	mu    sync.Mutex
 	moves map[string]entry[M] // namespace NUL partition NUL position → its commit's move
 	order []string            // keys of moves, oldest first
-	seen  map[string][]byte   // namespace → the cursor last read
+	seen  map[string][]string // namespace → the cursor last read, then those moved from it
 }
 
 type entry[M any] struct {
@@ -60,23 +70,41 @@ func (l *Log[M]) Read(ns string, cursor []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seen == nil {
-		l.seen = map[string][]byte{}
+		l.seen = map[string][]string{}
 	}
-	l.seen[ns] = append([]byte(nil), cursor...)
+	l.seen[ns] = []string{string(cursor)}
+}
+
+// Moved remembers next, the cursor a ChangedPartitionsOver of namespace ns
+// returned for from, as one the next may start from too (while from is
+// still one: a read since ends the chain). At most Kept are remembered.
+func (l *Log[M]) Moved(ns string, from, next []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	chain := l.seen[ns]
+	if !slices.Contains(chain, string(from)) || slices.Contains(chain, string(next)) {
+		return
+	}
+	chain = append(chain, string(next))
+	if len(chain) > Kept {
+		chain = append(chain[:1], chain[len(chain)-Kept+1:]...) // the read, and the latest moves
+	}
+	l.seen[ns] = chain
 }
 
 // Lookup returns the move of the commit that applied exactly committed in
-// namespace ns, when cursor is the one this process last read there.
+// namespace ns, when cursor is the one this process last read there or one
+// moved from it (Moved).
 func (l *Log[M]) Lookup(ns string, cursor []byte, committed []datastore.Info) (M, bool) {
 	var zero M
 	if len(committed) == 0 {
 		return zero, false
 	}
 	l.mu.Lock()
-	seen, read := l.seen[ns]
+	read := slices.Contains(l.seen[ns], string(cursor))
 	e, ok := l.moves[ns+"\x00"+changeKey(committed[0].Partition, committed[0].Pos)]
 	l.mu.Unlock()
-	if !ok || !read || string(seen) != string(cursor) || len(e.applied) != len(committed) {
+	if !ok || !read || len(e.applied) != len(committed) {
 		return zero, false
 	}
 	for _, in := range committed {
