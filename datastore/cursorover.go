@@ -2,8 +2,10 @@ package datastore
 
 // CursorAdvancer is the optional ability of a driver that can answer
 // ChangedPartitions over the caller's own last commit without a read: when
-// the cursor is where this process last read the index, and nothing but
-// that commit moved the index entries of the shards it touched since,
+// the cursor is where this process last read the index (or where an
+// earlier such answer moved it from there: a sync's second commit), and
+// nothing but that commit moved the index entries of the shards it
+// touched since,
 // the changed partitions past the cursor, up to the commit and no further
 // on those shards (and no further at all on the others), are exactly the
 // commit's. A cursor that is not provably there, or a commit the driver
