@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
@@ -209,5 +210,46 @@ func TestForgedClaimsOnlyHead(t *testing.T) {
 	}
 	if p, err := s.Partitions(ctx); err != nil || !slices.Contains(p, "data") {
 		t.Fatalf("Partitions after the repair = %v, %v; want data", p, err)
+	}
+}
+
+// TestClaimsOnlyHeadReadWithoutItsLog (issue 31): a changed head that holds
+// only claims (data's, moved by another process's new model) is read, and
+// its log is not listed: no answer reports a claims-only partition, whatever
+// its log holds past the watermark. The partitions with files that changed
+// are reported as before, and the next read from the answer finds nothing.
+func TestClaimsOnlyHeadReadWithoutItsLog(t *testing.T) {
+	ctx := t.Context()
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	open := func() (*s3fs.Driver, *datastore.Store) {
+		d, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "co"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := datastore.Open(ctx, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return d, s
+	}
+	d, s := open()
+	_, other := open()
+	commitModels(t, s, "t/m") // its claim makes data a claims-only partition
+	cur := dstest.ReadCursor(t, s)
+	theirs := commitModels(t, other, "t/n") // another claim in data, and t/n's first files
+	before := d.Requests()
+	heads, next, err := s.ChangedPartitions(ctx, cur)
+	sent := d.Requests()
+	if err != nil || dstest.HeadNames(heads) != fmt.Sprintf("t/n@%d", theirs[0].Pos) {
+		t.Fatalf("changed partitions: %s, %v; want t/n@%d", dstest.HeadNames(heads), err, theirs[0].Pos)
+	}
+	// The LIST of the heads and t/n's log; the GETs of t/n's and data's
+	// heads (data's log was listed too before).
+	if lists, gets := sent.List-before.List, sent.Get-before.Get; lists != 2 || gets != 2 {
+		t.Fatalf("the read sent %d LISTs and %d GETs, want 2 and 2", lists, gets)
+	}
+	if heads, _, err := s.ChangedPartitions(ctx, next); err != nil || len(heads) != 0 {
+		t.Fatalf("the read after the answer: %s, %v; want nothing", dstest.HeadNames(heads), err)
 	}
 }
