@@ -3,17 +3,10 @@ package treesync_test
 import (
 	"os"
 	"path/filepath"
-	stdsync "sync"
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/catalog"
-	"github.com/lakemeta/lake/datastore/dynamofs"
-	"github.com/lakemeta/lake/datastore/s3fs"
-	"github.com/lakemeta/lake/internal/ddb"
-	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/internal/faultapi"
-	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/treesync"
 )
 
@@ -76,34 +69,17 @@ func TestLifecycleRemovalIsNotReadBack(t *testing.T) {
 	}
 	t.Run("bolt", func(t *testing.T) { body(t, boltStore(t), func() int { return 0 }, 0) })
 	t.Run("dynamodb", func(t *testing.T) {
-		var mu stdsync.Mutex
-		n := 0
-		table := ddblocal.TableName(t)
-		ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-		counted := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(string, string) faultapi.Fault {
-			mu.Lock()
-			n++
-			mu.Unlock()
-			return faultapi.None
-		})
-		d, err := dynamofs.Open(t.Context(), counted, dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := datastore.New(d)
-		t.Cleanup(func() { s.Close() })
-		body(t, s, func() int { mu.Lock(); defer mu.Unlock(); return n }, 1)
+		s, sent := countingDynamoStore(t)
+		body(t, s, func() int {
+			n := 0
+			for _, c := range sent() {
+				n += c
+			}
+			return n
+		}, 1)
 	})
 	t.Run("s3", func(t *testing.T) {
-		d, err := s3fs.Open(t.Context(), s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "lr"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := datastore.Open(t.Context(), d, nil) // a new datastore: layout models-v2, its marks beside the heads
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s, d := newS3Store(t, "lr")
 		body(t, s, func() int {
 			c := d.Requests()
 			return int(c.Get + c.Put + c.Head + c.Delete + c.List)

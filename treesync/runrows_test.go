@@ -2,17 +2,9 @@ package treesync_test
 
 import (
 	"context"
-	"maps"
-	stdsync "sync"
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/dynamofs"
-	"github.com/lakemeta/lake/datastore/s3fs"
-	"github.com/lakemeta/lake/internal/ddb"
-	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/internal/faultapi"
-	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/treesync"
 )
@@ -26,29 +18,8 @@ import (
 // listing of the model; on every backend the rows come out the same.
 func TestRunReadsRowsWithItsStat(t *testing.T) {
 	ctx := t.Context()
-	var mu stdsync.Mutex
-	ops := map[string]int{}
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-	counted := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(op, _ string) faultapi.Fault {
-		mu.Lock()
-		ops[op]++
-		mu.Unlock()
-		return faultapi.None
-	})
-	d, err := dynamofs.Open(ctx, counted, dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counting := datastore.New(d)
-	t.Cleanup(func() { counting.Close() })
-
-	sd, err := s3fs.Open(ctx, s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "rr"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s3store := datastore.New(sd)
-	t.Cleanup(func() { s3store.Close() })
+	counting, sent := countingDynamoStore(t)
+	s3store, _ := newS3Store(t, "rr")
 	stores := map[string]*datastore.Store{"dynamodb": counting, "bolt": boltStore(t), "s3": s3store}
 	for name, s := range stores {
 		t.Run(name, func(t *testing.T) {
@@ -73,22 +44,21 @@ func TestRunReadsRowsWithItsStat(t *testing.T) {
 			run(map[string]string{"data/m/x/model.yaml": "type: m\n", "data/m/x/out/1/raw": "v1"})
 			wantListedRow(t, ns, "m/x")
 
-			mu.Lock()
-			clear(ops)
-			mu.Unlock()
+			before := sent()
 			rep := run(map[string]string{"data/m/x/out/1/raw": "version one, longer", "data/m/x/out/2/raw": "v2"})
 			if rep.Committed != 2 || rep.CatalogFolded != 1 || rep.CatalogForwarded != 1 {
 				t.Fatalf("the run committed %d, folded %d rows, %d brought forward; want 2, 1, 1", rep.Committed, rep.CatalogFolded, rep.CatalogForwarded)
 			}
-			mu.Lock()
-			sent := maps.Clone(ops)
-			mu.Unlock()
+			after := sent()
+			for op, n := range before {
+				after[op] -= n
+			}
 			wantListedRow(t, ns, "m/x")
 			// The commit's snapshot read and the catalog commit's: the
 			// stat and the row came with the BatchGetItem after the
 			// function ran (4 TransactGetItems before).
-			if name == "dynamodb" && (sent["TransactGetItems"] != 2 || sent["GetItem"] != 0) {
-				t.Fatalf("the run's sync sent %v; want 2 TransactGetItems and no GetItem", sent)
+			if name == "dynamodb" && (after["TransactGetItems"] != 2 || after["GetItem"] != 0) {
+				t.Fatalf("the run's sync sent %v; want 2 TransactGetItems and no GetItem", after)
 			}
 		})
 	}

@@ -221,20 +221,8 @@ func TestForgedClaimsOnlyHead(t *testing.T) {
 func TestClaimsOnlyHeadReadWithoutItsLog(t *testing.T) {
 	ctx := t.Context()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	open := func() (*s3fs.Driver, *datastore.Store) {
-		d, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "co"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := datastore.Open(ctx, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return d, s
-	}
-	d, s := open()
-	_, other := open()
+	d, s := openDatastore(t, c, bucket, "co")
+	_, other := openDatastore(t, c, bucket, "co")
 	commitModels(t, s, "t/m") // its claim makes data a claims-only partition
 	cur := dstest.ReadCursor(t, s)
 	theirs := commitModels(t, other, "t/n") // another claim in data, and t/n's first files

@@ -27,16 +27,7 @@ func TestMarksBesideHeads(t *testing.T) {
 	ctx := t.Context()
 	open := func(prefix string) (*s3fs.Driver, *datastore.Store) {
 		t.Helper()
-		d, err := s3fs.Open(ctx, raw, s3fs.Options{Bucket: bucket, Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := datastore.Open(ctx, d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return d, s
+		return openDatastore(t, raw, bucket, prefix)
 	}
 	put := func(key string) {
 		t.Helper()
@@ -132,4 +123,21 @@ func TestMarksBesideHeads(t *testing.T) {
 	if _, err := raw.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("v1/p/m%2F1/00000000000000000001")}); err == nil {
 		t.Fatal("a models datastore's reader did not settle its p/ mark")
 	}
+}
+
+// openDatastore opens the datastore under prefix of bucket with Open (a new
+// one records layout models-v2, its marks beside the heads), closed when
+// the test ends.
+func openDatastore(t *testing.T, c *s3.Client, bucket, prefix string) (*s3fs.Driver, *datastore.Store) {
+	t.Helper()
+	d, err := s3fs.Open(t.Context(), c, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := datastore.Open(t.Context(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return d, s
 }
