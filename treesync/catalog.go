@@ -159,10 +159,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 		for _, m := range fs.Gone {
 			delete(mirror, t.opts.Namespace+"/"+m)
 		}
-		advanceCatalog(st, fs.Committed)
-		if c, ok := catalog.CatalogCursorOver(t.root, st.Catalog, fs.Applied); ok {
-			st.Catalog = c
-		}
+		t.catalogPast(st, fs.Committed, fs.Applied)
 		return nil
 	}
 	// The first fold is also given what the commit applied: a row at the
@@ -222,10 +219,7 @@ func (t *Tree) expire(ctx context.Context, fence *datastore.Fence, st *state, mi
 		for _, a := range applied {
 			heads = append(heads, datastore.Head{Partition: a.Partition, Seq: a.Pos})
 		}
-		advanceCatalog(st, heads)
-		if c, ok := catalog.CatalogCursorOver(t.root, st.Catalog, applied); ok {
-			st.Catalog = c
-		}
+		t.catalogPast(st, heads, applied)
 	}
 	if ls.Versions > 0 {
 		// The files Apply read before deleting them were read after the
@@ -279,6 +273,16 @@ func (rep *Report) noteStated(paths []string, remote map[string]datastore.Info) 
 		} else {
 			rep.stated[p] = datastore.Info{Path: p, Deleted: true}
 		}
+	}
+}
+
+// catalogPast moves the tree's catalog positions and cursor past a catalog
+// commit of this sync (committed: its positions; applied: what it applied,
+// nil if it was not one commit), where nothing else moved them.
+func (t *Tree) catalogPast(st *state, committed []datastore.Head, applied []datastore.Info) {
+	advanceCatalog(st, committed)
+	if c, ok := catalog.CatalogCursorOver(t.root, st.Catalog, applied); ok {
+		st.Catalog = c
 	}
 }
 

@@ -186,7 +186,7 @@ func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, 
 // pruned), fenced by fence, and returns what its commit applied to the
 // catalog store (nothing if the model had no row), as Commit returns it:
 // a reader that removes the row from its copy moves its cursor past it
-// with CatalogCursorOver and AdvancePositions instead of reading it back.
+// (CatalogCursorOver) instead of reading it back.
 func Remove(ctx context.Context, store *datastore.Store, fence *datastore.Fence, namespace, model string) ([]datastore.Info, error) {
 	cat, err := store.CatalogStore()
 	if err != nil {

@@ -394,7 +394,13 @@ func (d *Driver) readTail(ctx context.Context, part string, withLast bool) (*tai
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	return d.tailOf(ctx, part, h, etag, ok, withLast)
+}
+
+// tailOf is readTail with part's head already read (exists false: there
+// is none).
+func (d *Driver) tailOf(ctx context.Context, part string, h head, etag string, exists, withLast bool) (*tail, error) {
+	if !exists {
 		return &tail{h: h, hetag: etag, withLast: withLast}, nil
 	}
 	return d.tailAt(ctx, part, h, etag, withLast)

@@ -125,12 +125,12 @@ func TestMarksBesideHeads(t *testing.T) {
 	}
 }
 
-// openDatastore opens the datastore under prefix of bucket with Open (a new
-// one records layout models-v2, its marks beside the heads), closed when
-// the test ends.
-func openDatastore(t *testing.T, c *s3.Client, bucket, prefix string) (*s3fs.Driver, *datastore.Store) {
+// openDatastore opens the datastore under prefix of bucket through api
+// with Open, as a process does (a new one records layout models-v2, its
+// marks beside the heads), closed when the test ends.
+func openDatastore(t *testing.T, api s3fs.API, bucket, prefix string) (*s3fs.Driver, *datastore.Store) {
 	t.Helper()
-	d, err := s3fs.Open(t.Context(), c, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,17 +86,9 @@ func openRecorded(t *testing.T) (*datastore.Store, *keysAPI, *s3.Client, string)
 	c := s3local.Client(t)
 	bucket := s3local.Bucket(t)
 	api := &keysAPI{API: c, keys: map[string]map[string]bool{}}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Open, as a process does: the datastore's layout record is read and
 	// written here, once, not by the namespaces' first commits.
-	s, err := datastore.Open(t.Context(), d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	_, s := openDatastore(t, api, bucket, strings.TrimSuffix(testPrefix, "/"))
 	return s, api, c, bucket
 }
 

@@ -277,11 +277,9 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 			// fold).
 			continue
 		}
-		t := &tail{h: hd, hetag: etag}
-		if exists {
-			if t, err = d.tailAt(ctx, part, hd, etag, false); err != nil {
-				return nil, nil, err
-			}
+		t, err := d.tailOf(ctx, part, hd, etag, exists, false)
+		if err != nil {
+			return nil, nil, err
 		}
 		h, claimsOnly := datastore.Head{Partition: part, Seq: t.headSeq(), Floor: t.h.Floor}, t.h.ClaimsOnly
 		if h.Seq > 0 && !claimsOnly {
