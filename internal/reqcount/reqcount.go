@@ -55,6 +55,10 @@ func Start(target string) (*Proxy, error) {
 		r.Out.Host = r.In.Host // signed by the client: keep it
 	}}
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := buffer(r); err != nil {
+			http.Error(w, "lake: reqcount: reading the request: "+err.Error(), http.StatusBadGateway)
+			return
+		}
 		line := describe(r)
 		p.mu.Lock()
 		p.ops[Op(r)]++
@@ -129,22 +133,38 @@ func (p *Proxy) Log() []string {
 	return slices.Clone(p.log)
 }
 
-// describe is the log line of request r; it reads at most 300 bytes of a
-// DynamoDB body and puts them back for the forward.
+// buffer reads r's whole body so that it is forwarded from memory: the
+// HTTP/1 server closes an inbound body once the response begins, so a body
+// streamed to the target could lose its final read (EOF) to a quick answer,
+// and the transport would then drop the target's connection in the middle
+// of that answer (the client saw "unexpected EOF").
+func buffer(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return nil
+}
+
+// describe is the log line of request r (its body already buffered): the
+// operation and the S3 path and query, or the first 300 bytes of a
+// DynamoDB body.
 func describe(r *http.Request) string {
 	line := Op(r)
 	if r.Header.Get(amztarget.Header) == "" {
 		return line + " " + r.URL.Path + "?" + r.URL.RawQuery
 	}
-	if r.Body == nil {
+	if r.Body == nil || r.Body == http.NoBody {
 		return line
 	}
 	head := make([]byte, 300)
 	n, _ := io.ReadFull(r.Body, head)
-	head = head[:n]
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	return line + " " + string(head)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(head[:n]), r.Body))
+	return line + " " + string(head[:n])
 }
