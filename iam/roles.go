@@ -303,7 +303,7 @@ func (p Params) s3SyncWorker() []Statement {
 func (p Params) reshape() []Statement {
 	t := p.arn(p.ReshapeTable)
 	return []Statement{
-		stmt("ReshapeTable", "describe the table, add the index (UpdateTable), sweep it (parallel Scan), convert each item with one conditional UpdateItem, copy and delete items of a key rewrite in transactions (Put, Delete, ConditionCheck), read items again after a failed condition",
+		stmt("ReshapeTable", "describe the table, add the index (UpdateTable), sweep it (parallel Scan), convert each item with one conditional UpdateItem, copy and delete items of a key rewrite in transactions (Put, Delete, ConditionCheck), read items again after a failed condition, and verify an item and its copy together (TransactGetItems, authorized by GetItem)",
 			slices.Concat([]string{"dynamodb:DescribeTable", "dynamodb:UpdateTable", "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem",
 				"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}), t),
 		stmt("ReshapeIndex", "verify queries the new index for a sample of its keys", []string{"dynamodb:Query"}, t+"/index/*"),

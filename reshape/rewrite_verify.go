@@ -2,9 +2,13 @@ package reshape
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/sweep"
@@ -98,39 +102,106 @@ func (r *Rewrite) VerifyRewrite(ctx context.Context, o VerifyOptions) (*RewriteR
 }
 
 // verifyItem classifies one scanned item, reading again what looks wrong.
+// A second look reads the item and its partner (its copy, or its old item)
+// at one instant, with TransactGetItems: a dual-write changes both in one
+// transaction, so two separate reads can fall on either side of it, and a
+// writer that edits the same item without pause made them do so three
+// times running.
 func (r *Rewrite) verifyItem(ctx context.Context, item map[string]types.AttributeValue) (string, string, error) {
 	const reads = 3
 	key := r.OldKey(item)
-	var out, detail string
-	for attempt := 0; attempt < reads; attempt++ {
-		if attempt > 0 {
-			if err := ddb.Backoff(ctx, attempt+2); err != nil {
-				return "", "", err
-			}
-			var err error
-			if item, err = r.read(ctx, key); err != nil {
-				return "", "", err
-			}
-			if item == nil {
-				return OutGone, "", nil
-			}
-		}
-		var err error
-		out, detail, err = r.classifyPair(ctx, item)
-		if err != nil {
+	out, detail, err := r.classifyPair(ctx, item, nil)
+	for attempt := 1; attempt < reads && err == nil && suspect(out); attempt++ {
+		if err := ddb.Backoff(ctx, attempt+2); err != nil {
 			return "", "", err
 		}
-		switch out {
-		case OutMissing, OutDifferent, OutOrphan:
-			continue // maybe a live write between the two reads: read again
+		next, partner, rerr := r.readAtOnce(ctx, key, item)
+		if errors.Is(rerr, errRaced) {
+			continue // a transaction held the pair: look again
+		} else if rerr != nil {
+			return "", "", rerr
 		}
-		return out, detail, nil
+		if item = next; item == nil {
+			return OutGone, "", nil
+		}
+		out, detail, err = r.classifyPair(ctx, item, partner)
 	}
-	return out, detail, nil
+	return out, detail, err
 }
 
-// classifyPair reads the other half of item's pair and says how they stand.
-func (r *Rewrite) classifyPair(ctx context.Context, item map[string]types.AttributeValue) (string, string, error) {
+// suspect says whether outcome out may be a live write between two reads.
+func suspect(out string) bool {
+	return out == OutMissing || out == OutDifferent || out == OutOrphan
+}
+
+// pairRead is an item's partner as read together with it: the item at
+// key, nil when absent.
+type pairRead struct {
+	key  map[string]types.AttributeValue
+	item map[string]types.AttributeValue
+}
+
+// partnerKey is the key of item's partner: an old item's new key, a copy's
+// old key. ok is false for an item that is neither, or whose new key cannot
+// be derived (classifyPair judges those without a partner).
+func (r *Rewrite) partnerKey(item map[string]types.AttributeValue) (map[string]types.AttributeValue, bool) {
+	if r.markerClash(item) {
+		return nil, false
+	}
+	if r.isOld(item) {
+		k, err := r.NewKey(item)
+		return k, err == nil
+	}
+	return r.isCopy(item)
+}
+
+// readAtOnce reads the item at key and the partner that prev (its earlier
+// value) named, in one TransactGetItems. The partner is nil when prev
+// names none, or when the item read now names another one (it was
+// rewritten meanwhile): classifyPair then reads that one itself.
+func (r *Rewrite) readAtOnce(ctx context.Context, key, prev map[string]types.AttributeValue) (map[string]types.AttributeValue, *pairRead, error) {
+	pk, ok := r.partnerKey(prev)
+	if !ok {
+		item, err := r.read(ctx, key)
+		return item, nil, err
+	}
+	out, err := r.api.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: aws.String(r.spec.Table), Key: key}},
+		{Get: &types.Get{TableName: aws.String(r.spec.Table), Key: pk}},
+	}})
+	if err != nil {
+		var tce *types.TransactionCanceledException
+		var tcf *types.TransactionConflictException
+		if errors.As(err, &tce) || errors.As(err, &tcf) {
+			return nil, nil, errRaced
+		}
+		return nil, nil, fmt.Errorf("lake: reshape: read item %s with %s: %w", KeyString(key), KeyString(pk), err)
+	}
+	item := nonEmpty(out.Responses[0].Item)
+	if item == nil {
+		return nil, nil, nil
+	}
+	if now, ok := r.partnerKey(item); !ok || !r.sameKey(now, pk) {
+		return item, nil, nil
+	}
+	return item, &pairRead{key: pk, item: nonEmpty(out.Responses[1].Item)}, nil
+}
+
+// nonEmpty is item, or nil when it holds nothing (absent).
+func nonEmpty(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if len(item) == 0 {
+		return nil
+	}
+	return item
+}
+
+func (r *Rewrite) classifyPair(ctx context.Context, item map[string]types.AttributeValue, partner *pairRead) (string, string, error) {
+	readPartner := func(key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+		if partner != nil && r.sameKey(partner.key, key) {
+			return partner.item, nil
+		}
+		return r.read(ctx, key)
+	}
 	if r.markerClash(item) {
 		return OutMarkerClash, "holds the attribute " + r.marker() + " without being a copy of this rewrite: it is never moved", nil
 	}
@@ -139,7 +210,7 @@ func (r *Rewrite) classifyPair(ctx context.Context, item map[string]types.Attrib
 		if err != nil {
 			return OutNotDerivable, err.Error(), nil
 		}
-		cp, err := r.read(ctx, newKey)
+		cp, err := readPartner(newKey)
 		if err != nil {
 			return "", "", err
 		}
@@ -159,7 +230,7 @@ func (r *Rewrite) classifyPair(ctx context.Context, item map[string]types.Attrib
 	if !ok {
 		return OutOther, "", nil
 	}
-	old, err := r.read(ctx, oldKey)
+	old, err := readPartner(oldKey)
 	if err != nil {
 		return "", "", err
 	}
