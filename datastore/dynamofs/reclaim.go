@@ -14,21 +14,37 @@ import (
 
 // Reclaim walks the reclaim shards: expired intents, replaced versions past
 // the grace period, tombstones past the horizon. Each kind is a range of
-// sort keys ordered by time, so it reads only what is due.
+// sort keys ordered by time, so it reads only what is due, and only in the
+// shards where the due mark (duemark.go, read with the live commits) says
+// something can be due.
 func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	var st datastore.ReclaimStats
 	// Commits of any size left unsettled (whole.go) first: done ones roll
 	// forward, dead ones back, before their uploads' intents are looked at.
-	live, err := d.getItem(ctx, d.liveKey())
+	got, err := d.batchGet(ctx, []item{d.liveKey(), d.dueMarkKey()})
 	if err != nil {
 		return st, err
+	}
+	var live, markItem item
+	for _, it := range got {
+		switch getS(it, attrPK) {
+		case getS(d.liveKey(), attrPK):
+			live = it
+		case getS(d.dueMarkKey(), attrPK):
+			markItem = it
+		}
 	}
 	if err := d.settleLive(ctx, liveCommits(live), now); err != nil {
 		return st, err
 	}
-	for _, sh := range shardNames() {
-		pk := d.reclaimPK(sh)
-		err := d.due(ctx, pk, "i#", now.Add(-o.UploadGrace), func(it item) error {
+	stamp := readStamp(now)
+	mark := parseDueMark(markItem, time.Now().UnixMilli())
+	kinds := []struct {
+		kind  string
+		grace time.Duration
+		fn    func(pk string, it item) (bool, error)
+	}{
+		{"i#", o.UploadGrace, func(pk string, it item) (bool, error) {
 			// The intent goes first, conditionally: a commit that consumes
 			// it at the same time wins or loses as a whole.
 			// An intent a staged commit holds (tx) is that commit's to
@@ -36,25 +52,24 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			c, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(attrPK)).
 				And(expression.AttributeNotExists(expression.Name(attrTx)))))
 			if err != nil {
-				return err
+				return false, err
 			}
 			err = d.transact(ctx, []types.TransactWriteItem{{Delete: &types.Delete{TableName: &d.table, Key: key(pk, getS(it, attrSK)),
 				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}}})
 			if idx, ok := failedIndexes(err); ok && len(idx) > 0 {
-				return nil // committed meanwhile
+				// Committed meanwhile, or held by a staged commit: kept
+				// in the due mark, so that the next reclaim looks again.
+				return true, nil
 			}
 			if err != nil {
-				return d.classify(err, "")
+				return false, d.classify(err, "")
 			}
 			n, err := d.deleteAllChunks(ctx, versionOf(getS(it, attrSK)))
 			st.Uploads++
 			st.Chunks += n
-			return err
-		})
-		if err != nil {
-			return st, err
-		}
-		err = d.due(ctx, pk, "g#", now.Add(-o.Grace), func(it item) error {
+			return false, err
+		}},
+		{"g#", o.Grace, func(pk string, it item) (bool, error) {
 			ver := versionOf(getS(it, attrSK))
 			n := int(getN(it, "chunks"))
 			keys := []item{key(pk, getS(it, attrSK))}
@@ -63,22 +78,37 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			}
 			st.Versions++
 			st.Chunks += n
-			return d.batchDelete(ctx, keys)
-		})
-		if err != nil {
-			return st, err
-		}
-		err = d.due(ctx, pk, "t#", now.Add(-o.Horizon), func(it item) error {
+			return false, d.batchDelete(ctx, keys)
+		}},
+		{"t#", o.Horizon, func(pk string, it item) (bool, error) {
 			purged, err := d.purgeTombstone(ctx, getS(it, "path"), getN(it, "p"))
 			if err != nil {
-				return err
+				return false, err
 			}
 			if purged {
 				st.Tombstones++
 			}
-			return d.batchDelete(ctx, []item{key(pk, getS(it, attrSK))})
-		})
-		if err != nil {
+			return false, d.batchDelete(ctx, []item{key(pk, getS(it, attrSK))})
+		}},
+	}
+	read := false
+	for _, sh := range shardNames() {
+		pk := d.reclaimPK(sh)
+		for _, k := range kinds {
+			end := now.Add(-k.grace).UnixMilli()
+			if !mark.need(k.kind, sh, end) {
+				continue
+			}
+			earliest, left, err := d.due(ctx, pk, k.kind, end, func(it item) (bool, error) { return k.fn(pk, it) })
+			if err != nil {
+				return st, err
+			}
+			mark.saw(k.kind, sh, stamp, earliest, left)
+			read = true
+		}
+	}
+	if read {
+		if err := d.putDueMark(ctx, mark); err != nil {
 			return st, err
 		}
 	}
@@ -87,32 +117,6 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 
 // versionOf returns the version at the end of a reclaim sort key KIND#MS#VERSION.
 func versionOf(sk string) string { return sk[len("i#")+13+1:] }
-
-// due calls fn for each item of pk whose sort key is KIND followed by a time
-// before end.
-func (d *Driver) due(ctx context.Context, pk, kind string, end time.Time, fn func(item) error) error {
-	kc := expression.Key(attrPK).Equal(expression.Value(pk)).And(expression.Key(attrSK).Between(expression.Value(kind), expression.Value(kind+ms(end))))
-	e, err := build(expression.NewBuilder().WithKeyCondition(kc))
-	if err != nil {
-		return err
-	}
-	in := &dynamodb.QueryInput{KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
-	for {
-		page, err := d.query(ctx, in)
-		if err != nil {
-			return err
-		}
-		for _, it := range page.Items {
-			if err := fn(it); err != nil {
-				return err
-			}
-		}
-		if page.LastEvaluatedKey == nil {
-			return nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
-}
 
 func (d *Driver) deleteAllChunks(ctx context.Context, version string) (int, error) {
 	kc := expression.Key(attrPK).Equal(expression.Value(d.chunkPK(version)))
