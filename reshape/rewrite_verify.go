@@ -177,6 +177,9 @@ func (r *Rewrite) readAtOnce(ctx context.Context, key, prev map[string]types.Att
 		}
 		return nil, nil, fmt.Errorf("lake: reshape: read item %s with %s: %w", KeyString(key), KeyString(pk), err)
 	}
+	if len(out.Responses) != 2 {
+		return nil, nil, fmt.Errorf("lake: reshape: read item %s with %s: %d responses to 2 reads", KeyString(key), KeyString(pk), len(out.Responses))
+	}
 	item := nonEmpty(out.Responses[0].Item)
 	if item == nil {
 		return nil, nil, nil
@@ -195,6 +198,9 @@ func nonEmpty(item map[string]types.AttributeValue) map[string]types.AttributeVa
 	return item
 }
 
+// classifyPair reads the other half of item's pair (from partner when it
+// holds that half, read at the same instant as item) and says how they
+// stand.
 func (r *Rewrite) classifyPair(ctx context.Context, item map[string]types.AttributeValue, partner *pairRead) (string, string, error) {
 	readPartner := func(key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 		if partner != nil && r.sameKey(partner.key, key) {
