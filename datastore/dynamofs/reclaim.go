@@ -27,10 +27,10 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 	}
 	var live, markItem item
 	for _, it := range got {
-		switch getS(it, attrPK) {
-		case getS(d.liveKey(), attrPK):
+		switch getS(it, attrSK) { // as feed.go tells the live item from the counters
+		case "live":
 			live = it
-		case getS(d.dueMarkKey(), attrPK):
+		case "due":
 			markItem = it
 		}
 	}

@@ -55,11 +55,12 @@ func Start(target string) (*Proxy, error) {
 		r.Out.Host = r.In.Host // signed by the client: keep it
 	}}
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := buffer(r); err != nil {
+		body, err := buffer(r)
+		if err != nil {
 			http.Error(w, "lake: reqcount: reading the request: "+err.Error(), http.StatusBadGateway)
 			return
 		}
-		line := describe(r)
+		line := describe(r, body)
 		p.mu.Lock()
 		p.ops[Op(r)]++
 		p.log = append(p.log, line)
@@ -133,38 +134,34 @@ func (p *Proxy) Log() []string {
 	return slices.Clone(p.log)
 }
 
-// buffer reads r's whole body so that it is forwarded from memory: the
-// HTTP/1 server closes an inbound body once the response begins, so a body
-// streamed to the target could lose its final read (EOF) to a quick answer,
-// and the transport would then drop the target's connection in the middle
-// of that answer (the client saw "unexpected EOF").
-func buffer(r *http.Request) error {
+// buffer reads r's whole body and returns it, so that it is forwarded from
+// memory: the HTTP/1 server closes an inbound body once the response
+// begins, so a body streamed to the target could lose its final read (EOF)
+// to a quick answer, and the transport would then drop the target's
+// connection in the middle of that answer (the client saw "unexpected EOF").
+func buffer(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil
+		return nil, nil
 	}
 	body, err := io.ReadAll(r.Body)
 	r.Body.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	return nil
+	return body, nil
 }
 
-// describe is the log line of request r (its body already buffered): the
-// operation and the S3 path and query, or the first 300 bytes of a
-// DynamoDB body.
-func describe(r *http.Request) string {
+// describe is the log line of request r, whose body is body: the operation
+// and the S3 path and query, or the first 300 bytes of a DynamoDB body.
+func describe(r *http.Request, body []byte) string {
 	line := Op(r)
 	if r.Header.Get(amztarget.Header) == "" {
 		return line + " " + r.URL.Path + "?" + r.URL.RawQuery
 	}
-	if r.Body == nil || r.Body == http.NoBody {
+	if len(body) == 0 {
 		return line
 	}
-	head := make([]byte, 300)
-	n, _ := io.ReadFull(r.Body, head)
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(head[:n]), r.Body))
-	return line + " " + string(head[:n])
+	return line + " " + string(body[:min(len(body), 300)])
 }
