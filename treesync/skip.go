@@ -52,6 +52,13 @@ func (s *skips) entry(err error) bool {
 	return true
 }
 
+// isEntryError reports whether err is about one path only (skips.entry
+// would record it).
+func isEntryError(err error) bool {
+	var ee *entryError
+	return errors.As(err, &ee)
+}
+
 func (s *skips) sorted() []Skipped {
 	sort.Slice(s.list, func(i, j int) bool { return s.list[i].Path < s.list[j].Path })
 	return s.list

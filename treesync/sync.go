@@ -13,6 +13,7 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/lock"
+	"golang.org/x/sync/errgroup"
 )
 
 // uploaded is a dirty file whose content is staged: invisible until the
@@ -320,39 +321,81 @@ func (t *Tree) applyAll(ctx context.Context, st *state, apply []datastore.Info, 
 	return nil
 }
 
-// upload stages the content of the dirty files (phase one of the push). It
-// returns the dirty changes still to push: a file that cannot be read
-// through the tree's root (a link swapped in since the walk) is skipped.
+// uploadParallel bounds the files a push uploads at once. Each upload is
+// its own requests (a file stored in chunks: its intent and its chunks; an
+// inline file none) and waits only for its own round trips, so a push of
+// many files takes about their number over uploadParallel round trips
+// instead of one after another; the requests are the same.
+const uploadParallel = 8
+
+// upload stages the content of the dirty files (phase one of the push),
+// several at once. It returns the dirty changes still to push, in their
+// order: a file that cannot be read through the tree's root (a link
+// swapped in since the walk) is skipped. An error about more than one
+// path stops the uploads not yet started; what was staged before it is
+// never committed and goes with its intents.
 func (t *Tree) upload(ctx context.Context, dirty []LocalChange, rep *Report, sk *skips) ([]LocalChange, map[string]uploaded, error) {
+	type result struct {
+		up  uploaded
+		err error
+	}
+	res := make([]result, len(dirty))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(uploadParallel)
+	for i, c := range dirty {
+		if c.Kind == Deleted {
+			continue
+		}
+		if gctx.Err() != nil {
+			break // an upload failed: start no more
+		}
+		g.Go(func() error {
+			u, err := t.uploadOne(gctx, c.Path)
+			res[i] = result{u, err}
+			if err != nil && !isEntryError(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // cancelled before every upload started
+	}
 	up := map[string]uploaded{}
 	kept := dirty[:0:0]
-	for _, c := range dirty {
-		if c.Kind == Deleted {
-			kept = append(kept, c)
-			continue
+	for i, c := range dirty {
+		if c.Kind != Deleted {
+			if sk.entry(res[i].err) {
+				continue
+			}
+			up[c.Path] = res[i].up
+			rep.Uploaded++
 		}
-		f, err := t.fs.open(c.Path)
-		if sk.entry(err) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("lake: %w", err)
-		}
-		s, err := t.store.Upload(ctx, c.Path, f, nil)
-		f.Close()
-		if err != nil {
-			return nil, nil, err
-		}
-		up[c.Path] = uploaded{staged: s, fi: fi}
 		kept = append(kept, c)
-		rep.Uploaded++
 	}
 	return kept, up, nil
+}
+
+// uploadOne stages the content of the tree file p, its file information
+// taken before the content is read.
+func (t *Tree) uploadOne(ctx context.Context, p string) (uploaded, error) {
+	f, err := t.fs.open(p)
+	if err != nil {
+		return uploaded{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return uploaded{}, fmt.Errorf("lake: %w", err)
+	}
+	s, err := t.store.Upload(ctx, p, f, nil)
+	if err != nil {
+		return uploaded{}, err
+	}
+	return uploaded{staged: s, fi: fi}, nil
 }
 
 // decide checks the dirty paths against the remote with one batch stat:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // indexEntry is the value of f/PATH: the path's latest change rolled
@@ -88,12 +89,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 	err := d.eachCounted(ctx, t, func(o *logObject) error {
 		claims = append(claims, o.Claims...)
 		changes = changes || len(o.Entries) > 0
-		for i, e := range o.Entries {
-			if err := d.updateIndex(ctx, e, o.First+uint64(i), o.Time, now, t.takeHint(e.Path)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return d.updateIndexes(ctx, o, t, now)
 	})
 	if err != nil {
 		return err
@@ -134,6 +130,59 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 			return fmt.Errorf("%w: %q", errHeadGone, part)
 		}
 		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexParallel bounds the index entries one roll-forward writes at once.
+// Each path's entry is its own object, moved by its own conditional write,
+// so the entries of different paths do not wait for each other: a commit
+// of many files is rolled forward in about its size over indexParallel
+// round trips instead of one after another (the requests are the same).
+const indexParallel = 16
+
+// updateIndexes moves the index entries of o's changes up to them. The
+// entries of distinct paths are written in parallel; a path o names more
+// than once (a log object lake did not write) has its changes applied in
+// their order, each after the one before it, so the outcome is the
+// sequential one: every entry moves only up, and each replaced version is
+// handed to Reclaim by the write that replaced it.
+func (d *Driver) updateIndexes(ctx context.Context, o *logObject, t *tail, now time.Time) error {
+	type change struct {
+		e    logEntry
+		pos  uint64
+		hint *indexHint
+	}
+	// rounds[k] holds each path's (k+1)th change in o: no path twice
+	// in a round, and a path's changes in order across rounds. The hints
+	// are taken here, as the sequential loop took them (the first change
+	// of a path gets it), because t is not shared with the writers.
+	var rounds [][]change
+	seen := map[string]int{}
+	for i, e := range o.Entries {
+		k := seen[e.Path]
+		seen[e.Path] = k + 1
+		if k == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[k] = append(rounds[k], change{e, o.First + uint64(i), t.takeHint(e.Path)})
+	}
+	for _, round := range rounds {
+		if len(round) == 1 { // no goroutine for the common one-file commit
+			c := round[0]
+			if err := d.updateIndex(ctx, c.e, c.pos, o.Time, now, c.hint); err != nil {
+				return err
+			}
+			continue
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(indexParallel)
+		for _, c := range round {
+			g.Go(func() error { return d.updateIndex(gctx, c.e, c.pos, o.Time, now, c.hint) })
+		}
+		if err := g.Wait(); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,40 @@
+package s3fs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lakemeta/lake/metastore"
+)
+
+// What the external tests reach inside the driver (they need
+// internal/s3local, which imports this package).
+
+// LogEntry is a change as a log object records it.
+type LogEntry = logEntry
+
+// RollEntries rolls entries, a log object's changes from position first,
+// into the path index, as a roll-forward does.
+func (d *Driver) RollEntries(ctx context.Context, first uint64, entries []LogEntry) error {
+	now := time.Now()
+	return d.updateIndexes(ctx, &logObject{First: first, Time: now, Entries: entries}, &tail{}, now)
+}
+
+// IndexEntry returns the position and version path's index entry holds.
+func (d *Driver) IndexEntry(ctx context.Context, path string) (uint64, string, error) {
+	e, _, err := d.readIndex(ctx, path)
+	if err != nil || e == nil {
+		return 0, "", err
+	}
+	return e.Pos, e.Version, nil
+}
+
+// HandedToReclaim reports whether version has its replaced marker.
+func (d *Driver) HandedToReclaim(ctx context.Context, version string) (bool, error) {
+	_, err := d.c.get(ctx, d.replacedKey(version))
+	if errors.Is(err, metastore.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,90 @@
+package treesync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/treesync"
+)
+
+// slowChunkAPI holds each PutObject of a chunk (a key under PREFIX/c/) for
+// a while and records how many were in flight at once; the server still
+// answers every request.
+type slowChunkAPI struct {
+	s3fs.API
+	chunks   string
+	mu       stdsync.Mutex
+	inFlight int
+	most     int
+}
+
+func (a *slowChunkAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if !strings.HasPrefix(aws.ToString(in.Key), a.chunks) {
+		return a.API.PutObject(ctx, in, opts...)
+	}
+	a.mu.Lock()
+	a.inFlight++
+	a.most = max(a.most, a.inFlight)
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+	}()
+	time.Sleep(30 * time.Millisecond)
+	return a.API.PutObject(ctx, in, opts...)
+}
+
+// TestPushUploadsInParallel (issue 31): a push of many files stored in
+// chunks uploads several at once (at most 8), not one after another, and
+// the outcome is the sequential one: every file is committed with its own
+// content, and a symbolic link among them is still skipped, named, while
+// the rest is pushed.
+func TestPushUploadsInParallel(t *testing.T) {
+	api := &slowChunkAPI{API: s3local.Client(t), chunks: "up/c/"}
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := datastore.Open(t.Context(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tr := newTree(t, s, nil)
+	const files = 24
+	content := func(i int) string { return strings.Repeat(fmt.Sprint(i, " "), datastore.InlineMax) } // past inline: chunks
+	for i := range files {
+		write(t, tr, fmt.Sprintf("data/t/m/f%02d", i), content(i))
+	}
+	if err := os.Symlink(filepath.Join(tr.Dir(), "data/t/m/f00"), filepath.Join(tr.Dir(), "data/t/m/link")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Sync(t.Context(), treesync.Scope{})
+	var sk *treesync.SkippedError
+	if !errors.As(err, &sk) || len(sk.Skipped) != 1 || sk.Skipped[0].Path != "data/t/m/link" {
+		t.Fatalf("sync: %v; want the link skipped, named", err)
+	}
+	if rep.Uploaded != files {
+		t.Fatalf("%d files uploaded, want %d", rep.Uploaded, files)
+	}
+	if api.most < 2 || api.most > 8 {
+		t.Fatalf("at most %d chunks were uploaded at once; want 2 to 8", api.most)
+	}
+	for i := range files {
+		wantRemote(t, s, fmt.Sprintf("data/t/m/f%02d", i), content(i))
+	}
+	wantRemote(t, s, "data/t/m/link", "")
+}
