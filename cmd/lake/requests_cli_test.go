@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/reqcount"
@@ -21,6 +22,7 @@ import (
 type requestsPerSync struct {
 	kind          string
 	counts        reqcount.Counts
+	seq           int // round trips in sequence (reqcount's Sequence)
 	minimum, most int
 }
 
@@ -46,8 +48,8 @@ func TestRequestsPerSync(t *testing.T) {
 	}
 	if os.Getenv("LAKE_REQUESTS_TABLE") == "1" {
 		// The docs' figures block: `… -v | grep '^|'` keeps the table.
-		fmt.Println("| sync | backend | requests | minimum | ratio | the requests |")
-		fmt.Println("|---|---|---|---|---|---|")
+		fmt.Println("| sync | backend | requests | minimum | ratio | in sequence | the requests |")
+		fmt.Println("|---|---|---|---|---|---|---|")
 	}
 	t.Run("dynamodb", func(t *testing.T) {
 		p, err := reqcount.Start(ddblocal.Endpoint(t))
@@ -144,13 +146,22 @@ func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, f
 	}
 	// LAKE_REQUESTS_TRACE=1 logs each request of each sync, to tell what
 	// each was for.
-	take := func(kind string) reqcount.Counts {
+	// The proxy holds each request 5 ms, so that requests sent at once
+	// overlap there and the round trips in sequence count lake's order,
+	// not this machine's scheduling.
+	p.Hold(5 * time.Millisecond)
+	type taken struct {
+		counts reqcount.Counts
+		seq    int
+	}
+	take := func(kind string) taken {
 		if os.Getenv("LAKE_REQUESTS_TRACE") != "" {
 			for _, l := range p.Log() {
 				t.Logf("%s: %s", kind, l)
 			}
 		}
-		return p.Take()
+		seq := p.Sequence()
+		return taken{p.Take(), seq}
 	}
 	p.Take()
 	sync()
@@ -168,26 +179,26 @@ func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, f
 	afterOne := take("after-one")
 	rows := []requestsPerSync{
 		// One read proves nothing changed.
-		{"nothing changed", none, 1, most[0]},
+		{"nothing changed", none.counts, none.seq, 1, most[0]},
 		// The same, right after a commit (which the cursor was read
 		// before): the read names the partitions of that commit.
-		{"nothing changed, after one", after, 1, most[4]},
+		{"nothing changed, after one", after.counts, after.seq, 1, most[4]},
 		// The same after the one changed file's small commit, which
 		// the sync's cursor was moved past (CursorAdvancer) where the
 		// store proves it.
-		{"nothing changed, after one file", afterOne, 1, most[5]},
+		{"nothing changed, after one file", afterOne.counts, afterOne.seq, 1, most[5]},
 		// Lock, one pull read, one chunk write, the commit, release.
-		{"one changed file", one, 5, most[1]},
+		{"one changed file", one.counts, one.seq, 5, most[1]},
 		// Writes of 25 a request (BatchWriteItem's most) for the
 		// content, the lock, the commit, release.
-		{fmt.Sprintf("first sync of %d new files", files), first, (files+24)/25 + 4, firstMost(files, most)},
+		{fmt.Sprintf("first sync of %d new files", files), first.counts, first.seq, (files+24)/25 + 4, firstMost(files, most)},
 	}
 	backend := map[bool]string{true: "DynamoDB", false: "S3"}[strings.HasPrefix(store, "dynamodb:")]
 	for _, r := range rows {
 		ratio := float64(r.counts.Total()) / float64(r.minimum)
-		t.Logf("%-28s %4d requests, minimum %d, ratio %.1f×: %s", r.kind, r.counts.Total(), r.minimum, ratio, r.counts)
+		t.Logf("%-28s %4d requests, minimum %d, ratio %.1f×, %d in sequence: %s", r.kind, r.counts.Total(), r.minimum, ratio, r.seq, r.counts)
 		if os.Getenv("LAKE_REQUESTS_TABLE") == "1" {
-			fmt.Printf("| %s | %s | %d | %d | %.1f× | %s |\n", r.kind, backend, r.counts.Total(), r.minimum, ratio, r.counts)
+			fmt.Printf("| %s | %s | %d | %d | %.1f× | %d | %s |\n", r.kind, backend, r.counts.Total(), r.minimum, ratio, r.seq, r.counts)
 		}
 	}
 	for _, r := range rows {

@@ -37,6 +37,30 @@ type Proxy struct {
 	mu  sync.Mutex
 	ops map[string]int
 	log []string
+	// done is the longest chain among the requests answered so far (since
+	// the last Take), longest the longest among all of them.
+	done, longest int
+	hold          time.Duration
+}
+
+// Hold makes the proxy hold each request for d before forwarding it, so
+// that requests a client sends at once overlap here whatever the machine's
+// scheduling, and Sequence counts the client's order, not its timing.
+func (p *Proxy) Hold(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = d
+}
+
+// Sequence returns the round trips in sequence since the last Take: the
+// longest chain of requests each sent after the one before it had been
+// answered. A client that waits for each answer before its next request
+// has a chain as long as its requests; one that sends k at once, k times
+// shorter. It is what the requests cost in time at one round trip each.
+func (p *Proxy) Sequence() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.longest
 }
 
 // Start starts a proxy on a free loopback port forwarding to target.
@@ -64,8 +88,14 @@ func Start(target string) (*Proxy, error) {
 		p.mu.Lock()
 		p.ops[Op(r)]++
 		p.log = append(p.log, line)
+		depth, hold := p.done+1, p.hold // one more than the longest chain answered before it came
+		p.longest = max(p.longest, depth)
 		p.mu.Unlock()
+		time.Sleep(hold)
 		rp.ServeHTTP(w, r)
+		p.mu.Lock()
+		p.done = max(p.done, depth)
+		p.mu.Unlock()
 	})}
 	go p.srv.Serve(ln)
 	return p, nil
@@ -122,6 +152,7 @@ func (p *Proxy) Take() Counts {
 	out := Counts(p.ops)
 	p.ops = map[string]int{}
 	p.log = nil
+	p.done, p.longest = 0, 0
 	return out
 }
 
