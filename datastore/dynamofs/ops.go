@@ -3,6 +3,7 @@ package dynamofs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/internal/ddb"
+	"golang.org/x/sync/errgroup"
 )
 
 type item = map[string]types.AttributeValue
@@ -74,33 +76,58 @@ const batchGetSize = 100
 // batchGet reads keys strongly consistently, 100 to a request; unprocessed
 // keys are retried with the retryer's backoff.
 func (d *Driver) batchGet(ctx context.Context, keys []item) ([]item, error) {
+	if len(keys) <= batchGetSize {
+		return d.batchGetPage(ctx, keys)
+	}
+	// Pages of batchGetSize keys, read in parallel: a BatchGetItem is no
+	// snapshot of its keys either, so pages read one after another
+	// promised nothing more than pages read at once.
+	pages := make([][]item, (len(keys)+batchGetSize-1)/batchGetSize)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(batchGetParallel)
+	for i := range pages {
+		g.Go(func() error {
+			var err error
+			pages[i], err = d.batchGetPage(gctx, keys[i*batchGetSize:min((i+1)*batchGetSize, len(keys))])
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.Concat(pages...), nil
+}
+
+// batchGetParallel bounds the BatchGetItem pages of one read in flight.
+const batchGetParallel = 8
+
+// batchGetPage reads at most batchGetSize keys, the unprocessed ones again
+// with backoff.
+func (d *Driver) batchGetPage(ctx context.Context, pending []item) ([]item, error) {
 	var found []item
-	for start := 0; start < len(keys); start += batchGetSize {
-		pending := keys[start:min(start+batchGetSize, len(keys))]
-		for attempt := 1; len(pending) > 0; attempt++ {
-			var out *dynamodb.BatchGetItemOutput
-			err := d.retry(ctx, func() error {
-				var err error
-				out, err = d.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
-					RequestItems:           map[string]types.KeysAndAttributes{d.table: {Keys: pending, ConsistentRead: aws.Bool(true)}},
-					ReturnConsumedCapacity: total,
-				})
-				return err
+	for attempt := 1; len(pending) > 0; attempt++ {
+		var out *dynamodb.BatchGetItemOutput
+		err := d.retry(ctx, func() error {
+			var err error
+			out, err = d.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+				RequestItems:           map[string]types.KeysAndAttributes{d.table: {Keys: pending, ConsistentRead: aws.Bool(true)}},
+				ReturnConsumedCapacity: total,
 			})
-			if err != nil {
-				return nil, d.classify(err, "")
+			return err
+		})
+		if err != nil {
+			return nil, d.classify(err, "")
+		}
+		got := out.Responses[d.table]
+		d.meter.add("BatchGetItem", int32(len(got)), out.ConsumedCapacity...)
+		found = append(found, got...)
+		pending = out.UnprocessedKeys[d.table].Keys
+		if len(pending) > 0 {
+			if attempt >= d.retryer.MaxAttempts() {
+				return nil, fmt.Errorf("lake: %d keys stayed unprocessed after %d BatchGetItem attempts", len(pending), attempt)
 			}
-			got := out.Responses[d.table]
-			d.meter.add("BatchGetItem", int32(len(got)), out.ConsumedCapacity...)
-			found = append(found, got...)
-			pending = out.UnprocessedKeys[d.table].Keys
-			if len(pending) > 0 {
-				if attempt >= d.retryer.MaxAttempts() {
-					return nil, fmt.Errorf("lake: %d keys stayed unprocessed after %d BatchGetItem attempts", len(pending), attempt)
-				}
-				delay, _ := d.retryer.RetryDelay(attempt, fmt.Errorf("unprocessed keys"))
-				sleep(ctx, delay)
-			}
+			delay, _ := d.retryer.RetryDelay(attempt, fmt.Errorf("unprocessed keys"))
+			sleep(ctx, delay)
 		}
 	}
 	return found, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // Commits of any size (issue 30).
@@ -377,11 +378,20 @@ func (d *Driver) staged(ctx context.Context, id string) (entries, files []item, 
 	return entries, files, nil
 }
 
+// settleParallel bounds the settling transactions of one commit in flight
+// at once: each writes its own files' items (a file is in one transaction
+// only), so they do not wait for each other, and a commit of many files
+// settles in about its transactions over settleParallel round trips.
+const settleParallel = 8
+
 // settleItems sends ops per staged file, as many files to a transaction as
-// fit (maxTxItems items, maxTxBytes bytes: stagebatch.go); a transaction
-// that fails a condition (another settler got there first) is sent again
-// file by file, and a file's failed condition skipped.
+// fit (maxTxItems items, maxTxBytes bytes: stagebatch.go), those
+// transactions in parallel; a transaction that fails a condition (another
+// settler got there first) is sent again file by file, and a file's failed
+// condition skipped.
 func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error)) error {
+	var groups [][]item
+	var txs [][]types.TransactWriteItem
 	for start, end := 0, 0; start < len(files); start = end {
 		var all []types.TransactWriteItem
 		for end = start; end < len(files); end++ {
@@ -394,23 +404,37 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 			}
 			all = append(all, w...)
 		}
-		group := files[start:end]
-		err := d.transact(ctx, all)
-		if _, ok := failedIndexes(err); !ok || err == nil {
-			if err != nil {
-				return d.classify(err, "")
-			}
-			continue
+		groups, txs = append(groups, files[start:end]), append(txs, all)
+	}
+	if len(txs) == 1 {
+		return d.settleGroup(ctx, groups[0], txs[0], ops)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(settleParallel)
+	for i := range txs {
+		g.Go(func() error { return d.settleGroup(gctx, groups[i], txs[i], ops) })
+	}
+	return g.Wait()
+}
+
+// settleGroup sends all, the ops of group's files in one transaction, and
+// if a condition fails, each file's ops alone.
+func (d *Driver) settleGroup(ctx context.Context, group []item, all []types.TransactWriteItem, ops func(it item) ([]types.TransactWriteItem, error)) error {
+	err := d.transact(ctx, all)
+	if _, ok := failedIndexes(err); !ok || err == nil {
+		if err != nil {
+			return d.classify(err, "")
 		}
-		for _, it := range group {
-			w, err := ops(it)
-			if err != nil {
-				return err
-			}
-			err = d.transact(ctx, w)
-			if _, ok := failedIndexes(err); err != nil && !ok {
-				return d.classify(err, "")
-			}
+		return nil
+	}
+	for _, it := range group {
+		w, err := ops(it)
+		if err != nil {
+			return err
+		}
+		err = d.transact(ctx, w)
+		if _, ok := failedIndexes(err); err != nil && !ok {
+			return d.classify(err, "")
 		}
 	}
 	return nil

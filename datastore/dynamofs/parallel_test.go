@@ -1,0 +1,129 @@
+package dynamofs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/ddblocal"
+)
+
+// holdingAPI holds each call of the operations in hold for a while and
+// records how many of each were in flight at once; DynamoDB Local still
+// answers every request.
+type holdingAPI struct {
+	ddb.API
+	hold     map[string]bool
+	mu       sync.Mutex
+	inFlight map[string]int
+	most     map[string]int
+}
+
+func (a *holdingAPI) enter(op string) func() {
+	a.mu.Lock()
+	if !a.hold[op] {
+		a.mu.Unlock()
+		return func() {}
+	}
+	a.inFlight[op]++
+	a.most[op] = max(a.most[op], a.inFlight[op])
+	a.mu.Unlock()
+	time.Sleep(30 * time.Millisecond)
+	return func() {
+		a.mu.Lock()
+		a.inFlight[op]--
+		a.mu.Unlock()
+	}
+}
+
+func (a *holdingAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	defer a.enter("BatchGetItem")()
+	return a.API.BatchGetItem(ctx, in, o...)
+}
+
+func (a *holdingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	defer a.enter("TransactWriteItems")()
+	return a.API.TransactWriteItems(ctx, in, o...)
+}
+
+func (a *holdingAPI) holdOp(op string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hold[op] = true
+}
+
+func (a *holdingAPI) peak(op string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.most[op]
+}
+
+// TestPagesAndSettlingInParallel (issue 31): a read of more keys than one
+// BatchGetItem takes sends its pages at once, and a staged commit's
+// settling transactions (each its own files) go at once, at most 8 in
+// flight; what is read and committed is the sequential outcome.
+func TestPagesAndSettlingInParallel(t *testing.T) {
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, ddblocal.Client(t), TableInput(table))
+	api := &holdingAPI{API: ddb.NewClient(ddblocal.Config(t), ""), hold: map[string]bool{}, inFlight: map[string]int{}, most: map[string]int{}}
+	d, err := Open(t.Context(), api, Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	const files = 300
+	var es []datastore.Entry
+	var paths []string
+	for i := range files {
+		p := fmt.Sprintf("data/t/m/f%03d", i)
+		st, err := s.Upload(ctx, p, strings.NewReader(fmt.Sprint("content ", i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, paths = append(es, datastore.Entry{Put: &st}), append(paths, p)
+	}
+	api.holdOp("TransactWriteItems")
+	if _, err := s.Commit(ctx, nil, es); err != nil {
+		t.Fatal(err)
+	}
+	if n := api.peak("TransactWriteItems"); n < 2 || n > settleParallel {
+		t.Fatalf("a staged commit of %d files had at most %d transactions in flight; want 2 to %d", files, n, settleParallel)
+	}
+	api.holdOp("BatchGetItem")
+	keys := make([]item, files)
+	for i, p := range paths {
+		keys[i] = key(d.filePK(d.partition(p)), p)
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := api.peak("BatchGetItem"); n < 2 || n > batchGetParallel {
+		t.Fatalf("a read of %d keys had at most %d pages in flight; want 2 to %d", files, n, batchGetParallel)
+	}
+	seen := map[string]bool{}
+	for _, it := range got {
+		seen[getS(it, attrSK)] = true
+		if getS(it, attrTx) != "" {
+			t.Fatalf("%s still staged after its commit settled", getS(it, attrSK))
+		}
+	}
+	for _, p := range paths {
+		if !seen[p] {
+			t.Fatalf("%s not read (%d of %d items)", p, len(got), files)
+		}
+	}
+	for i, p := range paths[:20] {
+		if _, b, err := s.Get(ctx, p); err != nil || string(b) != fmt.Sprint("content ", i) {
+			t.Fatalf("%s = %q, %v", p, b, err)
+		}
+	}
+}
