@@ -33,13 +33,13 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report) ([]strin
 	if t.opts.Catalog == CatalogOff {
 		return nil, nil
 	}
-	mirror, err := t.loadCatalog()
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	own := t.opts.Namespace
 	if t.opts.Catalog == CatalogExport {
+		mirror, err := t.loadCatalog()
+		if err != nil {
+			return nil, err
+		}
+		var removed []string
+		own := t.opts.Namespace
 		rows, err := catalog.All(ctx, t.root, "")
 		if err != nil {
 			return nil, err
@@ -60,6 +60,19 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report) ([]strin
 	if err != nil {
 		return nil, err
 	}
+	return t.applyCatalog(st, rep, ch, next)
+}
+
+// applyCatalog brings the mirror up to date with ch, the catalog's changes
+// from st's cursor to next (catalog.Read's), and returns the models of the
+// tree's own namespace whose rows were removed.
+func (t *Tree) applyCatalog(st *state, rep *Report, ch catalog.Changes, next catalog.Cursor) ([]string, error) {
+	mirror, err := t.loadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	own := t.opts.Namespace
 	rep.CatalogRead = ch.Read
 	for _, ns := range ch.Reset {
 		for k, r := range mirror {

@@ -2,6 +2,7 @@ package treesync
 
 import (
 	"context"
+	stdsync "sync"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -43,6 +44,13 @@ type preRead struct {
 //
 // Nothing is written remotely, so fencing is not involved. Any read that
 // fails or finds something sends the sync down the locked path.
+//
+// The three reads (the scope's moves, the catalog's changes, the
+// namespace's configuration) go at once: none depends on another's answer,
+// each is a snapshot of its own as it was when they were made one after
+// another, and a sync that goes on under the lock uses the catalog's
+// changes and the configuration read here, as it did when quiet read them
+// last. On S3 a sync with nothing changed waits one round trip, not three.
 func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Report) (done bool, pre *preRead, err error) {
 	if len(st.Skipped) > 0 || t.opts.Catalog == CatalogExport {
 		return false, nil, nil
@@ -55,33 +63,49 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 			return false, nil, nil
 		}
 		ctx, _ = t.readAhead(ctx, st, true, false, nil) // readahead.go
-		heads, next, err := t.store.ChangedPartitions(ctx, st.Cursor)
-		if err != nil {
+	}
+	var (
+		moved   bool
+		next    string
+		ch      catalog.Changes
+		catNext catalog.Cursor
+		catErr  error
+		cfg     datastore.NamespaceConfig
+		cfgErr  error
+		wg      stdsync.WaitGroup
+	)
+	pullStart := time.Now()
+	wg.Go(func() { moved, next = t.scopeMoved(ctx, st, models) })
+	if t.opts.Catalog != CatalogOff {
+		wg.Go(func() { ch, catNext, catErr = catalog.Read(ctx, t.root, st.Catalog) })
+		wg.Go(func() { cfg, cfgErr = t.store.Config(ctx) })
+	}
+	wg.Wait()
+	if t.opts.Catalog != CatalogOff && cfgErr == nil {
+		st.config = &cfg // the locked path's, if quiet fails (policy.go)
+	}
+	if moved {
+		if t.opts.Catalog == CatalogOff || catErr != nil {
 			return false, nil, nil // the locked path reads it again and says why
 		}
-		for _, h := range heads {
-			if h.Seq > st.Positions[h.Partition] {
-				return false, nil, nil
-			}
+		dropped, err := t.applyCatalog(st, rep, ch, catNext)
+		if err != nil {
+			return false, nil, err
 		}
-		defer func() {
-			if done {
-				st.Cursor = next
-			}
-		}()
-	} else {
-		for _, m := range models {
-			h, err := t.store.Head(ctx, m)
-			if err != nil || h.Seq > st.Positions[m] {
-				return false, nil, nil
-			}
-		}
+		return false, &preRead{catalogRead: true, dropped: dropped}, nil
 	}
+	defer func() {
+		if done && len(models) == 0 {
+			st.Cursor = next
+		}
+	}()
 	if t.opts.Catalog == CatalogOff {
 		return true, nil, nil
 	}
-	pullStart := time.Now()
-	dropped, err := t.readCatalog(ctx, st, rep)
+	if catErr != nil {
+		return false, nil, catErr
+	}
+	dropped, err := t.applyCatalog(st, rep, ch, catNext)
 	rep.Pull = time.Since(pullStart)
 	if err != nil {
 		return false, nil, err
@@ -90,11 +114,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 	if len(dropped) > 0 {
 		return false, pre, nil
 	}
-	cfg, err := t.store.Config(ctx)
-	if err == nil {
-		st.config = &cfg // the locked path's, if quiet fails (policy.go)
-	}
-	if err != nil || cfg.Lifecycle != *st.Policy {
+	if cfgErr != nil || cfg.Lifecycle != *st.Policy {
 		return false, pre, nil
 	}
 	if p := cfg.Lifecycle; p.Enabled {
@@ -116,6 +136,31 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		}
 	}
 	return true, pre, nil
+}
+
+// scopeMoved reports whether a partition of the scope moved past the
+// tree's positions (a failed read counts as moved: the locked path reads
+// it again), and, unscoped, the cursor the read reached.
+func (t *Tree) scopeMoved(ctx context.Context, st *state, models []string) (bool, string) {
+	if len(models) == 0 {
+		heads, next, err := t.store.ChangedPartitions(ctx, st.Cursor)
+		if err != nil {
+			return true, ""
+		}
+		for _, h := range heads {
+			if h.Seq > st.Positions[h.Partition] {
+				return true, ""
+			}
+		}
+		return false, next
+	}
+	for _, m := range models {
+		h, err := t.store.Head(ctx, m)
+		if err != nil || h.Seq > st.Positions[m] {
+			return true, ""
+		}
+	}
+	return false, ""
 }
 
 // reclaimDue reports whether the lifecycle's Reclaim is due: at most every

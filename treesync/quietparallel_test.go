@@ -1,0 +1,112 @@
+package treesync_test
+
+import (
+	"context"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/treesync"
+)
+
+// readsAPI holds each GetObject and ListObjectsV2 for a while, records how
+// many were in flight at once, and counts the listings by prefix.
+type readsAPI struct {
+	s3fs.API
+	mu       stdsync.Mutex
+	inFlight int
+	most     int
+	lists    map[string]int
+}
+
+func (a *readsAPI) enter() func() {
+	a.mu.Lock()
+	a.inFlight++
+	a.most = max(a.most, a.inFlight)
+	a.mu.Unlock()
+	time.Sleep(30 * time.Millisecond)
+	return func() {
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+	}
+}
+
+func (a *readsAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	defer a.enter()()
+	return a.API.GetObject(ctx, in, opts...)
+}
+
+func (a *readsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	a.mu.Lock()
+	a.lists[aws.ToString(in.Prefix)]++
+	a.mu.Unlock()
+	defer a.enter()()
+	return a.API.ListObjectsV2(ctx, in, opts...)
+}
+
+// take returns the most reads in flight at once and the listings by
+// prefix since the last take.
+func (a *readsAPI) take() (int, map[string]int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	most, lists := a.most, a.lists
+	a.most, a.lists = 0, map[string]int{}
+	return most, lists
+}
+
+// TestQuietReadsAtOnce (issue 31): a sync with nothing to push sends its
+// three reads (the namespace's changed partitions, the catalog's changes,
+// the namespace's configuration) at once; with nothing changed it ends
+// there, unlocked. When another tree committed meanwhile it goes on under
+// the lock without listing the catalog's heads again (quiet's read is
+// used), and pulls the other tree's file.
+func TestQuietReadsAtOnce(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	open := func(api s3fs.API) *datastore.Store {
+		d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "quiet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := datastore.Open(t.Context(), d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	api := &readsAPI{API: c, lists: map[string]int{}}
+	o := func() *treesync.Options { return &treesync.Options{Namespace: "ns", Catalog: treesync.CatalogIncremental} }
+	tr := newTree(t, open(api), o())
+	other := newTree(t, open(c), o())
+	write(t, other, "data/t/m/a", "from the other tree")
+	sync(t, other, treesync.Scope{})
+	sync(t, tr, treesync.Scope{})
+	sync(t, tr, treesync.Scope{}) // the policy is now remembered: quiet can run
+	api.take()
+	if rep := sync(t, tr, treesync.Scope{}); !rep.Unlocked {
+		t.Fatalf("nothing changed, yet the sync locked: %+v", rep)
+	}
+	if most, _ := api.take(); most < 3 {
+		t.Fatalf("a sync with nothing changed had at most %d reads in flight; want its 3 at once", most)
+	}
+	write(t, other, "data/t/m/b", "more")
+	sync(t, other, treesync.Scope{})
+	api.take()
+	if rep := sync(t, tr, treesync.Scope{}); rep.Unlocked {
+		t.Fatalf("another tree committed, yet the sync ended unlocked: %+v", rep)
+	}
+	_, lists := api.take()
+	for prefix, n := range lists {
+		if strings.Contains(prefix, "_catalog") && strings.HasSuffix(prefix, "/h/") && n != 1 {
+			t.Errorf("the catalog's heads were listed %d times (%s); want once, quiet's read used", n, prefix)
+		}
+	}
+	wantFile(t, tr, "data/t/m/b", "more")
+}
