@@ -82,7 +82,9 @@ func TestQuietReadsAtOnce(t *testing.T) {
 		return s
 	}
 	api := &readsAPI{API: c, lists: map[string]int{}}
-	o := func() *treesync.Options { return &treesync.Options{Namespace: "ns", Catalog: treesync.CatalogIncremental} }
+	o := func() *treesync.Options {
+		return &treesync.Options{Namespace: "ns", Catalog: treesync.CatalogIncremental}
+	}
 	tr := newTree(t, open(api), o())
 	other := newTree(t, open(c), o())
 	write(t, other, "data/t/m/a", "from the other tree")
