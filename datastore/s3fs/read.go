@@ -57,6 +57,9 @@ func (d *Driver) GetChunk(ctx context.Context, version string, i int) ([]byte, e
 // the applied watermark, normally empty), then the index entry of each path
 // the tail does not answer.
 func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore.Info, error) {
+	if out, ok := d.aheadStat(ctx, paths); ok { // readahead.go
+		return out, nil
+	}
 	out, tails, err := d.statTails(ctx, paths)
 	for part, t := range tails {
 		d.handOff(part, t) // handoff.go
@@ -249,7 +252,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	}
 	// A commit not yet rolled into its head would leave the head's ETag
 	// unchanged: settle the pending ones first.
-	keys, err := d.listSettledHeads(ctx)
+	keys, err := d.aheadHeads(ctx) // readahead.go
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,9 @@ import (
 
 // GetRecord implements datastore.Records.
 func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
+	if r, ok := d.aheadRecord(ctx, d.recordKey(key)); ok { // readahead.go
+		return r.body, r.err
+	}
 	o, err := d.c.get(ctx, d.recordKey(key))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,155 @@
+package s3fs
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// S3 has no request that reads several objects, so where DynamoDB reads a
+// sync's reads ahead in one BatchGetItem, S3 sends the same requests at
+// once: the listing of each scope's heads (as its ChangedPartitions lists
+// them, pending marks settled first), each record, and the Stat of the
+// dirty paths. Each of those calls made with the returned context takes
+// its answer once, instead of sending its requests one after another: the
+// requests are the ones the calls would have sent, and the sync waits for
+// the longest of them, not for their sum (issue 31).
+//
+// A part that fails is not kept (its call reads afresh and reports its own
+// failure). The answers are of one instant, as the calls made one after
+// another would have been of nearly one: a feed cursor is a snapshot that
+// every later commit moves past, a record read is a read at one instant,
+// and a Stat's tail is only the commit's starting point (handoff.go),
+// which its conditional writes check.
+
+// readAhead is what ReadAhead read, by key, each part served once.
+type readAhead struct {
+	c       *client // the client (bucket) it was read with: no other's calls are served
+	mu      sync.Mutex
+	heads   map[string][]listed  // driver prefix → listSettledHeads's answer
+	records map[string]aheadRead // record object key → GetRecord's answer
+	stat    *aheadStat
+}
+
+type aheadRead struct {
+	body []byte
+	err  error // nil, or the not-found error the read returned
+}
+
+type aheadStat struct {
+	prefix string
+	paths  []string // sorted, no repeats: as Store.StatMany passes them
+	out    map[string]datastore.Info
+}
+
+type readAheadKey struct{}
+
+// ReadAhead implements datastore.ReadAheader by sending the reads at once.
+func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
+	ra := &readAhead{c: d.c, heads: map[string][]listed{}, records: map[string]aheadRead{}}
+	var wg sync.WaitGroup
+	for _, name := range scopes {
+		nd, err := d.Namespace(name)
+		if err != nil {
+			return ctx, err
+		}
+		n := nd.(*Driver)
+		wg.Go(func() {
+			if keys, err := n.listSettledHeads(ctx); err == nil {
+				ra.mu.Lock()
+				ra.heads[n.prefix] = keys
+				ra.mu.Unlock()
+			}
+		})
+	}
+	for _, k := range records {
+		key := d.recordKey(k)
+		wg.Go(func() {
+			o, err := d.c.get(ctx, key)
+			if err == nil || errors.Is(err, metastore.ErrNotFound) {
+				ra.mu.Lock()
+				ra.records[key] = aheadRead{body: o.body, err: err}
+				ra.mu.Unlock()
+			}
+		})
+	}
+	if len(paths) > 0 {
+		nd, err := d.Namespace(statScope)
+		if err != nil {
+			return ctx, err
+		}
+		n := nd.(*Driver)
+		sorted := slices.Compact(slices.Sorted(slices.Values(paths)))
+		wg.Go(func() {
+			if out, err := n.Stat(ctx, sorted); err == nil {
+				ra.mu.Lock()
+				ra.stat = &aheadStat{prefix: n.prefix, paths: sorted, out: out}
+				ra.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return context.WithValue(ctx, readAheadKey{}, ra), nil
+}
+
+var _ datastore.ReadAheader = (*Driver)(nil)
+
+// aheadOf returns ctx's read-ahead if it was read with d's client.
+func (d *Driver) aheadOf(ctx context.Context) *readAhead {
+	ra, _ := ctx.Value(readAheadKey{}).(*readAhead)
+	if ra == nil || ra.c != d.c {
+		return nil
+	}
+	return ra
+}
+
+// aheadHeads returns d's heads as listSettledHeads lists them: from ctx's
+// read-ahead, once, or read now.
+func (d *Driver) aheadHeads(ctx context.Context) ([]listed, error) {
+	if ra := d.aheadOf(ctx); ra != nil {
+		ra.mu.Lock()
+		keys, ok := ra.heads[d.prefix]
+		delete(ra.heads, d.prefix)
+		ra.mu.Unlock()
+		if ok {
+			return keys, nil
+		}
+	}
+	return d.listSettledHeads(ctx)
+}
+
+// aheadRecord returns the read of the record object key from ctx's
+// read-ahead, once; ok false: read it.
+func (d *Driver) aheadRecord(ctx context.Context, key string) (r aheadRead, ok bool) {
+	ra := d.aheadOf(ctx)
+	if ra == nil {
+		return aheadRead{}, false
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	r, ok = ra.records[key]
+	delete(ra.records, key)
+	return r, ok
+}
+
+// aheadStat returns the Stat of paths (sorted, no repeats) from ctx's
+// read-ahead if it read exactly those of d's, once; ok false: read them.
+func (d *Driver) aheadStat(ctx context.Context, paths []string) (map[string]datastore.Info, bool) {
+	ra := d.aheadOf(ctx)
+	if ra == nil {
+		return nil, false
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	s := ra.stat
+	if s == nil || s.prefix != d.prefix || !slices.Equal(s.paths, paths) {
+		return nil, false
+	}
+	ra.stat = nil
+	return maps.Clone(s.out), true
+}
