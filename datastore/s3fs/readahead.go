@@ -15,10 +15,11 @@ import (
 // sync's reads ahead in one BatchGetItem, S3 sends the same requests at
 // once: the listing of each scope's heads (as its ChangedPartitions lists
 // them, pending marks settled first), each record, and the Stat of the
-// dirty paths. Each of those calls made with the returned context takes
-// its answer once, instead of sending its requests one after another: the
-// requests are the ones the calls would have sent, and the sync waits for
-// the longest of them, not for their sum (issue 31).
+// dirty paths and of their models' catalog rows. Each of those calls made
+// with the returned context takes its answer once, instead of sending its
+// requests one after another: the requests are the ones the calls would
+// have sent, and the sync waits for the longest of them, not for their sum
+// (issue 31).
 //
 // A part that fails is not kept (its call reads afresh and reports its own
 // failure). The answers are of one instant, as the calls made one after
@@ -33,7 +34,7 @@ type readAhead struct {
 	mu      sync.Mutex
 	heads   map[string][]listed  // driver prefix → listSettledHeads's answer
 	records map[string]aheadRead // record object key → GetRecord's answer
-	stat    *aheadStat
+	stats   map[string]aheadStat // driver prefix → its Stat
 }
 
 type aheadRead struct {
@@ -42,16 +43,26 @@ type aheadRead struct {
 }
 
 type aheadStat struct {
-	prefix string
-	paths  []string // sorted, no repeats: as Store.StatMany passes them
-	out    map[string]datastore.Info
+	paths []string // sorted, no repeats: as Store.StatMany passes them
+	out   map[string]datastore.Info
 }
 
 type readAheadKey struct{}
 
 // ReadAhead implements datastore.ReadAheader by sending the reads at once.
 func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
-	ra := &readAhead{c: d.c, heads: map[string][]listed{}, records: map[string]aheadRead{}}
+	var stats map[string][]string
+	if len(paths) > 0 {
+		stats = map[string][]string{statScope: paths}
+	}
+	return d.ReadAheadStats(ctx, scopes, records, stats)
+}
+
+// ReadAheadStats implements datastore.StatsReadAheader: ReadAhead with the
+// Stat of paths of several namespaces (a sync's dirty paths and their
+// models' catalog rows), each namespace's at once with the rest.
+func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
+	ra := &readAhead{c: d.c, heads: map[string][]listed{}, records: map[string]aheadRead{}, stats: map[string]aheadStat{}}
 	var wg sync.WaitGroup
 	for _, name := range scopes {
 		nd, err := d.Namespace(name)
@@ -78,8 +89,11 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 			}
 		})
 	}
-	if len(paths) > 0 {
-		nd, err := d.Namespace(statScope)
+	for scope, paths := range stats {
+		if len(paths) == 0 {
+			continue
+		}
+		nd, err := d.Namespace(scope)
 		if err != nil {
 			return ctx, err
 		}
@@ -88,7 +102,7 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 		wg.Go(func() {
 			if out, err := n.Stat(ctx, sorted); err == nil {
 				ra.mu.Lock()
-				ra.stat = &aheadStat{prefix: n.prefix, paths: sorted, out: out}
+				ra.stats[n.prefix] = aheadStat{paths: sorted, out: out}
 				ra.mu.Unlock()
 			}
 		})
@@ -97,7 +111,10 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 	return context.WithValue(ctx, readAheadKey{}, ra), nil
 }
 
-var _ datastore.ReadAheader = (*Driver)(nil)
+var (
+	_ datastore.ReadAheader      = (*Driver)(nil)
+	_ datastore.StatsReadAheader = (*Driver)(nil)
+)
 
 // aheadOf returns ctx's read-ahead if it was read with d's client.
 func (d *Driver) aheadOf(ctx context.Context) *readAhead {
@@ -146,10 +163,10 @@ func (d *Driver) aheadStat(ctx context.Context, paths []string) (map[string]data
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	s := ra.stat
-	if s == nil || s.prefix != d.prefix || !slices.Equal(s.paths, paths) {
+	s, ok := ra.stats[d.prefix]
+	if !ok || !slices.Equal(s.paths, paths) {
 		return nil, false
 	}
-	ra.stat = nil
+	delete(ra.stats, d.prefix)
 	return maps.Clone(s.out), true
 }

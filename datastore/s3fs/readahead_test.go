@@ -155,3 +155,41 @@ func TestReadAheadSendsAtOnce(t *testing.T) {
 		t.Fatalf("record = %q, %v", v, err)
 	}
 }
+
+// TestReadAheadStatsOfTwoNamespaces: the stats of two namespaces (a sync's
+// dirty paths and its models' catalog rows) are read ahead at once with
+// the rest, and each namespace's StatMany of those paths is served once.
+func TestReadAheadStatsOfTwoNamespaces(t *testing.T) {
+	api := &heldReadsAPI{API: s3local.Client(t)}
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "ras"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := datastore.New(d)
+	t.Cleanup(func() { root.Close() })
+	ctx := t.Context()
+	a, _ := root.Namespace("a")
+	b, _ := root.Namespace("b")
+	for _, s := range []*datastore.Store{a, b} {
+		if _, err := s.Put(ctx, "data/m/1/x", strings.NewReader(s.NamespaceName()), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	actx, ok, err := a.ReadAheadStats(ctx, []*datastore.Store{a}, nil, map[*datastore.Store][]string{a: {"data/m/1/x"}, b: {"data/m/1/x", "data/m/2/y"}})
+	if err != nil || !ok {
+		t.Fatalf("ReadAheadStats: %v, %v", ok, err)
+	}
+	before := sent(d)
+	for _, s := range []*datastore.Store{a, b} {
+		got, err := s.StatMany(actx, []string{"data/m/1/x", "data/m/2/y"}[:map[string]int{"a": 1, "b": 2}[s.NamespaceName()]])
+		if err != nil || got["data/m/1/x"].Pos != 1 {
+			t.Fatalf("%s: served Stat = %+v, %v", s.NamespaceName(), got, err)
+		}
+	}
+	if n := sent(d) - before; n != 0 {
+		t.Fatalf("the stats served by the read-ahead sent %d requests", n)
+	}
+	if _, err := b.StatMany(actx, []string{"data/m/1/x"}); err != nil || sent(d) == before {
+		t.Fatalf("a Stat of other paths was served from the read-ahead (%v)", err)
+	}
+}
