@@ -11,35 +11,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/inflight"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/treesync"
 )
 
-// readsAPI holds each GetObject and ListObjectsV2 for a while, records how
-// many were in flight at once, and counts the listings by prefix.
+// readsAPI holds each GetObject and ListObjectsV2 in its gauge and counts
+// the listings by prefix.
 type readsAPI struct {
 	s3fs.API
-	mu       stdsync.Mutex
-	inFlight int
-	most     int
-	lists    map[string]int
-}
-
-func (a *readsAPI) enter() func() {
-	a.mu.Lock()
-	a.inFlight++
-	a.most = max(a.most, a.inFlight)
-	a.mu.Unlock()
-	time.Sleep(30 * time.Millisecond)
-	return func() {
-		a.mu.Lock()
-		a.inFlight--
-		a.mu.Unlock()
-	}
+	gauge *inflight.Gauge
+	mu    stdsync.Mutex
+	lists map[string]int
 }
 
 func (a *readsAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	defer a.enter()()
+	defer a.gauge.Enter()()
 	return a.API.GetObject(ctx, in, opts...)
 }
 
@@ -47,7 +34,7 @@ func (a *readsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input,
 	a.mu.Lock()
 	a.lists[aws.ToString(in.Prefix)]++
 	a.mu.Unlock()
-	defer a.enter()()
+	defer a.gauge.Enter()()
 	return a.API.ListObjectsV2(ctx, in, opts...)
 }
 
@@ -56,8 +43,9 @@ func (a *readsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input,
 func (a *readsAPI) take() (int, map[string]int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	most, lists := a.most, a.lists
-	a.most, a.lists = 0, map[string]int{}
+	most, lists := a.gauge.Most(), a.lists
+	a.gauge.Reset()
+	a.lists = map[string]int{}
 	return most, lists
 }
 
@@ -81,7 +69,7 @@ func TestQuietReadsAtOnce(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	api := &readsAPI{API: c, lists: map[string]int{}}
+	api := &readsAPI{API: c, gauge: inflight.New(30 * time.Millisecond), lists: map[string]int{}}
 	o := func() *treesync.Options {
 		return &treesync.Options{Namespace: "ns", Catalog: treesync.CatalogIncremental}
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
 	"testing"
 	"time"
 
@@ -15,35 +14,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/inflight"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/treesync"
 )
 
-// slowChunkAPI holds each PutObject of a chunk (a key under PREFIX/c/) for
-// a while and records how many were in flight at once; the server still
-// answers every request.
+// slowChunkAPI holds each PutObject of a chunk (a key under PREFIX/c/) in
+// its gauge; the server still answers every request.
 type slowChunkAPI struct {
 	s3fs.API
-	chunks   string
-	mu       stdsync.Mutex
-	inFlight int
-	most     int
+	chunks string
+	gauge  *inflight.Gauge
 }
 
 func (a *slowChunkAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	if !strings.HasPrefix(aws.ToString(in.Key), a.chunks) {
 		return a.API.PutObject(ctx, in, opts...)
 	}
-	a.mu.Lock()
-	a.inFlight++
-	a.most = max(a.most, a.inFlight)
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.inFlight--
-		a.mu.Unlock()
-	}()
-	time.Sleep(30 * time.Millisecond)
+	defer a.gauge.Enter()()
 	return a.API.PutObject(ctx, in, opts...)
 }
 
@@ -53,7 +41,7 @@ func (a *slowChunkAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 // content, and a symbolic link among them is still skipped, named, while
 // the rest is pushed.
 func TestPushUploadsInParallel(t *testing.T) {
-	api := &slowChunkAPI{API: s3local.Client(t), chunks: "up/c/"}
+	api := &slowChunkAPI{API: s3local.Client(t), chunks: "up/c/", gauge: inflight.New(30 * time.Millisecond)}
 	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "up"})
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +68,8 @@ func TestPushUploadsInParallel(t *testing.T) {
 	if rep.Uploaded != files {
 		t.Fatalf("%d files uploaded, want %d", rep.Uploaded, files)
 	}
-	if api.most < 2 || api.most > 8 {
-		t.Fatalf("at most %d chunks were uploaded at once; want 2 to 8", api.most)
+	if most := api.gauge.Most(); most < 2 || most > 8 {
+		t.Fatalf("at most %d chunks were uploaded at once; want 2 to 8", most)
 	}
 	for i := range files {
 		wantRemote(t, s, fmt.Sprintf("data/t/m/f%02d", i), content(i))

@@ -12,34 +12,25 @@ import (
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
+	"github.com/lakemeta/lake/internal/inflight"
 )
 
-// holdingAPI holds each call of the operations in hold for a while and
-// records how many of each were in flight at once; DynamoDB Local still
-// answers every request.
+// holdingAPI holds each call of the operations it has a gauge for in that
+// gauge; DynamoDB Local still answers every request.
 type holdingAPI struct {
 	ddb.API
-	hold     map[string]bool
-	mu       sync.Mutex
-	inFlight map[string]int
-	most     map[string]int
+	mu     sync.Mutex
+	gauges map[string]*inflight.Gauge
 }
 
 func (a *holdingAPI) enter(op string) func() {
 	a.mu.Lock()
-	if !a.hold[op] {
-		a.mu.Unlock()
+	g := a.gauges[op]
+	a.mu.Unlock()
+	if g == nil {
 		return func() {}
 	}
-	a.inFlight[op]++
-	a.most[op] = max(a.most[op], a.inFlight[op])
-	a.mu.Unlock()
-	time.Sleep(30 * time.Millisecond)
-	return func() {
-		a.mu.Lock()
-		a.inFlight[op]--
-		a.mu.Unlock()
-	}
+	return g.Enter()
 }
 
 func (a *holdingAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
@@ -52,16 +43,13 @@ func (a *holdingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	return a.API.TransactWriteItems(ctx, in, o...)
 }
 
-func (a *holdingAPI) holdOp(op string) {
+// hold starts holding op's calls and returns their gauge.
+func (a *holdingAPI) hold(op string) *inflight.Gauge {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.hold[op] = true
-}
-
-func (a *holdingAPI) peak(op string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.most[op]
+	g := inflight.New(30 * time.Millisecond)
+	a.gauges[op] = g
+	return g
 }
 
 // TestPagesAndSettlingInParallel (issue 31): a read of more keys than one
@@ -71,7 +59,7 @@ func (a *holdingAPI) peak(op string) int {
 func TestPagesAndSettlingInParallel(t *testing.T) {
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), TableInput(table))
-	api := &holdingAPI{API: ddb.NewClient(ddblocal.Config(t), ""), hold: map[string]bool{}, inFlight: map[string]int{}, most: map[string]int{}}
+	api := &holdingAPI{API: ddb.NewClient(ddblocal.Config(t), ""), gauges: map[string]*inflight.Gauge{}}
 	d, err := Open(t.Context(), api, Options{Table: table})
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +78,14 @@ func TestPagesAndSettlingInParallel(t *testing.T) {
 		}
 		es, paths = append(es, datastore.Entry{Put: &st}), append(paths, p)
 	}
-	api.holdOp("TransactWriteItems")
+	writes := api.hold("TransactWriteItems")
 	if _, err := s.Commit(ctx, nil, es); err != nil {
 		t.Fatal(err)
 	}
-	if n := api.peak("TransactWriteItems"); n < 2 || n > settleParallel {
+	if n := writes.Most(); n < 2 || n > settleParallel {
 		t.Fatalf("a staged commit of %d files had at most %d transactions in flight; want 2 to %d", files, n, settleParallel)
 	}
-	api.holdOp("BatchGetItem")
+	reads := api.hold("BatchGetItem")
 	keys := make([]item, files)
 	for i, p := range paths {
 		keys[i] = key(d.filePK(d.partition(p)), p)
@@ -106,7 +94,7 @@ func TestPagesAndSettlingInParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := api.peak("BatchGetItem"); n < 2 || n > batchGetParallel {
+	if n := reads.Most(); n < 2 || n > batchGetParallel {
 		t.Fatalf("a read of %d keys had at most %d pages in flight; want 2 to %d", files, n, batchGetParallel)
 	}
 	seen := map[string]bool{}

@@ -5,45 +5,30 @@ import (
 	"errors"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/inflight"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 )
 
-// heldReadsAPI holds each GetObject and ListObjectsV2 for a while and
-// records how many were in flight at once.
+// heldReadsAPI holds each GetObject and ListObjectsV2 in its gauge.
 type heldReadsAPI struct {
 	s3fs.API
-	mu             sync.Mutex
-	inFlight, most int
-}
-
-func (a *heldReadsAPI) enter() func() {
-	a.mu.Lock()
-	a.inFlight++
-	a.most = max(a.most, a.inFlight)
-	a.mu.Unlock()
-	time.Sleep(30 * time.Millisecond)
-	return func() {
-		a.mu.Lock()
-		a.inFlight--
-		a.mu.Unlock()
-	}
+	gauge *inflight.Gauge
 }
 
 func (a *heldReadsAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	defer a.enter()()
+	defer a.gauge.Enter()()
 	return a.API.GetObject(ctx, in, o...)
 }
 
 func (a *heldReadsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	defer a.enter()()
+	defer a.gauge.Enter()()
 	return a.API.ListObjectsV2(ctx, in, o...)
 }
 
@@ -62,7 +47,7 @@ func sent(d *s3fs.Driver) int64 {
 // cursor does not skip it.
 func TestReadAheadSendsAtOnce(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &heldReadsAPI{API: c}
+	api := &heldReadsAPI{API: c, gauge: inflight.New(30 * time.Millisecond)}
 	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "ra"})
 	if err != nil {
 		t.Fatal(err)
@@ -85,16 +70,12 @@ func TestReadAheadSendsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := []string{"data/m/1/a", "data/m/1/b"}
-	api.mu.Lock()
-	api.most = 0
-	api.mu.Unlock()
+	api.gauge.Reset()
 	actx, err := ns.ReadAhead(ctx, []*datastore.Store{ns, root}, []string{"rec/ns/cfg", "rec/ns/none"}, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api.mu.Lock()
-	most := api.most
-	api.mu.Unlock()
+	most := api.gauge.Most()
 	if most < 4 {
 		t.Fatalf("the read-ahead had at most %d reads in flight; want its 4 listings and records at once", most)
 	}
@@ -160,7 +141,7 @@ func TestReadAheadSendsAtOnce(t *testing.T) {
 // dirty paths and its models' catalog rows) are read ahead at once with
 // the rest, and each namespace's StatMany of those paths is served once.
 func TestReadAheadStatsOfTwoNamespaces(t *testing.T) {
-	api := &heldReadsAPI{API: s3local.Client(t)}
+	api := &heldReadsAPI{API: s3local.Client(t), gauge: inflight.New(30 * time.Millisecond)}
 	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "ras"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,20 +12,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/inflight"
 	"github.com/lakemeta/lake/internal/s3local"
 )
 
 // slowIndexAPI holds each PutObject of an index entry (a key under
-// PREFIX/f/) for a while and records how many were in flight at once: the
-// store still answers every request, a round trip is only made longer.
+// PREFIX/f/) in its gauge; the store still answers every request, a round
+// trip is only made longer.
 type slowIndexAPI struct {
 	s3fs.API
-	index    string // the index entries' key prefix
-	hold     time.Duration
-	mu       sync.Mutex
-	inFlight int
-	most     int
-	puts     int
+	index string // the index entries' key prefix
+	gauge *inflight.Gauge
+	mu    sync.Mutex
+	puts  int
 }
 
 func (a *slowIndexAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
@@ -33,16 +32,9 @@ func (a *slowIndexAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 		return a.API.PutObject(ctx, in, opts...)
 	}
 	a.mu.Lock()
-	a.inFlight++
 	a.puts++
-	a.most = max(a.most, a.inFlight)
 	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.inFlight--
-		a.mu.Unlock()
-	}()
-	time.Sleep(a.hold)
+	defer a.gauge.Enter()()
 	return a.API.PutObject(ctx, in, opts...)
 }
 
@@ -54,7 +46,7 @@ func (a *slowIndexAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 // them moves those entries up again.
 func TestRollForwardWritesIndexInParallel(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &slowIndexAPI{API: c, index: "par/f/", hold: 40 * time.Millisecond}
+	api := &slowIndexAPI{API: c, index: "par/f/", gauge: inflight.New(40 * time.Millisecond)}
 	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "par"})
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +73,8 @@ func TestRollForwardWritesIndexInParallel(t *testing.T) {
 	if api.puts < files {
 		t.Fatalf("%d index entries written for %d new files", api.puts, files)
 	}
-	if api.most < 2 || api.most > 16 {
-		t.Fatalf("at most %d index entries were written at once; want 2 to 16", api.most)
+	if most := api.gauge.Most(); most < 2 || most > 16 {
+		t.Fatalf("at most %d index entries were written at once; want 2 to 16", most)
 	}
 	commit(files/2, "two")
 	// Every entry is in the index (one object a path), and a fresh
