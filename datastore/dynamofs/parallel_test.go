@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/internal/ddb"
@@ -55,7 +56,8 @@ func (a *holdingAPI) hold(op string) *inflight.Gauge {
 // TestPagesAndSettlingInParallel (issue 31): a read of more keys than one
 // BatchGetItem takes sends its pages at once, and a staged commit's
 // settling transactions (each its own files) go at once, at most 8 in
-// flight; what is read and committed is the sequential outcome.
+// flight; what is read and committed is the sequential outcome, and the
+// commit's entry lists, record and live-set id go in one transaction.
 func TestPagesAndSettlingInParallel(t *testing.T) {
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), TableInput(table))
@@ -79,8 +81,24 @@ func TestPagesAndSettlingInParallel(t *testing.T) {
 		es, paths = append(es, datastore.Entry{Put: &st}), append(paths, p)
 	}
 	writes := api.hold("TransactWriteItems")
+	before := d.Stats()
 	if _, err := s.Commit(ctx, nil, es); err != nil {
 		t.Fatal(err)
+	}
+	// Nothing of the commit is left, and its entry lists, its record and
+	// its live-set id went in one transaction (no BatchWriteItem).
+	if n := d.Stats().Sub(before).Requests["BatchWriteItem"]; n != 0 {
+		t.Fatalf("the commit sent %d BatchWriteItem", n)
+	}
+	out, err := ddblocal.Client(t).Scan(ctx, &dynamodb.ScanInput{TableName: &table, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range out.Items {
+		pk, sk := getS(it, attrPK), getS(it, attrSK)
+		if strings.HasPrefix(pk, "o#") && pk != "o#" || sk == "live" && it["ids"] != nil {
+			t.Fatalf("left after the commit settled: %s %s %v", pk, sk, it)
+		}
 	}
 	if n := writes.Most(); n < 2 || n > settleParallel {
 		t.Fatalf("a staged commit of %d files had at most %d transactions in flight; want 2 to %d", files, n, settleParallel)

@@ -636,19 +636,30 @@ func (d *Driver) forget(ctx context.Context, id string) error {
 	return d.forgetKeys(ctx, id, keys)
 }
 
-// forgetKeys is forget with commit id's entry item keys known.
+// forgetKeys is forget with commit id's entry item keys known. Up to a
+// transaction's worth of keys, the entries, the record and the live-set id
+// go in one TransactWriteItems (one request, issue 31); more, the entries
+// and the record in BatchWriteItems, then the id: the record goes last, as
+// while it exists a settler finds the entries.
 func (d *Driver) forgetKeys(ctx context.Context, id string, keys []item) error {
-	// The record goes last: while it exists, a settler finds the entries.
-	if err := d.batchDelete(ctx, append(keys, d.txKey(id))); err != nil {
-		return err
-	}
 	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{id}}))))
 	if err != nil {
 		return err
 	}
-	err = d.transact(ctx, []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(),
-		ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}}})
-	return d.classify(err, "")
+	unlive := types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(),
+		ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}}
+	keys = dedupKeys(append(keys, d.txKey(id)))
+	if len(keys)+1 <= maxTxItems {
+		items := make([]types.TransactWriteItem, 0, len(keys)+1)
+		for _, k := range keys {
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: k}})
+		}
+		return d.classify(d.transact(ctx, append(items, unlive)), "")
+	}
+	if err := d.batchDelete(ctx, keys); err != nil {
+		return err
+	}
+	return d.classify(d.transact(ctx, []types.TransactWriteItem{unlive}), "")
 }
 
 // bumpIndex moves partition's index entry (its head) to the next position
