@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,4 +76,55 @@ func TestPushUploadsInParallel(t *testing.T) {
 		wantRemote(t, s, fmt.Sprintf("data/t/m/f%02d", i), content(i))
 	}
 	wantRemote(t, s, "data/t/m/link", "")
+}
+
+// failOnceAPI refuses one PutObject of a chunk (the first after armed),
+// as a store that fails a request the retries cannot save.
+type failOnceAPI struct {
+	s3fs.API
+	chunks string
+	armed  atomic.Bool
+}
+
+func (a *failOnceAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if strings.HasPrefix(aws.ToString(in.Key), a.chunks) && a.armed.CompareAndSwap(true, false) {
+		return nil, errors.New("injected: the store refused a chunk")
+	}
+	return a.API.PutObject(ctx, in, opts...)
+}
+
+// TestPushUploadFails: an upload that fails among many going at once fails
+// the sync with its error and commits nothing; the next sync pushes every
+// file.
+func TestPushUploadFails(t *testing.T) {
+	api := &failOnceAPI{API: s3local.Client(t), chunks: "upf/c/"}
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "upf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := datastore.Open(t.Context(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tr := newTree(t, s, nil)
+	const files = 24
+	content := func(i int) string { return strings.Repeat(fmt.Sprint(i, " "), datastore.InlineMax) }
+	for i := range files {
+		write(t, tr, fmt.Sprintf("data/t/m/f%02d", i), content(i))
+	}
+	api.armed.Store(true)
+	if _, err := tr.Sync(t.Context(), treesync.Scope{}); err == nil || !strings.Contains(err.Error(), "refused a chunk") {
+		t.Fatalf("sync with a failed upload: %v; want the upload's error", err)
+	}
+	if h, err := s.Head(t.Context(), "t/m"); err != nil || h.Seq != 0 {
+		t.Fatalf("after the failed sync the model's head is %+v, %v; want nothing committed", h, err)
+	}
+	rep := sync(t, tr, treesync.Scope{})
+	if rep.Uploaded != files {
+		t.Fatalf("the next sync uploaded %d files, want %d", rep.Uploaded, files)
+	}
+	for i := range files {
+		wantRemote(t, s, fmt.Sprintf("data/t/m/f%02d", i), content(i))
+	}
 }
