@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // HeadFeeder is an optional ability of a Driver (DynamoDB): reading a
@@ -49,7 +52,9 @@ type HeadChanges struct {
 // the purge's own write, so the floor read after says whether the feed
 // read may have missed it. A head's Seq read a moment before only bounds
 // the read: what committed since is past the cursor the same
-// ChangedPartitions call returned, and the next call names it.
+// ChangedPartitions call returned, and the next call names it. The feeds
+// are read at once (at most 8 in flight): a reader of many changed
+// partitions waits about one read for them, not one each.
 func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[string]uint64, limit int) (map[string]HeadChanges, error) {
 	if err := s.open(); err != nil {
 		return nil, err
@@ -57,47 +62,69 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 	if limit < 1 || limit > MaxListLimit {
 		return nil, fmt.Errorf("%w: limit %d is outside 1..%d", metastore.ErrInvalidArgument, limit, MaxListLimit)
 	}
-	out := map[string]HeadChanges{}
-	hf, ok := s.d.(HeadFeeder)
-	var read []string
 	for _, h := range heads {
 		if err := ValidatePartition(h.Partition); err != nil {
 			return nil, err
 		}
+	}
+	out := map[string]HeadChanges{}
+	hf, ok := s.d.(HeadFeeder)
+	var read []string
+	// The partitions' feeds are read at once (feedsParallel): each is its
+	// own request, and none needs another's answer; the floors are read
+	// after them all, as below.
+	var mu sync.Mutex
+	set := func(p string, hc HeadChanges, fed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		out[p] = hc
+		if fed {
+			read = append(read, p)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(feedsParallel)
+	for _, h := range heads {
 		a := after[h.Partition]
 		if h.Seq <= a {
 			continue
 		}
-		if !ok {
-			ch, upTo, err := s.d.Changes(ctx, h.Partition, a, limit)
-			if errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument)) {
-				out[h.Partition] = HeadChanges{Horizon: true}
-				continue
+		if ok && a < h.Floor {
+			set(h.Partition, HeadChanges{Horizon: true}, false)
+			continue
+		}
+		g.Go(func() error {
+			if !ok {
+				ch, upTo, err := s.d.Changes(gctx, h.Partition, a, limit)
+				if errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument)) {
+					set(h.Partition, HeadChanges{Horizon: true}, false)
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				set(h.Partition, HeadChanges{Changes: ch, UpTo: upTo}, false)
+				return nil
+			}
+			ch, upTo, err := hf.ChangesUpTo(gctx, h.Partition, a, h.Seq, limit)
+			if errors.Is(err, ErrHorizon) {
+				set(h.Partition, HeadChanges{Horizon: true}, false)
+				return nil
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out[h.Partition] = HeadChanges{Changes: ch, UpTo: upTo}
-			continue
-		}
-		if a < h.Floor {
-			out[h.Partition] = HeadChanges{Horizon: true}
-			continue
-		}
-		ch, upTo, err := hf.ChangesUpTo(ctx, h.Partition, a, h.Seq, limit)
-		if errors.Is(err, ErrHorizon) {
-			out[h.Partition] = HeadChanges{Horizon: true}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[h.Partition] = HeadChanges{Changes: ch, UpTo: upTo}
-		read = append(read, h.Partition)
+			set(h.Partition, HeadChanges{Changes: ch, UpTo: upTo}, true)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if len(read) == 0 {
 		return out, nil
 	}
+	slices.Sort(read)
 	floors, err := hf.Floors(ctx, read)
 	if err != nil {
 		return nil, err
@@ -109,3 +136,6 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 	}
 	return out, nil
 }
+
+// feedsParallel bounds the feeds ChangesOfHeads reads at once.
+const feedsParallel = 8

@@ -39,6 +39,11 @@ func (a *holdingAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItem
 	return a.API.BatchGetItem(ctx, in, o...)
 }
 
+func (a *holdingAPI) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	defer a.enter("Query")()
+	return a.API.Query(ctx, in, o...)
+}
+
 func (a *holdingAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	defer a.enter("TransactWriteItems")()
 	return a.API.TransactWriteItems(ctx, in, o...)
@@ -130,6 +135,62 @@ func TestPagesAndSettlingInParallel(t *testing.T) {
 	for i, p := range paths[:20] {
 		if _, b, err := s.Get(ctx, p); err != nil || string(b) != fmt.Sprint("content ", i) {
 			t.Fatalf("%s = %q, %v", p, b, err)
+		}
+	}
+}
+
+// TestChangesOfHeadsReadsFeedsAtOnce (issue 31): a reader of many changed
+// partitions (the catalog's reader, one partition a namespace) reads their
+// feeds at once, at most 8 in flight, and gets what reading them one by
+// one gives.
+func TestChangesOfHeadsReadsFeedsAtOnce(t *testing.T) {
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, ddblocal.Client(t), TableInput(table))
+	api := &holdingAPI{API: ddb.NewClient(ddblocal.Config(t), ""), gauges: map[string]*inflight.Gauge{}}
+	d, err := Open(t.Context(), api, Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	const parts = 12
+	for i := range parts {
+		for j := range 3 {
+			if _, err := s.Put(ctx, fmt.Sprintf("data/t/m%02d/f%d", i, j), strings.NewReader(fmt.Sprint(i, j)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	heads, _, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != parts {
+		t.Fatalf("ChangedPartitions: %d heads, %v; want %d", len(heads), err, parts)
+	}
+	after := map[string]uint64{heads[0].Partition: 1} // one read from a position, the rest whole
+	queries := api.hold("Query")
+	got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := queries.Most(); n < 2 || n > 8 {
+		t.Fatalf("%d feeds read with at most %d at once; want 2 to 8", parts, n)
+	}
+	api.mu.Lock()
+	delete(api.gauges, "Query")
+	api.mu.Unlock()
+	for _, h := range heads {
+		want, upTo, err := s.Changes(ctx, h.Partition, after[h.Partition], 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := got[h.Partition]
+		if hc.Horizon || hc.UpTo != upTo || len(hc.Changes) != len(want) {
+			t.Fatalf("%s: %+v; want %d changes up to %d", h.Partition, hc, len(want), upTo)
+		}
+		for i := range want {
+			if hc.Changes[i].Path != want[i].Path || hc.Changes[i].Pos != want[i].Pos {
+				t.Fatalf("%s: change %d is %s at %d, want %s at %d", h.Partition, i, hc.Changes[i].Path, hc.Changes[i].Pos, want[i].Path, want[i].Pos)
+			}
 		}
 	}
 }
