@@ -94,27 +94,27 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 			continue
 		}
 		g.Go(func() error {
-			if !ok {
-				ch, upTo, err := s.d.Changes(gctx, h.Partition, a, limit)
-				if errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument)) {
-					set(h.Partition, HeadChanges{Horizon: true}, false)
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				set(h.Partition, HeadChanges{Changes: ch, UpTo: upTo}, false)
-				return nil
+			var (
+				ch      []Info
+				upTo    uint64
+				err     error
+				horizon bool // the partition is to be read whole
+			)
+			if ok {
+				ch, upTo, err = hf.ChangesUpTo(gctx, h.Partition, a, h.Seq, limit)
+				horizon = errors.Is(err, ErrHorizon)
+			} else {
+				ch, upTo, err = s.d.Changes(gctx, h.Partition, a, limit)
+				horizon = errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument))
 			}
-			ch, upTo, err := hf.ChangesUpTo(gctx, h.Partition, a, h.Seq, limit)
-			if errors.Is(err, ErrHorizon) {
+			switch {
+			case horizon:
 				set(h.Partition, HeadChanges{Horizon: true}, false)
-				return nil
-			}
-			if err != nil {
+			case err != nil:
 				return err
+			default:
+				set(h.Partition, HeadChanges{Changes: ch, UpTo: upTo}, ok)
 			}
-			set(h.Partition, HeadChanges{Changes: ch, UpTo: upTo}, true)
 			return nil
 		})
 	}

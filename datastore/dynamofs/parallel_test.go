@@ -58,12 +58,9 @@ func (a *holdingAPI) hold(op string) *inflight.Gauge {
 	return g
 }
 
-// TestPagesAndSettlingInParallel (issue 31): a read of more keys than one
-// BatchGetItem takes sends its pages at once, and a staged commit's
-// settling transactions (each its own files) go at once, at most 8 in
-// flight; what is read and committed is the sequential outcome, and the
-// commit's entry lists, record and live-set id go in one transaction.
-func TestPagesAndSettlingInParallel(t *testing.T) {
+// holdingStore opens a datastore on a fresh table through a holdingAPI
+// that holds nothing yet.
+func holdingStore(t *testing.T) (*Driver, *datastore.Store, *holdingAPI, string) {
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), TableInput(table))
 	api := &holdingAPI{API: ddb.NewClient(ddblocal.Config(t), ""), gauges: map[string]*inflight.Gauge{}}
@@ -73,6 +70,16 @@ func TestPagesAndSettlingInParallel(t *testing.T) {
 	}
 	s := datastore.New(d)
 	t.Cleanup(func() { s.Close() })
+	return d, s, api, table
+}
+
+// TestPagesAndSettlingInParallel (issue 31): a read of more keys than one
+// BatchGetItem takes sends its pages at once, and a staged commit's
+// settling transactions (each its own files) go at once, at most 8 in
+// flight; what is read and committed is the sequential outcome, and the
+// commit's entry lists, record and live-set id go in one transaction.
+func TestPagesAndSettlingInParallel(t *testing.T) {
+	d, s, api, table := holdingStore(t)
 	ctx := t.Context()
 	const files = 300
 	var es []datastore.Entry
@@ -144,15 +151,7 @@ func TestPagesAndSettlingInParallel(t *testing.T) {
 // feeds at once, at most 8 in flight, and gets what reading them one by
 // one gives.
 func TestChangesOfHeadsReadsFeedsAtOnce(t *testing.T) {
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, ddblocal.Client(t), TableInput(table))
-	api := &holdingAPI{API: ddb.NewClient(ddblocal.Config(t), ""), gauges: map[string]*inflight.Gauge{}}
-	d, err := Open(t.Context(), api, Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	_, s, api, _ := holdingStore(t)
 	ctx := t.Context()
 	const parts = 12
 	for i := range parts {
