@@ -63,6 +63,17 @@ type StatsReadAheader interface {
 	ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error)
 }
 
+// StatsReadAhead is ReadAhead for a driver that reads ahead the stats of
+// several namespaces (a StatsReadAheader): paths of statScope as its only
+// stats.
+func StatsReadAhead(ctx context.Context, ra StatsReadAheader, scopes, records []string, statScope string, paths []string) (context.Context, error) {
+	var stats map[string][]string
+	if len(paths) > 0 {
+		stats = map[string][]string{statScope: paths}
+	}
+	return ra.ReadAheadStats(ctx, scopes, records, stats)
+}
+
 // ReadAheadStats is ReadAhead with the StatMany of paths of several stores
 // of s's datastore (stats: the store → its paths), as a sync reads its
 // dirty paths' states and their models' catalog rows in the same request.

@@ -47,7 +47,14 @@ func countingDynamoStore(t *testing.T) (s *datastore.Store, sent func() map[stri
 // Requests count what it sent).
 func newS3Store(t *testing.T, prefix string) (*datastore.Store, *s3fs.Driver) {
 	t.Helper()
-	d, err := s3fs.Open(t.Context(), s3local.Client(t), s3fs.Options{Bucket: s3local.Bucket(t), Prefix: prefix})
+	return openS3Store(t, s3local.Client(t), s3local.Bucket(t), prefix)
+}
+
+// openS3Store opens the datastore under prefix of bucket through api (a
+// test's wrapper of the server's client), and returns its driver too.
+func openS3Store(t *testing.T, api s3fs.API, bucket, prefix string) (*datastore.Store, *s3fs.Driver) {
+	t.Helper()
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,15 +58,7 @@ func (a *readsAPI) take() (int, map[string]int) {
 func TestQuietReadsAtOnce(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	open := func(api s3fs.API) *datastore.Store {
-		d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "quiet"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := datastore.Open(t.Context(), d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s, _ := openS3Store(t, api, bucket, "quiet")
 		return s
 	}
 	api := &readsAPI{API: c, gauge: inflight.New(30 * time.Millisecond), lists: map[string]int{}}

@@ -43,15 +43,7 @@ func (a *slowChunkAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 // the rest is pushed.
 func TestPushUploadsInParallel(t *testing.T) {
 	api := &slowChunkAPI{API: s3local.Client(t), chunks: "up/c/", gauge: inflight.New(30 * time.Millisecond)}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "up"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := datastore.Open(t.Context(), d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := openS3Store(t, api, s3local.Bucket(t), "up")
 	tr := newTree(t, s, nil)
 	const files = 24
 	content := func(i int) string { return strings.Repeat(fmt.Sprint(i, " "), datastore.InlineMax) } // past inline: chunks
@@ -98,15 +90,7 @@ func (a *failOnceAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts
 // file.
 func TestPushUploadFails(t *testing.T) {
 	api := &failOnceAPI{API: s3local.Client(t), chunks: "upf/c/"}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "upf"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := datastore.Open(t.Context(), d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := openS3Store(t, api, s3local.Bucket(t), "upf")
 	tr := newTree(t, s, nil)
 	const files = 24
 	content := func(i int) string { return strings.Repeat(fmt.Sprint(i, " "), datastore.InlineMax) }

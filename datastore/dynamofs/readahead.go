@@ -31,11 +31,7 @@ type readAheadKey struct{}
 // past 100 keys) of the namespaces' shard counters and live-commit lists,
 // as ChangedPartitions reads them, and of the records.
 func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
-	var stats map[string][]string
-	if len(paths) > 0 {
-		stats = map[string][]string{statScope: paths}
-	}
-	return d.ReadAheadStats(ctx, scopes, records, stats)
+	return datastore.StatsReadAhead(ctx, d, scopes, records, statScope, paths)
 }
 
 // ReadAheadStats implements datastore.StatsReadAheader: ReadAhead with

@@ -51,11 +51,7 @@ type readAheadKey struct{}
 
 // ReadAhead implements datastore.ReadAheader by sending the reads at once.
 func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []string, statScope string, paths []string) (context.Context, error) {
-	var stats map[string][]string
-	if len(paths) > 0 {
-		stats = map[string][]string{statScope: paths}
-	}
-	return d.ReadAheadStats(ctx, scopes, records, stats)
+	return datastore.StatsReadAhead(ctx, d, scopes, records, statScope, paths)
 }
 
 // ReadAheadStats implements datastore.StatsReadAheader: ReadAhead with the

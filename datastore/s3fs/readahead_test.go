@@ -48,12 +48,7 @@ func sent(d *s3fs.Driver) int64 {
 func TestReadAheadSendsAtOnce(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	api := &heldReadsAPI{API: c, gauge: inflight.New(30 * time.Millisecond)}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "ra"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := datastore.New(d)
-	t.Cleanup(func() { root.Close() })
+	d, root := openStore(t, api, bucket, "ra")
 	ctx := t.Context()
 	ns, err := root.Namespace("ns")
 	if err != nil {
@@ -80,11 +75,8 @@ func TestReadAheadSendsAtOnce(t *testing.T) {
 		t.Fatalf("the read-ahead had at most %d reads in flight; want its 4 listings and records at once", most)
 	}
 	// Another writer commits after the read-ahead.
-	other, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "ra"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ons, _ := datastore.New(other).Namespace("ns")
+	_, other := openStore(t, c, bucket, "ra")
+	ons, _ := other.Namespace("ns")
 	if _, err := ons.Put(ctx, "data/m/1/a", strings.NewReader("two"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -121,15 +113,12 @@ func TestReadAheadSendsAtOnce(t *testing.T) {
 	}
 	// Another bucket's driver handed the context reads its own.
 	c2, bucket2 := s3local.Client(t), s3local.Bucket(t)
-	d2, err := s3fs.Open(ctx, c2, s3fs.Options{Bucket: bucket2, Prefix: "ra"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s2 := openStore(t, c2, bucket2, "ra")
 	actx, err = root.ReadAhead(ctx, nil, []string{"rec/ns/cfg"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := datastore.New(d2).Records().GetRecord(actx, "rec/ns/cfg"); !errors.Is(err, metastore.ErrNotFound) {
+	if _, err := s2.Records().GetRecord(actx, "rec/ns/cfg"); !errors.Is(err, metastore.ErrNotFound) {
 		t.Fatalf("another bucket's record read through the context: %v, want ErrNotFound", err)
 	}
 	if v, err := root.Records().GetRecord(actx, "rec/ns/cfg"); err != nil || !reflect.DeepEqual(v, []byte("v1")) {
@@ -142,12 +131,7 @@ func TestReadAheadSendsAtOnce(t *testing.T) {
 // the rest, and each namespace's StatMany of those paths is served once.
 func TestReadAheadStatsOfTwoNamespaces(t *testing.T) {
 	api := &heldReadsAPI{API: s3local.Client(t), gauge: inflight.New(30 * time.Millisecond)}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: s3local.Bucket(t), Prefix: "ras"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := datastore.New(d)
-	t.Cleanup(func() { root.Close() })
+	d, root := openStore(t, api, s3local.Bucket(t), "ras")
 	ctx := t.Context()
 	a, _ := root.Namespace("a")
 	b, _ := root.Namespace("b")

@@ -48,12 +48,7 @@ func (a *slowIndexAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 func TestRollForwardWritesIndexInParallel(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	api := &slowIndexAPI{API: c, index: "par/f/", gauge: inflight.New(40 * time.Millisecond)}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "par"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	_, s := openStore(t, api, bucket, "par")
 	ctx := t.Context()
 	commit := func(n int, content string) {
 		t.Helper()
@@ -87,12 +82,7 @@ func TestRollForwardWritesIndexInParallel(t *testing.T) {
 	if len(out.Contents) != files {
 		t.Fatalf("%d index entries under par/f/, want %d", len(out.Contents), files)
 	}
-	d2, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "par"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2 := datastore.New(d2)
-	t.Cleanup(func() { s2.Close() })
+	_, s2 := openStore(t, c, bucket, "par")
 	for i := range files {
 		path := fmt.Sprintf("data/m/1/f%02d", i)
 		want := fmt.Sprint("one", i)
@@ -182,12 +172,7 @@ func (a *cutIndexAPI) allow(n int) {
 func TestRollForwardCutShort(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	api := &cutIndexAPI{API: c, index: "cut/f/", allowed: -1}
-	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: "cut"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	_, s := openStore(t, api, bucket, "cut")
 	ctx := t.Context()
 	if _, err := s.Put(ctx, "data/m/1/first", strings.NewReader("first"), nil); err != nil {
 		t.Fatal(err)
@@ -204,7 +189,7 @@ func TestRollForwardCutShort(t *testing.T) {
 		es, paths = append(es, datastore.Entry{Put: &st}), append(paths, p)
 	}
 	api.allow(10)
-	_, err = s.Commit(ctx, nil, es)
+	_, err := s.Commit(ctx, nil, es)
 	api.allow(-1)
 	t.Logf("commit cut short: %v", err)
 	count := func() int {
@@ -219,12 +204,7 @@ func TestRollForwardCutShort(t *testing.T) {
 	if n := count(); n < 1 || n > 1+10 {
 		t.Fatalf("%d index entries after the cut; want the first file's and at most 10", n)
 	}
-	d2, err := s3fs.Open(ctx, c, s3fs.Options{Bucket: bucket, Prefix: "cut"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2 := datastore.New(d2)
-	t.Cleanup(func() { s2.Close() })
+	_, s2 := openStore(t, c, bucket, "cut")
 	got, err := s2.StatMany(ctx, paths)
 	if err != nil || len(got) != files {
 		t.Fatalf("a fresh reader sees %d of the %d files (%v)", len(got), files, err)

@@ -20,6 +20,19 @@ func newDriver(t testing.TB) *s3fs.Driver {
 	return d
 }
 
+// openStore opens the datastore under prefix of bucket through api (the
+// server's client, or a test's wrapper of it), closed when t ends.
+func openStore(t *testing.T, api s3fs.API, bucket, prefix string) (*s3fs.Driver, *datastore.Store) {
+	t.Helper()
+	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return d, s
+}
+
 // newStore is a datastore of the layout a new one records on S3
 // (models-v2: pending marks beside the heads).
 func newStore(t *testing.T) *datastore.Store {
