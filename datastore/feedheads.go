@@ -28,6 +28,18 @@ type HeadFeeder interface {
 	Floors(ctx context.Context, partitions []string) (map[string]uint64, error)
 }
 
+// WholeFeeder is an optional ability of a Driver (S3): reading a
+// partition's feed up to a head the caller has just read, without reading
+// the head again, and answering for the floor itself. ChangesFromHead is
+// Changes(h.Partition, after, limit) except that where it cannot prove its
+// read missed no purged change it reads the head as Changes does, and then
+// answers as Changes does (ErrHorizon below the floor, ErrInvalidArgument
+// for a position past the head). ChangesOfHeads asks such a driver for no
+// floors.
+type WholeFeeder interface {
+	ChangesFromHead(ctx context.Context, h Head, after uint64, limit int) (changes []Info, next uint64, err error)
+}
+
 // HeadChanges is one partition's part of what ChangesOfHeads returned.
 type HeadChanges struct {
 	// Changes and UpTo are what Changes returns from the position asked.
@@ -50,7 +62,8 @@ type HeadChanges struct {
 // Seq without reading the head again, and the floors are read once, after
 // every feed: a tombstone purged while a feed was read raised its floor in
 // the purge's own write, so the floor read after says whether the feed
-// read may have missed it. A head's Seq read a moment before only bounds
+// read may have missed it; where the driver proves its reads whole
+// instead (WholeFeeder), no floor is read. A head's Seq read a moment before only bounds
 // the read: what committed since is past the cursor the same
 // ChangedPartitions call returned, and the next call names it. The feeds
 // are read at once (at most 8 in flight): a reader of many changed
@@ -69,6 +82,8 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 	}
 	out := map[string]HeadChanges{}
 	hf, ok := s.d.(HeadFeeder)
+	wf, whole := s.d.(WholeFeeder)
+	ok = ok && !whole
 	var read []string
 	// The partitions' feeds are read at once (feedsParallel): each is its
 	// own request, and none needs another's answer; the floors are read
@@ -89,7 +104,7 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 		if h.Seq <= a {
 			continue
 		}
-		if ok && a < h.Floor {
+		if (ok || whole) && a < h.Floor {
 			set(h.Partition, HeadChanges{Horizon: true}, false)
 			continue
 		}
@@ -100,10 +115,14 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 				err     error
 				horizon bool // the partition is to be read whole
 			)
-			if ok {
+			switch {
+			case ok:
 				ch, upTo, err = hf.ChangesUpTo(gctx, h.Partition, a, h.Seq, limit)
 				horizon = errors.Is(err, ErrHorizon)
-			} else {
+			case whole:
+				ch, upTo, err = wf.ChangesFromHead(gctx, h, a, limit)
+				horizon = errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument))
+			default:
 				ch, upTo, err = s.d.Changes(gctx, h.Partition, a, limit)
 				horizon = errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument))
 			}

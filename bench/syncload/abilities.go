@@ -8,12 +8,13 @@ import (
 )
 
 // The optional abilities of a driver (datastore's ReadAheader,
-// StatsReadAheader, HeadFeeder, CursorAdvancer) are what make a
-// `lake data sync` cheap; a meter that hid them would measure a sync
-// without them. So a meter has them, each forwarded to the driver it
+// StatsReadAheader, HeadFeeder or WholeFeeder, CursorAdvancer) are what
+// make a `lake data sync` cheap; a meter that hid them would measure a
+// sync without them. So a meter has them, each forwarded to the driver it
 // wraps and counted for the worker: CursorAdvancer always (without it, it
 // answers as the datastore does: no cursor moved without a read), the
-// others only over a driver that has them all (DynamoDB), as aheadMeter.
+// others only over a driver that has them all: headFeedMeter over
+// DynamoDB's (a HeadFeeder), wholeFeedMeter over S3's (a WholeFeeder).
 // Those cannot be had and done without: a driver that says it reads
 // ahead is trusted to make the reads that follow free, and a feed reader
 // that says it reads floors in one request is asked for them; claimed over
@@ -24,21 +25,33 @@ var (
 	_ datastore.CursorAdvancer   = (*meter)(nil)
 	_ datastore.ReadAheader      = aheadMeter{}
 	_ datastore.StatsReadAheader = aheadMeter{}
-	_ datastore.HeadFeeder       = aheadMeter{}
+	_ datastore.HeadFeeder       = headFeedMeter{}
+	_ datastore.WholeFeeder      = wholeFeedMeter{}
 )
 
-// aheadMeter is a meter over a driver that reads ahead and feeds from
-// heads.
+// aheadMeter is a meter over a driver that reads ahead.
 type aheadMeter struct{ *meter }
 
-// aheadDriver is the driver to hand the datastore for m: m itself, or
-// aheadMeter over a driver with those abilities.
+// headFeedMeter is an aheadMeter over a driver that also feeds from heads
+// and reads floors (DynamoDB).
+type headFeedMeter struct{ aheadMeter }
+
+// wholeFeedMeter is an aheadMeter over a driver that also feeds from heads
+// and answers for their floors itself (S3).
+type wholeFeedMeter struct{ aheadMeter }
+
+// aheadDriver is the driver to hand the datastore for m: m itself, or a
+// meter with the abilities of the driver it wraps.
 func aheadDriver(m *meter) datastore.Driver {
 	_, ra := m.Driver.(datastore.ReadAheader)
 	_, sra := m.Driver.(datastore.StatsReadAheader)
 	_, hf := m.Driver.(datastore.HeadFeeder)
-	if ra && sra && hf {
-		return aheadMeter{m}
+	_, wf := m.Driver.(datastore.WholeFeeder)
+	switch {
+	case ra && sra && hf:
+		return headFeedMeter{aheadMeter{m}}
+	case ra && sra && wf:
+		return wholeFeedMeter{aheadMeter{m}}
 	}
 	return m
 }
@@ -74,7 +87,7 @@ func (m *meter) ChangedPartitionsOver(cursor []byte, committed []datastore.Info)
 }
 
 // ChangesUpTo implements datastore.HeadFeeder.
-func (m aheadMeter) ChangesUpTo(ctx context.Context, partition string, after, upTo uint64, limit int) ([]datastore.Info, uint64, error) {
+func (m headFeedMeter) ChangesUpTo(ctx context.Context, partition string, after, upTo uint64, limit int) ([]datastore.Info, uint64, error) {
 	hf := m.Driver.(datastore.HeadFeeder)
 	ctx = withTally(ctx, m.meter)
 	t := time.Now()
@@ -84,11 +97,21 @@ func (m aheadMeter) ChangesUpTo(ctx context.Context, partition string, after, up
 }
 
 // Floors implements datastore.HeadFeeder.
-func (m aheadMeter) Floors(ctx context.Context, partitions []string) (map[string]uint64, error) {
+func (m headFeedMeter) Floors(ctx context.Context, partitions []string) (map[string]uint64, error) {
 	hf := m.Driver.(datastore.HeadFeeder)
 	ctx = withTally(ctx, m.meter)
 	t := time.Now()
 	out, err := hf.Floors(ctx, partitions)
 	m.note("pull", t, len(out), 0, "floors")
 	return out, err
+}
+
+// ChangesFromHead implements datastore.WholeFeeder.
+func (m wholeFeedMeter) ChangesFromHead(ctx context.Context, h datastore.Head, after uint64, limit int) ([]datastore.Info, uint64, error) {
+	wf := m.Driver.(datastore.WholeFeeder)
+	ctx = withTally(ctx, m.meter)
+	t := time.Now()
+	ch, next, err := wf.ChangesFromHead(ctx, h, after, limit)
+	m.note("pull", t, len(ch), 0, partKey(h.Partition))
+	return ch, next, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // upload is the value of u/STARTED/VERSION, the intent of an upload.
@@ -160,13 +161,62 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	if after < h.Floor {
 		return nil, 0, datastore.ErrHorizon
 	}
-	objs, end, err := d.from(ctx, part, after, h.Applied, limit+1)
+	f, err := d.feedAfter(ctx, part, after, h.Applied, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	end = max(end, h.Applied)
+	return f.changes, f.upTo, nil
+}
+
+// ChangesFromHead implements datastore.WholeFeeder (issue 31): Changes up
+// to the head h that ChangedPartitions has just read (its Seq is the
+// applied watermark), without reading the head again: a LIST and the
+// objects' GETs, not a GET, a LIST and the GETs.
+//
+// What Changes reads the head for is its floor: a purge raises it when it
+// drops a tombstone, whose object compaction may then delete, and a reader
+// whose position the floor passed may miss that deletion. But a read whose
+// objects hold every position from after+1 to the position it returns
+// missed no change at all, whatever the floor: nothing in that range was
+// deleted. Only a read with a gap (an object deleted by compaction or a
+// drop since h was read, a partition dropped and begun again) is not
+// proven whole; it is made again as Changes makes it, head first.
+func (d *Driver) ChangesFromHead(ctx context.Context, h datastore.Head, after uint64, limit int) ([]datastore.Info, uint64, error) {
+	if after >= h.Seq {
+		return nil, h.Seq, nil
+	}
+	f, err := d.feedAfter(ctx, h.Partition, after, h.Seq, limit)
+	if err != nil && !errors.Is(err, metastore.ErrInvalidArgument) {
+		return nil, 0, err
+	}
+	if err == nil && f.whole {
+		return f.changes, f.upTo, nil
+	}
+	return d.Changes(ctx, h.Partition, after, limit)
+}
+
+var _ datastore.WholeFeeder = (*Driver)(nil)
+
+// feed is what feedAfter read of a partition's log.
+type feed struct {
+	changes []datastore.Info
+	upTo    uint64
+	// whole: the objects read hold every position from after+1 to upTo,
+	// so no change in that range can be missing.
+	whole bool
+}
+
+// feedAfter reads part's changes after position after, at most limit,
+// from its log objects (applied is the head's watermark, as from takes
+// it); a position after the log's end is metastore.ErrInvalidArgument.
+func (d *Driver) feedAfter(ctx context.Context, part string, after, applied uint64, limit int) (feed, error) {
+	objs, end, err := d.from(ctx, part, after, applied, limit+1)
+	if err != nil {
+		return feed{}, err
+	}
+	end = max(end, applied)
 	if after > end {
-		return nil, 0, fmt.Errorf("%w: position %d is beyond the head %d of partition %q", metastore.ErrInvalidArgument, after, end, part)
+		return feed{}, fmt.Errorf("%w: position %d is beyond the head %d of partition %q", metastore.ErrInvalidArgument, after, end, part)
 	}
 	var out []datastore.Info
 	upTo := end
@@ -176,7 +226,7 @@ collect:
 		if o.last() > after {
 			pending, err := d.resolve(ctx, o) // whole.go
 			if err != nil {
-				return nil, 0, err
+				return feed{}, err
 			}
 			if pending {
 				// Not yet decided: stop right before it, so that no
@@ -187,7 +237,7 @@ collect:
 		}
 		counts, err := walk.counts(ctx, o)
 		if err != nil {
-			return nil, 0, err
+			return feed{}, err
 		}
 		if counts {
 			for _, info := range o.infos(part) {
@@ -202,7 +252,15 @@ collect:
 			}
 		}
 	}
-	return latestOnly(out), upTo, nil
+	// The positions the objects read hold without a gap, from after+1.
+	covered := after
+	for _, o := range objs {
+		if o.First > covered+1 {
+			break
+		}
+		covered = max(covered, o.last())
+	}
+	return feed{changes: latestOnly(out), upTo: upTo, whole: covered >= upTo}, nil
 }
 
 // latestOnly keeps the last change of each path, in position order.
@@ -239,10 +297,18 @@ func (d *Driver) headPartition(key string) (string, bool) {
 
 // ChangedPartitions implements datastore.Driver: a LIST of the heads, whose
 // ETags change with every commit rolled forward, compared with the ETags
-// the cursor remembers; then the head of each partition that changed. The
-// LIST costs one request per thousand partitions and the cursor grows with
-// the partitions (a short digest each): S3 has no index a write could
-// update in the same atomic write as the change.
+// the cursor remembers; then the head of each partition that changed, at
+// most headsParallel at once. The LIST costs one request per thousand
+// partitions and the cursor grows with the partitions (a short digest
+// each): S3 has no index a write could update in the same atomic write as
+// the change.
+//
+// A head's Seq is its applied watermark: the pending marks are settled
+// before the listing (listSettledHeads), so every acknowledged commit is
+// rolled into its head, and a commit that lands after the listing moves
+// its head's ETag, which the next call names. So the log after the
+// watermark is not listed (issue 31: one GET a changed partition, not a
+// GET and a LIST), and ChangesFromHead reads the feed up to it.
 func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datastore.Head, []byte, error) {
 	prev := map[string]string{}
 	if len(cursor) > 0 {
@@ -257,7 +323,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		return nil, nil, err
 	}
 	next := make(map[string]string, len(keys))
-	var heads []datastore.Head
+	var changed []string
 	for _, k := range keys {
 		part, ok := d.headPartition(k.key)
 		if !ok {
@@ -265,38 +331,48 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		}
 		tag := shortTag(k.etag)
 		next[part] = tag
-		if prev[part] == tag {
-			continue
+		if prev[part] != tag {
+			changed = append(changed, part)
 		}
-		hd, etag, exists, err := d.readHead(ctx, part)
-		if err != nil {
-			return nil, nil, err
-		}
-		if exists && hd.ClaimsOnly && hd.Applied > 0 {
+	}
+	read := make([]struct {
+		h      head
+		exists bool
+	}, len(changed))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(headsParallel)
+	for i, part := range changed {
+		g.Go(func() error {
+			h, _, exists, err := d.readHead(gctx, part)
+			read[i].h, read[i].exists = h, exists
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var heads []datastore.Head
+	for i, part := range changed {
+		hd := read[i].h
+		switch {
+		case !read[i].exists || hd.Applied == 0:
+			delete(next, part) // registered, nothing committed yet (or gone since the listing)
+		case hd.ClaimsOnly:
 			// Claims only (claimsonly.go), and so reported by no
-			// answer whatever its log holds past the watermark: its
-			// log is not listed (issue 31: a model's first commit and
-			// its drop move data's head, read back by the next pull and
-			// fold).
-			continue
-		}
-		t, err := d.tailOf(ctx, part, hd, etag, exists, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		h, claimsOnly := datastore.Head{Partition: part, Seq: t.headSeq(), Floor: t.h.Floor}, t.h.ClaimsOnly
-		if h.Seq > 0 && !claimsOnly {
-			heads = append(heads, h)
-		} else if h.Seq > 0 {
-			continue // claims only (claimsonly.go): no file to report
-		} else {
-			delete(next, part) // registered, nothing committed yet
+			// answer whatever its log holds (issue 31: a model's
+			// first commit and its drop move data's head, read back
+			// by the next pull and fold).
+		default:
+			heads = append(heads, datastore.Head{Partition: part, Seq: hd.Applied, Floor: hd.Floor})
 		}
 	}
 	b, _ := json.Marshal(next)
 	d.c.moves.Read(d.prefix, b) // cursorover.go
 	return heads, b, nil
 }
+
+// headsParallel bounds the heads ChangedPartitions reads at once.
+const headsParallel = 8
 
 // listSettledHeads lists h/ after settling every pending mark, so that
 // each head's ETag covers every acknowledged commit. Beside the heads

@@ -1,0 +1,430 @@
+package s3fs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// feedAPI counts the GETs of heads and of log objects and the LISTs of
+// logs, and runs a hook (once) before the first LIST of a log: the moment
+// between ChangedPartitions' read of the heads and the feeds' reads.
+type feedAPI struct {
+	s3fs.API
+	prefix            string
+	headGets, logGets atomic.Int64
+	logLists          atomic.Int64
+	beforeLogList     atomic.Pointer[func()]
+}
+
+func (f *feedAPI) kind(key string) string {
+	rest := strings.TrimPrefix(key, f.prefix+"/")
+	k, _, _ := strings.Cut(rest, "/")
+	return k
+}
+
+func (f *feedAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	switch f.kind(aws.ToString(in.Key)) {
+	case "h":
+		f.headGets.Add(1)
+	case "l":
+		f.logGets.Add(1)
+	}
+	return f.API.GetObject(ctx, in, o...)
+}
+
+func (f *feedAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	if f.kind(aws.ToString(in.Prefix)) == "l" {
+		f.logLists.Add(1)
+		if strings.HasSuffix(aws.ToString(in.Prefix), "/l/m%2F1/") {
+			if h := f.beforeLogList.Swap(nil); h != nil {
+				(*h)()
+			}
+		}
+	}
+	return f.API.ListObjectsV2(ctx, in, o...)
+}
+
+// reset zeroes the counts.
+func (f *feedAPI) reset() {
+	f.headGets.Store(0)
+	f.logGets.Store(0)
+	f.logLists.Store(0)
+}
+
+func feedStore(t *testing.T) (*feedAPI, *s3fs.Driver, *datastore.Store, *s3.Client, string) {
+	t.Helper()
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &feedAPI{API: c, prefix: "fh"}
+	d, s := openDatastore(t, api, bucket, "fh")
+	return api, d, s, c, bucket
+}
+
+func put(t *testing.T, s *datastore.Store, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := s.Put(t.Context(), p, strings.NewReader(p), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sameAsChanges checks that each partition's part of got is what Changes
+// returns from after.
+func sameAsChanges(t *testing.T, s *datastore.Store, got map[string]datastore.HeadChanges, after map[string]uint64) {
+	t.Helper()
+	for p, hc := range got {
+		want, upTo, err := s.Changes(t.Context(), p, after[p], 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hc.Horizon || hc.UpTo != upTo || fmt.Sprint(changeList(hc.Changes)) != fmt.Sprint(changeList(want)) {
+			t.Fatalf("%s: %+v; Changes gives %v up to %d", p, hc, changeList(want), upTo)
+		}
+	}
+}
+
+func changeList(in []datastore.Info) []string {
+	var out []string
+	for _, c := range in {
+		out = append(out, fmt.Sprintf("%s@%d del=%v", c.Path, c.Pos, c.Deleted))
+	}
+	return out
+}
+
+// TestChangesFromHead (issue 31): the feeds of the partitions
+// ChangedPartitions named are read up to the heads it read, without
+// reading a head again: one LIST a partition and a GET of each new log
+// object (Changes: a GET of the head, a LIST and the objects), and
+// ChangedPartitions reads each changed head without listing its log (it
+// listed it too before). The answers are Changes's.
+func TestChangesFromHead(t *testing.T) {
+	ctx := t.Context()
+	api, _, s, _, _ := feedStore(t)
+	put(t, s, "data/m/1/a", "data/m/2/a", "data/m/3/a")
+	_, cur, err := s.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := map[string]uint64{"m/1": 1, "m/2": 1, "m/3": 1}
+	put(t, s, "data/m/1/b", "data/m/2/a", "data/m/1/c")
+	if _, err := s.Delete(ctx, "data/m/2/a"); err != nil {
+		t.Fatal(err)
+	}
+	api.reset()
+	heads, _, err := s.ChangedPartitions(ctx, cur)
+	if err != nil || len(heads) != 2 {
+		t.Fatalf("ChangedPartitions = %v, %v; want m/1 and m/2", heads, err)
+	}
+	if h, l := api.headGets.Load(), api.logLists.Load(); h != 2 || l != 0 {
+		t.Fatalf("ChangedPartitions read %d heads and listed %d logs; want 2 and none", h, l)
+	}
+	api.reset()
+	got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// m/1: 2 new objects, m/2: 2 (the put and the delete).
+	if h, l, g := api.headGets.Load(), api.logLists.Load(), api.logGets.Load(); h != 0 || l != 2 || g != 4 {
+		t.Fatalf("ChangesOfHeads: %d head GETs, %d log LISTs, %d log GETs; want 0, 2 and 4", h, l, g)
+	}
+	if len(got) != 2 || len(got["m/1"].Changes) != 2 || len(got["m/2"].Changes) != 1 || !got["m/2"].Changes[0].Deleted {
+		t.Fatalf("ChangesOfHeads = %+v", got)
+	}
+	sameAsChanges(t, s, got, after)
+}
+
+// TestChangesFromHeadPurgeMeanwhile: a tombstone purged and its object
+// deleted by compaction after ChangedPartitions read the head and before
+// the feed is read leaves a gap in the log; the read is then made again as
+// Changes makes it, head first, and reported past the horizon (the floor
+// passed the reader's position) instead of as a feed without the
+// deletion. With the tombstone's object still there the read is whole
+// and returns the deletion.
+func TestChangesFromHeadPurgeMeanwhile(t *testing.T) {
+	for _, deleted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("object deleted %v", deleted), func(t *testing.T) {
+			ctx := t.Context()
+			api, d, s, _, _ := feedStore(t)
+			put(t, s, "data/m/1/a", "data/m/1/b")
+			heads, cur, err := s.ChangedPartitions(ctx, "")
+			if err != nil || len(heads) != 1 {
+				t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+			}
+			after := map[string]uint64{"m/1": heads[0].Seq}
+			if _, err := s.Delete(ctx, "data/m/1/a"); err != nil {
+				t.Fatal(err)
+			}
+			if deleted {
+				put(t, s, "data/m/1/c") // the tombstone's object is not the log's last
+			}
+			if heads, _, err = s.ChangedPartitions(ctx, cur); err != nil || len(heads) != 1 {
+				t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+			}
+			time.Sleep(1100 * time.Millisecond) // LastModified is to the second
+			purge := func() {
+				st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond, Grace: time.Nanosecond})
+				if err != nil || st.Tombstones == 0 {
+					t.Errorf("reclaim: %+v, %v; want the tombstone purged", st, err)
+				}
+				api.headGets.Store(0) // the reclaim's own
+			}
+			api.beforeLogList.Store(&purge)
+			api.reset()
+			got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			headGets := api.headGets.Load()
+			if _, _, err := s.Changes(ctx, "m/1", after["m/1"], 1000); err == nil {
+				t.Fatal("Changes below the raised floor: no error")
+			}
+			hc := got["m/1"]
+			if deleted {
+				if !hc.Horizon || len(hc.Changes) != 0 {
+					t.Fatalf("after a purge that deleted the tombstone's object: %+v; want the horizon", hc)
+				}
+				if headGets != 1 {
+					t.Fatalf("the read with a gap read %d heads; want 1 (Changes's)", headGets)
+				}
+				return
+			}
+			if hc.Horizon || len(hc.Changes) != 1 || hc.Changes[0].Path != "data/m/1/a" || !hc.Changes[0].Deleted {
+				t.Fatalf("after a purge that left the tombstone's object: %+v; want the deletion", hc)
+			}
+			if headGets != 0 {
+				t.Fatalf("a whole read read %d heads; want none", headGets)
+			}
+		})
+	}
+}
+
+// TestChangesFromHeadDroppedMeanwhile: a partition dropped after
+// ChangedPartitions named it and before its feed is read is reported to be
+// read whole; one dropped and begun again from position 1 is answered as
+// Changes answers (S3's positions start over after a drop: a reader learns
+// of the drop from the catalog, docs/lifecycle.md); the other partition is
+// read as usual.
+func TestChangesFromHeadDroppedMeanwhile(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		t.Run(fmt.Sprintf("begun again %v", again), func(t *testing.T) {
+			ctx := t.Context()
+			api, _, s, _, _ := feedStore(t)
+			put(t, s, "data/m/1/a", "data/m/2/a")
+			_, cur, err := s.ChangedPartitions(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := map[string]uint64{"m/1": 1, "m/2": 1}
+			put(t, s, "data/m/1/b", "data/m/1/c", "data/m/2/b")
+			heads, _, err := s.ChangedPartitions(ctx, cur)
+			if err != nil || len(heads) != 2 {
+				t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+			}
+			drop := func() {
+				if _, err := s.DropPartition(ctx, nil, "m/1"); err != nil {
+					t.Errorf("drop: %v", err)
+				}
+				if again {
+					put(t, s, "data/m/1/z")
+				}
+			}
+			api.beforeLogList.Store(&drop)
+			got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again {
+				sameAsChanges(t, s, map[string]datastore.HeadChanges{"m/1": got["m/1"]}, after)
+			} else if hc := got["m/1"]; !hc.Horizon {
+				t.Fatalf("the dropped partition: %+v; want it read whole", hc)
+			}
+			if hc := got["m/2"]; hc.Horizon || len(hc.Changes) != 1 || hc.Changes[0].Path != "data/m/2/b" {
+				t.Fatalf("the other partition: %+v; want its one change", hc)
+			}
+		})
+	}
+}
+
+// TestChangesFromHeadForeignDelete: a log object deleted mid-feed by a raw
+// S3 client (no purge, no floor raised) leaves a gap: the read is made
+// again as Changes makes it and answers what Changes answers.
+func TestChangesFromHeadForeignDelete(t *testing.T) {
+	ctx := t.Context()
+	api, _, s, raw, bucket := feedStore(t)
+	put(t, s, "data/m/1/a")
+	_, cur, err := s.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "data/m/1/b", "data/m/1/c", "data/m/1/d")
+	heads, _, err := s.ChangedPartitions(ctx, cur)
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	del := func() {
+		key := fmt.Sprintf("fh/l/m%%2F1/%020d", 3)
+		if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil {
+			t.Errorf("raw delete: %v", err)
+		}
+	}
+	api.beforeLogList.Store(&del)
+	after := map[string]uint64{"m/1": 1}
+	api.reset()
+	got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api.headGets.Load() != 1 {
+		t.Fatalf("the read with a gap read %d heads; want 1 (Changes's)", api.headGets.Load())
+	}
+	sameAsChanges(t, s, got, after)
+}
+
+// TestChangesOfHeadsMissesNothing: writers put and delete files of three
+// partitions while a compactor purges tombstones and deletes dead objects
+// (horizon and grace of a nanosecond) and a reader that falls behind now
+// and then follows with ChangedPartitions and ChangesOfHeads, reading a
+// partition whole when it is told to: once the writers stop, the reader's
+// view is every live file with its version, and no deleted one. (The
+// purge landing exactly between a head's read and its feed's, where a
+// read is proven whole or not, is the tests above; here the reader is
+// mostly told by the floor it read.)
+func TestChangesOfHeadsMissesNothing(t *testing.T) {
+	ctx := t.Context()
+	_, d, s, _, _ := feedStore(t)
+	parts := []string{"m/1", "m/2", "m/3"}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 3 {
+		wg.Go(func() {
+			for i := range 30 {
+				time.Sleep(40 * time.Millisecond)
+				p := fmt.Sprintf("data/%s/f%d", parts[(w+i)%3], i%4)
+				if i%3 == 2 {
+					if _, err := s.Delete(ctx, p); err != nil && !errors.Is(err, metastore.ErrNotFound) {
+						t.Errorf("delete %s: %v", p, err)
+					}
+					continue
+				}
+				if _, err := s.Put(ctx, p, strings.NewReader(fmt.Sprintf("%d-%d", w, i)), nil); err != nil {
+					t.Errorf("put %s: %v", p, err)
+				}
+			}
+		})
+	}
+	var purged, horizons, follows atomic.Int64
+	compacted := make(chan struct{})
+	go func() {
+		defer close(compacted)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			// An hour ahead: every tombstone is past the horizon.
+			st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond, Grace: time.Nanosecond})
+			if err != nil {
+				t.Errorf("reclaim: %v", err)
+			}
+			purged.Add(int64(st.Tombstones))
+		}
+	}()
+	view := map[string]string{} // path -> version
+	pos := map[string]uint64{}
+	cur := ""
+	readWhole := func(p string) {
+		for k := range view {
+			if datastore.Partition(k) == p {
+				delete(view, k)
+			}
+		}
+		pg, err := s.List(ctx, "data/"+p+"/", 1000, "")
+		if err != nil || pg.Cursor != "" {
+			t.Fatalf("list %s: %v (cursor %q)", p, err, pg.Cursor)
+		}
+		for _, in := range pg.Files {
+			view[in.Path] = in.Version
+		}
+	}
+	follow := func() {
+		follows.Add(1)
+		heads, next, err := s.ChangedPartitions(ctx, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ChangesOfHeads(ctx, heads, pos, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range heads {
+			hc, ok := got[h.Partition]
+			switch {
+			case !ok:
+			case hc.Horizon:
+				horizons.Add(1)
+				readWhole(h.Partition)
+				pos[h.Partition] = h.Seq
+			default:
+				for _, c := range hc.Changes {
+					if c.Deleted {
+						delete(view, c.Path)
+					} else {
+						view[c.Path] = c.Version
+					}
+				}
+				pos[h.Partition] = hc.UpTo
+				if hc.UpTo < h.Seq {
+					next = cur // a page short of the head: read on from here
+				}
+			}
+		}
+		cur = next
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			follow()
+			// A reader that falls behind now and then, so that purges
+			// land between its reads.
+			time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+		}
+	}
+	close(stop)
+	<-compacted
+	follow()
+	follow()
+	want := map[string]string{}
+	pg, err := s.List(ctx, "data/", 1000, "")
+	if err != nil || pg.Cursor != "" {
+		t.Fatalf("list: %v (cursor %q)", err, pg.Cursor)
+	}
+	for _, in := range pg.Files {
+		want[in.Path] = in.Version
+	}
+	t.Logf("%d reads, %d partitions read whole, %d tombstones purged", follows.Load(), horizons.Load(), purged.Load())
+	if purged.Load() == 0 {
+		t.Fatal("the compactor purged no tombstone: the test did not race a purge")
+	}
+	if fmt.Sprint(view) != fmt.Sprint(want) {
+		t.Fatalf("the reader's view\n%v\nthe store's\n%v", view, want)
+	}
+}
