@@ -362,7 +362,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
-		if fence != nil && len(entries) > 0 {
+		if fence != nil && len(entries) > 0 && tx == "" {
 			// Re-check the lock record right before the create (and its
 			// pending mark), so that the window in which a takeover can
 			// pass unseen is two requests wide; the new holder's fence
@@ -372,7 +372,11 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			// create fails, and the re-read tail names the newer token)
 			// or at a later one (our commit landed first, and the new
 			// holder reads it). A fence entry needs no re-check: a
-			// stale one changes nothing a reader sees.
+			// stale one changes nothing a reader sees. Nor does a
+			// staged part (issue 31): nothing of it is seen before the
+			// flip, which checks the record right before it; a newer
+			// holder's fence entry after the part gives its commit up
+			// (whole.go), and one before it refuses it at the tail.
 			if _, err := d.checkFence(ctx, fence); err != nil {
 				return nil, err
 			}

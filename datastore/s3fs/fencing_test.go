@@ -2,6 +2,7 @@ package s3fs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -102,9 +103,17 @@ const fenceKey = "lock/rec/default/sync"
 // control) B skips FenceTakeover. With early, A resumes (and finishes)
 // after B's read and before B's commit, else after B's commit.
 func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fence, early bool) (reached bool, sent []string, violation string, aErr error) {
+	return pausedTakeoverOf(t, api, bucket, k, same, fence, early, false)
+}
+
+// pausedTakeoverOf is pausedTakeover; with staged, A's commit also puts a
+// file of a new partition (data/k/1/c), so that it is staged under a
+// commit record and flipped (whole.go), and the checks hold for both of
+// its files: visible together or not at all.
+func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fence, early, staged bool) (reached bool, sent []string, violation string, aErr error) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	prefix := fmt.Sprintf("fence/%v/%v/%v/%d", fence, same, early, k)
+	prefix := fmt.Sprintf("fence/%v/%v/%v/%v/%d", fence, same, early, staged, k)
 	p := newPauseAPI(api)
 	dA, err := s3fs.Open(ctx, p, s3fs.Options{Bucket: bucket, Prefix: prefix})
 	if err != nil {
@@ -134,10 +143,18 @@ func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fenc
 	if err != nil {
 		t.Fatal(err)
 	}
+	entriesA := []datastore.Entry{{Put: &stA}}
+	var stA2 datastore.Staged
+	if staged {
+		if stA2, err = sA.Upload(ctx, "data/k/1/c", strings.NewReader("A2"), nil); err != nil {
+			t.Fatal(err)
+		}
+		entriesA = append(entriesA, datastore.Entry{Put: &stA2})
+	}
 	p.arm(k)
 	done := make(chan error, 1)
 	go func() {
-		_, err := sA.Commit(ctx, fenceA, []datastore.Entry{{Put: &stA}})
+		_, err := sA.Commit(ctx, fenceA, entriesA)
 		done <- err
 	}()
 	select {
@@ -206,6 +223,24 @@ func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fenc
 			visible["list"] = true
 		}
 	}
+	if staged {
+		// The second file: visible exactly when the first is.
+		second := false
+		if info, err := sB.Stat(ctx, "data/k/1/c"); err == nil {
+			second = info.Version == stA2.Version
+		} else if !errors.Is(err, metastore.ErrNotFound) {
+			t.Fatal(err)
+		}
+		if second != visible["stat"] && (!same || aErr != nil) {
+			return reached, nil, fmt.Sprintf("A's staged commit is visible in part: data/k/1/c %v, data/m/1/a %v", second, visible), aErr
+		}
+		if aErr == nil && !second {
+			return reached, nil, "A's acknowledged staged commit: data/k/1/c is not what a stat returns", aErr
+		}
+		if aErr != nil && second {
+			return reached, nil, "A's refused staged commit: data/k/1/c is visible", aErr
+		}
+	}
 	sawA := seen.Version == stA.Version
 	switch {
 	case aErr != nil && !datastore.IsFenceConflict(aErr):
@@ -257,6 +292,43 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 		}
 		t.Logf("same path %v, A resumed before B's commit %v: %d interleavings checked (A's commit is %d requests: %s); refused %d, stood before the fence %d",
 			same, c.early, checked, len(unpaused), strings.Join(unpaused, ", "), refused, stood)
+		if refused == 0 || stood == 0 {
+			t.Errorf("want both outcomes among the interleavings: refused %d, stood %d", refused, stood)
+		}
+	}
+}
+
+// TestPausedStagedHolderAtEveryRequest: the same with A's commit staged
+// (two partitions, one of them new: a commit record, a part each, the
+// flip). Its parts are fenced by the flip's check and by the newer
+// holder's fence entries (which give a pending part up at once), not by a
+// read of the lock record before each part.
+func TestPausedStagedHolderAtEveryRequest(t *testing.T) {
+	api, bucket := s3local.Client(t), s3local.Bucket(t)
+	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
+		refused, stood, checked := 0, 0, 0
+		var unpaused []string
+		for k := 1; ; k++ {
+			reached, sent, v, aErr := pausedTakeoverOf(t, api, bucket, k, c.same, true, c.early, true)
+			if !reached {
+				unpaused = sent
+				break
+			}
+			if v != "" {
+				t.Errorf("paused before request %d, B writing the same path %v, A resumed before B's commit %v: %s", k, c.same, c.early, v)
+			}
+			checked++
+			if aErr != nil {
+				refused++
+			} else {
+				stood++
+			}
+			if k > 100 {
+				t.Fatal("the commit sent more than 100 requests")
+			}
+		}
+		t.Logf("same path %v, A resumed before B's commit %v: %d interleavings checked (A's commit is %d requests: %s); refused %d, stood before the fence %d",
+			c.same, c.early, checked, len(unpaused), strings.Join(unpaused, ", "), refused, stood)
 		if refused == 0 || stood == 0 {
 			t.Errorf("want both outcomes among the interleavings: refused %d, stood %d", refused, stood)
 		}

@@ -292,7 +292,13 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 	body, _ = json.Marshal(rec)
 	if _, err := d.c.replace(ctx, d.txKey(id), etag, body); err != nil {
 		if errors.Is(err, metastore.ErrConflict) {
-			return nil, metastore.Conflict(d.txKey(id), "another writer gave this commit up as dead (its lock moved on, or it took longer than the commit window); nothing of it was applied")
+			// Given up by another writer: a newer holder's fence entry
+			// met a part (its lock moved on), which is a fence
+			// conflict; else it took longer than the commit window.
+			if _, ferr := d.checkFence(ctx, fence); ferr != nil {
+				return nil, ferr
+			}
+			return nil, metastore.Conflict(d.txKey(id), "another writer gave this commit up as dead (it took longer than the commit window); nothing of it was applied")
 		}
 		return nil, err
 	}
