@@ -28,6 +28,17 @@ type feedAPI struct {
 	headGets, logGets atomic.Int64
 	logLists          atomic.Int64
 	beforeLogList     atomic.Pointer[func()]
+	afterLogDelete    atomic.Pointer[func()] // after m/1's object at position 3 is deleted
+}
+
+func (f *feedAPI) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	out, err := f.API.DeleteObject(ctx, in, o...)
+	if err == nil && strings.HasSuffix(aws.ToString(in.Key), "/l/m%2F1/00000000000000000003") {
+		if h := f.afterLogDelete.Swap(nil); h != nil {
+			(*h)()
+		}
+	}
+	return out, err
 }
 
 func (f *feedAPI) kind(key string) string {
@@ -261,7 +272,8 @@ func TestChangesFromHeadDroppedMeanwhile(t *testing.T) {
 
 // TestChangesFromHeadForeignDelete: a log object deleted mid-feed by a raw
 // S3 client (no purge, no floor raised) leaves a gap: the read is made
-// again as Changes makes it and answers what Changes answers.
+// again as Changes makes it (the head, the feed, the head again) and
+// answers what Changes answers: the changes the log still holds.
 func TestChangesFromHeadForeignDelete(t *testing.T) {
 	ctx := t.Context()
 	api, _, s, raw, bucket := feedStore(t)
@@ -288,8 +300,9 @@ func TestChangesFromHeadForeignDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if api.headGets.Load() != 1 {
-		t.Fatalf("the read with a gap read %d heads; want 1 (Changes's)", api.headGets.Load())
+	// Changes's, before its feed and after it (it found an object gone).
+	if api.headGets.Load() != 2 {
+		t.Fatalf("the read with a gap read %d heads; want 2 (Changes's)", api.headGets.Load())
 	}
 	sameAsChanges(t, s, got, after)
 }
@@ -426,5 +439,58 @@ func TestChangesOfHeadsMissesNothing(t *testing.T) {
 	}
 	if fmt.Sprint(view) != fmt.Sprint(want) {
 		t.Fatalf("the reader's view\n%v\nthe store's\n%v", view, want)
+	}
+}
+
+// TestFeedReadInsideCompaction: a reader whose feed read falls inside a
+// compaction, right after it deleted a purged tombstone's log object
+// (position 3), is told to read the partition whole (Changes, and
+// ChangesOfHeads from a ChangedPartitions call made before the
+// compaction): the floor is raised before the object goes, and a read
+// that finds an object gone reads the head after it. (Before issue 31 the
+// floor was raised last and Changes read it first, and such a read missed
+// the deletion.)
+func TestFeedReadInsideCompaction(t *testing.T) {
+	ctx := t.Context()
+	api, d, s, raw, bucket := feedStore(t)
+	_, other := openDatastore(t, raw, bucket, "fh") // the reader, in another process
+	put(t, s, "data/m/1/a", "data/m/1/b")
+	heads, cur, err := other.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	after := heads[0].Seq
+	if _, err := s.Delete(ctx, "data/m/1/a"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "data/m/1/c") // the tombstone's object is not the log's last
+	heads, _, err = other.ChangedPartitions(ctx, cur)
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // LastModified is to the second
+	var read []string
+	inside := func() {
+		_, _, err := other.Changes(ctx, "m/1", after, 1000)
+		read = append(read, fmt.Sprintf("Changes: %v", err))
+		if !errors.Is(err, datastore.ErrHorizon) {
+			t.Errorf("Changes inside the compaction: %v; want the horizon", err)
+		}
+		got, err := other.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": after}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, fmt.Sprintf("ChangesOfHeads: %+v", got["m/1"]))
+		if !got["m/1"].Horizon {
+			t.Errorf("ChangesOfHeads inside the compaction: %+v; want the horizon", got["m/1"])
+		}
+	}
+	api.afterLogDelete.Store(&inside)
+	st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond, Grace: time.Nanosecond})
+	if err != nil || st.Tombstones == 0 {
+		t.Fatalf("reclaim: %+v, %v; want the tombstone purged", st, err)
+	}
+	if len(read) == 0 {
+		t.Fatal("the compaction deleted no log object: the reads never ran inside it")
 	}
 }

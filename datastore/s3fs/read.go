@@ -165,6 +165,22 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	if err != nil {
 		return nil, 0, err
 	}
+	if !f.whole {
+		// An object gone from the range read: compaction deleted it
+		// (after raising the floor past any tombstone it held), or a
+		// drop did. The head read now says which.
+		h, _, ok, err := d.readHead(ctx, part)
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case !ok && after == 0:
+			return nil, 0, nil
+		case !ok || h.Applied < after:
+			return nil, 0, fmt.Errorf("%w: position %d is beyond the head %d of partition %q", metastore.ErrInvalidArgument, after, h.Applied, part)
+		case after < h.Floor:
+			return nil, 0, datastore.ErrHorizon
+		}
+	}
 	return f.changes, f.upTo, nil
 }
 
@@ -174,13 +190,14 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 // objects' GETs, not a GET, a LIST and the GETs.
 //
 // What Changes reads the head for is its floor: a purge raises it when it
-// drops a tombstone, whose object compaction may then delete, and a reader
+// drops a tombstone, whose object compaction then deletes, and a reader
 // whose position the floor passed may miss that deletion. But a read whose
 // objects hold every position from after+1 to the position it returns
 // missed no change at all, whatever the floor: nothing in that range was
 // deleted. Only a read with a gap (an object deleted by compaction or a
 // drop since h was read, a partition dropped and begun again) is not
-// proven whole; it is made again as Changes makes it, head first.
+// proven whole; it is made again as Changes makes it, which reads the head
+// after a read with a gap too.
 func (d *Driver) ChangesFromHead(ctx context.Context, h datastore.Head, after uint64, limit int) ([]datastore.Info, uint64, error) {
 	if after >= h.Seq {
 		return nil, h.Seq, nil

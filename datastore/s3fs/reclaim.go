@@ -295,6 +295,7 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	}
 	index := map[string]idx{}
 	floor := uint64(0)
+	var deadKeys []listed // deleted once the floor is raised
 	// purge deletes path's tombstone at pos if it is still the path's
 	// latest change; false if it changed meanwhile (left to the next run).
 	purge := func(path string, pos uint64) (bool, error) {
@@ -385,13 +386,22 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		}
 		last := i == len(keys)-1
 		if dead && !last && old {
-			if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
-				return err
-			}
+			deadKeys = append(deadKeys, k)
 		}
 	}
 	d.saveMark(ctx, part, stored, markETag, next)
-	return d.raiseFloor(ctx, part, floor)
+	// The floor first, then the dead objects: a reader whose feed read
+	// finds an object gone reads the head after it (feedAfter's whole),
+	// and must find the floor raised past a tombstone that object held.
+	if err := d.raiseFloor(ctx, part, floor); err != nil {
+		return err
+	}
+	for _, k := range deadKeys {
+		if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) error {
