@@ -20,14 +20,15 @@ import (
 )
 
 // feedAPI counts the GETs of heads and of log objects and the LISTs of
-// logs, and runs a hook (once) before the first LIST of a log: the moment
-// between ChangedPartitions' read of the heads and the feeds' reads.
+// logs, and runs a hook (once) before the first read (a LIST, or a GET of
+// an object) of partition m/1's log: the moment between
+// ChangedPartitions' read of the heads and the feed's read.
 type feedAPI struct {
 	s3fs.API
 	prefix            string
 	headGets, logGets atomic.Int64
 	logLists          atomic.Int64
-	beforeLogList     atomic.Pointer[func()]
+	beforeLogRead     atomic.Pointer[func()]
 	afterLogDelete    atomic.Pointer[func()] // after m/1's object at position 3 is deleted
 }
 
@@ -53,18 +54,25 @@ func (f *feedAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...fun
 		f.headGets.Add(1)
 	case "l":
 		f.logGets.Add(1)
+		f.beforeRead(aws.ToString(in.Key))
 	}
 	return f.API.GetObject(ctx, in, o...)
+}
+
+// beforeRead runs the hook before a read of m/1's log (key: an object's,
+// or a listing's prefix).
+func (f *feedAPI) beforeRead(key string) {
+	if strings.Contains(key, "/l/m%2F1/") {
+		if h := f.beforeLogRead.Swap(nil); h != nil {
+			(*h)()
+		}
+	}
 }
 
 func (f *feedAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	if f.kind(aws.ToString(in.Prefix)) == "l" {
 		f.logLists.Add(1)
-		if strings.HasSuffix(aws.ToString(in.Prefix), "/l/m%2F1/") {
-			if h := f.beforeLogList.Swap(nil); h != nil {
-				(*h)()
-			}
-		}
+		f.beforeRead(aws.ToString(in.Prefix))
 	}
 	return f.API.ListObjectsV2(ctx, in, o...)
 }
@@ -193,7 +201,7 @@ func TestChangesFromHeadPurgeMeanwhile(t *testing.T) {
 				}
 				api.headGets.Store(0) // the reclaim's own
 			}
-			api.beforeLogList.Store(&purge)
+			api.beforeLogRead.Store(&purge)
 			api.reset()
 			got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
 			if err != nil {
@@ -253,7 +261,7 @@ func TestChangesFromHeadDroppedMeanwhile(t *testing.T) {
 					put(t, s, "data/m/1/z")
 				}
 			}
-			api.beforeLogList.Store(&drop)
+			api.beforeLogRead.Store(&drop)
 			got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
 			if err != nil {
 				t.Fatal(err)
@@ -293,7 +301,7 @@ func TestChangesFromHeadForeignDelete(t *testing.T) {
 			t.Errorf("raw delete: %v", err)
 		}
 	}
-	api.beforeLogList.Store(&del)
+	api.beforeLogRead.Store(&del)
 	after := map[string]uint64{"m/1": 1}
 	api.reset()
 	got, err := s.ChangesOfHeads(ctx, heads, after, 1000)
@@ -493,4 +501,81 @@ func TestFeedReadInsideCompaction(t *testing.T) {
 	if len(read) == 0 {
 		t.Fatal("the compaction deleted no log object: the reads never ran inside it")
 	}
+}
+
+// TestFeedOfOneCommitIsOneGet (issue 31): a reader standing where its last
+// read stopped (an object's end) reads the next object by its name: one
+// commit since is one GET of it, no LIST (Changes: and the head's GET;
+// ChangesOfHeads: nothing else); two commits since are that GET, a LIST
+// from its end and the other GET, as many requests as before; a reader
+// standing inside an object (a page cut short by its limit) finds no
+// object at its next position and reads as before, one GET later. Every
+// answer is the changes after the position.
+func TestFeedOfOneCommitIsOneGet(t *testing.T) {
+	ctx := t.Context()
+	api, _, s, _, _ := feedStore(t)
+	put(t, s, "data/m/1/a")
+	heads, cur, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	after := heads[0].Seq
+	put(t, s, "data/m/1/b")
+	count := func(what string, f func() []datastore.Info, heads, lists, logs int64, want ...string) {
+		t.Helper()
+		api.reset()
+		got := f()
+		if h, l, g := api.headGets.Load(), api.logLists.Load(), api.logGets.Load(); h != heads || l != lists || g != logs {
+			t.Errorf("%s: %d head GETs, %d log LISTs, %d log GETs; want %d, %d and %d", what, h, l, g, heads, lists, logs)
+		}
+		var paths []string
+		for _, c := range got {
+			paths = append(paths, c.Path)
+		}
+		if fmt.Sprint(paths) != fmt.Sprint(want) {
+			t.Errorf("%s: %v; want %v", what, paths, want)
+		}
+	}
+	changes := func(after uint64, limit int) func() []datastore.Info {
+		return func() []datastore.Info {
+			ch, _, err := s.Changes(ctx, "m/1", after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ch
+		}
+	}
+	count("Changes, one commit since", changes(after, 100), 1, 0, 1, "data/m/1/b")
+	heads, _, err = s.ChangedPartitions(ctx, cur)
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	count("ChangesOfHeads, one commit since", func() []datastore.Info {
+		got, err := s.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": after}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["m/1"].Changes
+	}, 0, 0, 1, "data/m/1/b")
+	put(t, s, "data/m/1/c")
+	count("Changes, two commits since", changes(after, 100), 1, 1, 2, "data/m/1/b", "data/m/1/c")
+	// A commit of three files, read one change at a time: the second
+	// read stands inside the object.
+	files := []datastore.Entry{}
+	for _, p := range []string{"data/m/1/x", "data/m/1/y", "data/m/1/z"} {
+		st, err := s.Upload(ctx, p, strings.NewReader(p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, datastore.Entry{Put: &st})
+	}
+	infos, err := s.Commit(ctx, nil, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := infos[0].Pos - 1
+	count("Changes, at an object's end, a page of one", changes(first, 1), 1, 0, 1, "data/m/1/x")
+	// No object at the next position (a GET that finds none), a LIST
+	// after it that finds nothing, and one from a commit's size back.
+	count("Changes, inside an object", changes(first+1, 10), 1, 2, 2, "data/m/1/y", "data/m/1/z")
 }

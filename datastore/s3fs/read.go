@@ -227,7 +227,7 @@ type feed struct {
 // from its log objects (applied is the head's watermark, as from takes
 // it); a position after the log's end is metastore.ErrInvalidArgument.
 func (d *Driver) feedAfter(ctx context.Context, part string, after, applied uint64, limit int) (feed, error) {
-	objs, end, err := d.from(ctx, part, after, applied, limit+1)
+	objs, end, err := d.objectsAfter(ctx, part, after, applied, limit+1)
 	if err != nil {
 		return feed{}, err
 	}
@@ -278,6 +278,35 @@ collect:
 		covered = max(covered, o.last())
 	}
 	return feed{changes: latestOnly(out), upTo: upTo, whole: covered >= upTo}, nil
+}
+
+// objectsAfter is from for a feed read: when the reader stands at an
+// object's end below the watermark, as a pull from where the last one
+// stopped does, the object after it starts at after+1 and is read first,
+// by its name, without a LIST; if it reaches the watermark (one commit
+// since, the seed's loop's usual case) that GET is the whole read, else
+// the log is listed from its end. A reader that stands elsewhere (inside
+// an object, or before one compaction deleted) finds no object there and
+// reads as from does, one GET later.
+func (d *Driver) objectsAfter(ctx context.Context, part string, after, applied uint64, limit int) ([]*logObject, uint64, error) {
+	if after == 0 || applied <= after {
+		return d.from(ctx, part, after, applied, limit)
+	}
+	o, err := d.readLog(ctx, part, d.logKey(part, after+1), after+1)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return d.from(ctx, part, after, applied, limit)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if o.last() >= applied || len(o.Entries) >= limit {
+		return []*logObject{o}, o.last(), nil
+	}
+	rest, end, err := d.from(ctx, part, o.last(), applied, limit-len(o.Entries))
+	if err != nil {
+		return nil, 0, err
+	}
+	return append([]*logObject{o}, rest...), max(end, o.last()), nil
 }
 
 // latestOnly keeps the last change of each path, in position order.
