@@ -3,10 +3,13 @@ package s3fs
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
+	"golang.org/x/sync/errgroup"
 )
 
 // maxDropPasses bounds the passes of DropPartition: a pass that finds the
@@ -18,20 +21,23 @@ const maxDropPasses = 4
 // so a drop is a sequence of conditional requests in an order that a crash
 // may interrupt anywhere and a second call finishes:
 //
-//  1. the fence, as a commit checks it: the lock record holds the fence's
-//     bytes, and the log's last object names no newer token of that lock;
+//  1. the log's last object names no newer token of the fence's lock
+//     (else a fence conflict);
 //  2. the log rolled forward, so that the path index names every live
 //     version (and marks the versions the pending changes replaced);
-//  3. the fence read again, right before the first removal;
+//  3. the fence, as a commit checks it, right before the first removal:
+//     the lock record holds the fence's bytes (read once, here, since
+//     issue 31: what comes before it any reader may do);
 //  4. each index entry of the partition's paths (f/PATH~, tombstones
 //     included): a live one's version marked replaced at now (q/NOW/VERSION
-//     and v/VERSION, for Reclaim), then the entry deleted;
-//  5. each log object;
+//     and v/VERSION, for Reclaim), then the entry deleted, 16 at once;
+//  5. each log object, 16 at once;
 //  6. the head, which is the registry entry and what ChangedPartitions
 //     compares: last, so that a partly dropped partition is still listed
 //     and a retry finds it.
 //
-// Every removal is a DeleteObject with If-Match on the ETag read. Then the
+// Every removal is a DeleteObject with If-Match on the ETag read (the
+// head's: as the drop read or wrote it, without a read again). Then the
 // partition is read again, and a pass repeats while it holds anything: a
 // commit that read the partition's tail before the drop and created its
 // log object during it is dropped too. One that lands after the last pass
@@ -39,14 +45,29 @@ const maxDropPasses = 4
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part string, now time.Time) (datastore.DropStats, error) {
 	var st datastore.DropStats
 	d.c.handoff.Delete(d.prefix + part) // a Stat's tail of the log that goes (handoff.go)
-	ft, err := d.checkFence(ctx, fence)
-	if err != nil {
-		return st, err
-	}
-	// The log goes: so does what compaction remembers of it (the mark
-	// would not be trusted for a new log anyway, see compact).
-	if err := d.dropMark(ctx, part); err != nil {
-		return st, err
+	// The lock record is read right before the first removal (or write),
+	// not also first (issue 31: one GET a drop): what comes before it,
+	// the reads and the roll-forward, any reader may do.
+	ft := parseFence(fence)
+	checked, marked := false, false
+	// check reads the lock record unless this pass did (again, if
+	// again), then drops the compaction mark once: the log goes, and so
+	// does what compaction remembers of it (the mark would not be
+	// trusted for a new log anyway, see compact).
+	check := func(again bool) error {
+		if fence != nil && (again || !checked) {
+			if _, err := d.checkFence(ctx, fence); err != nil {
+				return err
+			}
+			checked = true
+		}
+		if !marked {
+			if err := d.dropMark(ctx, part); err != nil {
+				return err
+			}
+			marked = true
+		}
+		return nil
 	}
 	for pass := 0; pass < maxDropPasses; pass++ {
 		t, err := d.readTail(ctx, part, true)
@@ -74,29 +95,84 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 			return st, err
 		}
 		if !t.exists && len(logs) == 0 && len(files) == 0 {
+			if err := check(false); err != nil {
+				return st, err
+			}
 			d.forgetClaims(ctx, part) // claims.go
 			return st, nil
 		}
-		if fence != nil {
-			if _, err := d.checkFence(ctx, fence); err != nil {
-				return st, err
-			}
+		if err := check(true); err != nil { // right before each pass's removals
+			return st, err
 		}
-		for _, p := range files {
-			if err := d.dropFile(ctx, p, now, &st); err != nil {
-				return st, err
-			}
+		if err := d.dropFiles(ctx, files, now, &st); err != nil {
+			return st, err
 		}
-		for _, k := range logs {
-			if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
-				return st, err
-			}
+		if err := d.dropLogs(ctx, logs); err != nil {
+			return st, err
 		}
-		if err := d.dropHead(ctx, part); err != nil {
+		if err := d.dropHead(ctx, part, headETag(t)); err != nil {
 			return st, err
 		}
 	}
 	return st, metastore.Conflict(d.headKey(part), "the partition was written to throughout its drop; drop it again")
+}
+
+// dropParallel bounds the removals of one step of a drop sent at once (the
+// index entries, then the log objects): each is its own object, removed by
+// its own conditional delete, and none waits for another's answer, so a
+// drop of k files waits about k/16 round trips a step, not k. The steps
+// stay in order (the head last), and a drop cut short anywhere leaves what
+// a second call finishes, as before.
+const dropParallel = 16
+
+// dropFiles is dropFile of each of paths, dropParallel at once; st counts
+// those that went, whatever fails. After a failure no more are started,
+// but those in flight finish (they are not canceled), so that what they
+// removed is counted: a second drop counts the rest.
+func (d *Driver) dropFiles(ctx context.Context, paths []string, now time.Time, st *datastore.DropStats) error {
+	var mu sync.Mutex
+	var failed atomic.Bool
+	var g errgroup.Group
+	g.SetLimit(dropParallel)
+	for _, p := range paths {
+		g.Go(func() error {
+			if failed.Load() {
+				return nil
+			}
+			var one datastore.DropStats
+			err := d.dropFile(ctx, p, now, &one)
+			if err != nil {
+				failed.Store(true)
+			}
+			mu.Lock()
+			st.Files += one.Files
+			st.Tombstones += one.Tombstones
+			mu.Unlock()
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// dropLogs deletes the log objects keys, each if it is still the one
+// listed, dropParallel at once.
+func (d *Driver) dropLogs(ctx context.Context, keys []listed) error {
+	var failed atomic.Bool
+	var g errgroup.Group
+	g.SetLimit(dropParallel)
+	for _, k := range keys {
+		g.Go(func() error {
+			if failed.Load() {
+				return nil
+			}
+			if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+				failed.Store(true)
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // partitionFiles returns the paths of part that have an index entry: a
@@ -159,9 +235,32 @@ func (d *Driver) dropFileIf(ctx context.Context, path string, want *indexEntry, 
 	}
 }
 
-// dropHead deletes part's head as it is now; if it changes under the delete
-// the next pass of DropPartition finds it and tries again.
-func (d *Driver) dropHead(ctx context.Context, part string) error {
+// headETag is the ETag of t's head as its reader last read or wrote it
+// (its roll-forward's write), or "" if that is not known (a write after a
+// lost race).
+func headETag(t *tail) string {
+	switch {
+	case !t.exists:
+		return ""
+	case t.rolled != "":
+		return t.rolled
+	case t.last == nil || t.h.Applied >= t.rollTo():
+		return t.hetag // the roll-forward wrote nothing
+	}
+	return ""
+}
+
+// dropHead deletes part's head as it is now: if known (its ETag as this
+// drop last read or wrote it) still names it, with no read (issue 31),
+// else as read now; if it changes under the delete the next pass of
+// DropPartition finds it and tries again.
+func (d *Driver) dropHead(ctx context.Context, part, known string) error {
+	if known != "" {
+		err := d.c.deleteIf(ctx, d.headKey(part), known)
+		if err == nil || !errors.Is(err, metastore.ErrConflict) {
+			return err
+		}
+	}
 	_, etag, ok, err := d.readHead(ctx, part)
 	if err != nil || !ok {
 		return err
