@@ -579,3 +579,47 @@ func TestFeedOfOneCommitIsOneGet(t *testing.T) {
 	// after it that finds nothing, and one from a commit's size back.
 	count("Changes, inside an object", changes(first+1, 10), 1, 2, 2, "data/m/1/y", "data/m/1/z")
 }
+
+// TestFeedReadOfAForeignObject (the hostile peer): a raw S3 client
+// overwrites the log object at a reader's next position (the one the
+// read by name fetches without a LIST) with bytes lake never writes, and
+// puts a well-formed log object of its own past the head. The reads by
+// name and by listing both report the damage, naming the object (never a
+// skipped change, never a panic), and the object past the head is not read
+// as a change by either.
+func TestFeedReadOfAForeignObject(t *testing.T) {
+	ctx := t.Context()
+	_, _, s, raw, bucket := feedStore(t)
+	put(t, s, "data/m/1/a")
+	heads, cur, err := s.ChangedPartitions(ctx, "")
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	after := heads[0].Seq
+	put(t, s, "data/m/1/b")
+	if heads, _, err = s.ChangedPartitions(ctx, cur); err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	// Past the head: a log object a raw client wrote, not a commit.
+	rawPut(t, raw, bucket, fmt.Sprintf("fh/l/m%%2F1/%020d", after+2),
+		fmt.Sprintf(`{"first":%d,"entries":[{"path":"data/m/1/forged","version":"v","size":1}]}`, after+2))
+	got, err := s.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": after}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(changeList(got["m/1"].Changes)) != fmt.Sprintf("[data/m/1/b@%d del=false]", after+1) || got["m/1"].UpTo != after+1 {
+		t.Fatalf("ChangesOfHeads with a foreign object past the head: %+v; want b alone, up to %d", got["m/1"], after+1)
+	}
+	// The object at the next position overwritten with garbage.
+	key := fmt.Sprintf("fh/l/m%%2F1/%020d", after+1)
+	rawPut(t, raw, bucket, key, "not a log object")
+	if _, _, err := s.Changes(ctx, "m/1", after, 100); !errors.Is(err, datastore.ErrDamaged) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("Changes over a damaged object: %v; want the damage, naming %s", err, key)
+	}
+	if _, err := s.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": after}, 100); !errors.Is(err, datastore.ErrDamaged) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("ChangesOfHeads over a damaged object: %v; want the damage, naming %s", err, key)
+	}
+	if _, _, err := s.Changes(ctx, "m/1", 0, 100); !errors.Is(err, datastore.ErrDamaged) {
+		t.Fatalf("Changes from 0 (a listing) over a damaged object: %v; want the damage", err)
+	}
+}
