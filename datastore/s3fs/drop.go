@@ -126,50 +126,49 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 const dropParallel = 16
 
 // dropFiles is dropFile of each of paths, dropParallel at once; st counts
-// those that went, whatever fails. After a failure no more are started,
-// but those in flight finish (they are not canceled), so that what they
-// removed is counted: a second drop counts the rest.
+// those that went, whatever fails.
 func (d *Driver) dropFiles(ctx context.Context, paths []string, now time.Time, st *datastore.DropStats) error {
 	var mu sync.Mutex
-	var failed atomic.Bool
-	var g errgroup.Group
-	g.SetLimit(dropParallel)
-	for _, p := range paths {
-		g.Go(func() error {
-			if failed.Load() {
-				return nil
-			}
-			var one datastore.DropStats
-			err := d.dropFile(ctx, p, now, &one)
-			if err != nil {
-				failed.Store(true)
-			}
-			mu.Lock()
-			st.Files += one.Files
-			st.Tombstones += one.Tombstones
-			mu.Unlock()
-			return err
-		})
-	}
-	return g.Wait()
+	return untilFailure(len(paths), func(i int) error {
+		var one datastore.DropStats
+		err := d.dropFile(ctx, paths[i], now, &one)
+		mu.Lock()
+		st.Files += one.Files
+		st.Tombstones += one.Tombstones
+		mu.Unlock()
+		return err
+	})
 }
 
 // dropLogs deletes the log objects keys, each if it is still the one
 // listed, dropParallel at once.
 func (d *Driver) dropLogs(ctx context.Context, keys []listed) error {
+	return untilFailure(len(keys), func(i int) error {
+		if err := d.c.deleteIf(ctx, keys[i].key, keys[i].etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return err
+		}
+		return nil
+	})
+}
+
+// untilFailure calls f(0) to f(n-1), dropParallel at once, and returns
+// the first error. After a failure no more calls start, but those in
+// flight finish (their context is not canceled), so that what they
+// removed is counted: a second drop counts the rest.
+func untilFailure(n int, f func(i int) error) error {
 	var failed atomic.Bool
 	var g errgroup.Group
 	g.SetLimit(dropParallel)
-	for _, k := range keys {
+	for i := range n {
 		g.Go(func() error {
 			if failed.Load() {
 				return nil
 			}
-			if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			err := f(i)
+			if err != nil {
 				failed.Store(true)
-				return err
 			}
-			return nil
+			return err
 		})
 	}
 	return g.Wait()

@@ -514,13 +514,7 @@ func TestFeedReadInsideCompaction(t *testing.T) {
 func TestFeedOfOneCommitIsOneGet(t *testing.T) {
 	ctx := t.Context()
 	api, _, s, _, _ := feedStore(t)
-	put(t, s, "data/m/1/a")
-	heads, cur, err := s.ChangedPartitions(ctx, "")
-	if err != nil || len(heads) != 1 {
-		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
-	}
-	after := heads[0].Seq
-	put(t, s, "data/m/1/b")
+	after, cur := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
 	count := func(what string, f func() []datastore.Info, heads, lists, logs int64, want ...string) {
 		t.Helper()
 		api.reset()
@@ -546,7 +540,7 @@ func TestFeedOfOneCommitIsOneGet(t *testing.T) {
 		}
 	}
 	count("Changes, one commit since", changes(after, 100), 1, 0, 1, "data/m/1/b")
-	heads, _, err = s.ChangedPartitions(ctx, cur)
+	heads, _, err := s.ChangedPartitions(ctx, cur)
 	if err != nil || len(heads) != 1 {
 		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
 	}
@@ -590,14 +584,9 @@ func TestFeedOfOneCommitIsOneGet(t *testing.T) {
 func TestFeedReadOfAForeignObject(t *testing.T) {
 	ctx := t.Context()
 	_, _, s, raw, bucket := feedStore(t)
-	put(t, s, "data/m/1/a")
-	heads, cur, err := s.ChangedPartitions(ctx, "")
+	after, cur := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
+	heads, _, err := s.ChangedPartitions(ctx, cur)
 	if err != nil || len(heads) != 1 {
-		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
-	}
-	after := heads[0].Seq
-	put(t, s, "data/m/1/b")
-	if heads, _, err = s.ChangedPartitions(ctx, cur); err != nil || len(heads) != 1 {
 		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
 	}
 	// Past the head: a log object a raw client wrote, not a commit.
@@ -622,4 +611,18 @@ func TestFeedReadOfAForeignObject(t *testing.T) {
 	if _, _, err := s.Changes(ctx, "m/1", 0, 100); !errors.Is(err, datastore.ErrDamaged) {
 		t.Fatalf("Changes from 0 (a listing) over a damaged object: %v; want the damage", err)
 	}
+}
+
+// readThenPut puts first (one file of m/1), reads the changed partitions
+// (m/1's head), then puts then: a reader at the position and cursor it
+// returns, with one commit since.
+func readThenPut(t *testing.T, s *datastore.Store, first, then string) (after uint64, cur string) {
+	t.Helper()
+	put(t, s, first)
+	heads, cur, err := s.ChangedPartitions(t.Context(), "")
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	put(t, s, then)
+	return heads[0].Seq, cur
 }

@@ -268,33 +268,7 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 func TestPausedHolderAtEveryRequest(t *testing.T) {
 	api, bucket := s3local.Client(t), s3local.Bucket(t)
 	for _, c := range []struct{ same, early bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
-		same := c.same
-		refused, stood, checked := 0, 0, 0
-		var unpaused []string
-		for k := 1; ; k++ {
-			reached, sent, v, aErr := pausedTakeover(t, api, bucket, k, c.same, true, c.early)
-			if !reached {
-				unpaused = sent
-				break
-			}
-			if v != "" {
-				t.Errorf("paused before request %d, B writing the same path %v, A resumed before B's commit %v: %s", k, c.same, c.early, v)
-			}
-			checked++
-			if aErr != nil {
-				refused++
-			} else {
-				stood++
-			}
-			if k > 100 {
-				t.Fatal("the commit sent more than 100 requests")
-			}
-		}
-		t.Logf("same path %v, A resumed before B's commit %v: %d interleavings checked (A's commit is %d requests: %s); refused %d, stood before the fence %d",
-			same, c.early, checked, len(unpaused), strings.Join(unpaused, ", "), refused, stood)
-		if refused == 0 || stood == 0 {
-			t.Errorf("want both outcomes among the interleavings: refused %d, stood %d", refused, stood)
-		}
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
 	}
 }
 
@@ -306,32 +280,40 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 func TestPausedStagedHolderAtEveryRequest(t *testing.T) {
 	api, bucket := s3local.Client(t), s3local.Bucket(t)
 	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
-		refused, stood, checked := 0, 0, 0
-		var unpaused []string
-		for k := 1; ; k++ {
-			reached, sent, v, aErr := pausedTakeoverOf(t, api, bucket, k, c.same, true, c.early, true)
-			if !reached {
-				unpaused = sent
-				break
-			}
-			if v != "" {
-				t.Errorf("paused before request %d, B writing the same path %v, A resumed before B's commit %v: %s", k, c.same, c.early, v)
-			}
-			checked++
-			if aErr != nil {
-				refused++
-			} else {
-				stood++
-			}
-			if k > 100 {
-				t.Fatal("the commit sent more than 100 requests")
-			}
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, true)
+	}
+}
+
+// pauseAtEveryRequest runs pausedTakeoverOf with A paused before each of
+// its requests in turn, reports each violation, and wants both outcomes
+// (refused, and stood before the fence) among the interleavings.
+func pauseAtEveryRequest(t *testing.T, api s3fs.API, bucket string, same, early, staged bool) {
+	t.Helper()
+	refused, stood, checked := 0, 0, 0
+	var unpaused []string
+	for k := 1; ; k++ {
+		reached, sent, v, aErr := pausedTakeoverOf(t, api, bucket, k, same, true, early, staged)
+		if !reached {
+			unpaused = sent
+			break
 		}
-		t.Logf("same path %v, A resumed before B's commit %v: %d interleavings checked (A's commit is %d requests: %s); refused %d, stood before the fence %d",
-			c.same, c.early, checked, len(unpaused), strings.Join(unpaused, ", "), refused, stood)
-		if refused == 0 || stood == 0 {
-			t.Errorf("want both outcomes among the interleavings: refused %d, stood %d", refused, stood)
+		if v != "" {
+			t.Errorf("paused before request %d, B writing the same path %v, A resumed before B's commit %v: %s", k, same, early, v)
 		}
+		checked++
+		if aErr != nil {
+			refused++
+		} else {
+			stood++
+		}
+		if k > 100 {
+			t.Fatal("the commit sent more than 100 requests")
+		}
+	}
+	t.Logf("same path %v, A resumed before B's commit %v: %d interleavings checked (A's commit is %d requests: %s); refused %d, stood before the fence %d",
+		same, early, checked, len(unpaused), strings.Join(unpaused, ", "), refused, stood)
+	if refused == 0 || stood == 0 {
+		t.Errorf("want both outcomes among the interleavings: refused %d, stood %d", refused, stood)
 	}
 }
 
