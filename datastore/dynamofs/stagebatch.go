@@ -424,11 +424,14 @@ func noteStaged(ctx context.Context, tx string, items []types.TransactWriteItem)
 // landed, so the record is done (or already settled by another, and then
 // every write below is conditioned on tx = id, fails and is skipped:
 // settleItems), and an item staged by id changes only by settling id.
-func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *stagedNote) error {
-	if own == nil || len(own.lists) == 0 {
+//
+// With lead (the flip), the first settling transaction carries it
+// (settleItems): own must hold the lists then (the caller checks).
+func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *stagedNote, lead ...types.TransactWriteItem) error {
+	if (own == nil || len(own.lists) == 0) && len(lead) == 0 {
 		return d.settle(ctx, id, now)
 	}
-	if err := d.rollForwardItems(ctx, id, now, entryItems(own.lists), own.files); err != nil {
+	if err := d.rollForwardItems(ctx, id, now, entryItems(own.lists), own.files, lead...); err != nil {
 		return err
 	}
 	var keys []item

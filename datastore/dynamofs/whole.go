@@ -227,26 +227,45 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		items = append(items, f)
 	}
-	if err := d.transact(ctx, items); err != nil {
-		idx, ok := failedIndexes(err)
-		switch {
-		case ok && slices.Contains(idx, 1):
-			d.giveUp(ctx, id, now)
-			return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
-		case ok && slices.Contains(idx, 0):
-			d.giveUp(ctx, id, now)
-			return nil, metastore.Conflict(fmt.Sprintf("commit %s", id), "another writer gave this commit up as dead (it took longer than the commit window); nothing of it was applied")
+	// The flip rides in the first settling transaction when this writer
+	// knows what it staged (settleOwn): one request less (issue 31).
+	var settled error
+	if len(own.lists) > 0 {
+		settled = d.settleOwn(ctx, id, now, own, items...) // stagebatch.go
+		var lf *leadFailed
+		if errors.As(settled, &lf) {
+			return nil, d.flipFailed(ctx, id, now, fence, lf.err)
 		}
-		// Unknown outcome (a lost response): readers and the next
-		// writer resolve the record whichever way it went.
-		return nil, d.classify(err, "")
+	} else {
+		if err := d.transact(ctx, items); err != nil {
+			return nil, d.flipFailed(ctx, id, now, fence, err)
+		}
+		settled = d.settleOwn(ctx, id, now, own)
 	}
 	// Done and visible; a failed roll-forward is left to readers, the next
 	// writer and Reclaim, never reported as a failed commit.
-	if d.settleOwn(ctx, id, now, own) == nil { // stagebatch.go
+	if settled == nil {
 		d.moves.Record(d.pfx, out, d.moves.takeStaged(id)) // cursorover.go
 	}
 	return out, nil
+}
+
+// flipFailed is the error of commit id's flip (err, from the transaction
+// whose first items are the record's update and, fenced, the fence's
+// check): a fence conflict, a commit given up by another writer, or an
+// unknown outcome (a lost response), which readers and the next writer
+// resolve whichever way it went.
+func (d *Driver) flipFailed(ctx context.Context, id string, now time.Time, fence *datastore.Fence, err error) error {
+	idx, ok := failedIndexes(err)
+	switch {
+	case ok && fence != nil && slices.Contains(idx, 1):
+		d.giveUp(ctx, id, now)
+		return metastore.Conflict(fence.Key, datastore.FenceReason)
+	case ok && slices.Contains(idx, 0):
+		d.giveUp(ctx, id, now)
+		return metastore.Conflict(fmt.Sprintf("commit %s", id), "another writer gave this commit up as dead (it took longer than the commit window); nothing of it was applied")
+	}
+	return d.classify(err, "")
 }
 
 // giveUp aborts a commit this writer staged and rolls it back, best effort:
@@ -389,11 +408,23 @@ const settleParallel = 8
 // transactions in parallel; a transaction that fails a condition (another
 // settler got there first) is sent again file by file, and a file's failed
 // condition skipped.
-func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error)) error {
+//
+// With lead (a staged commit's flip, settleOwn), the first transaction
+// carries lead's items first and is sent alone, before the others: its
+// files are settled in the same write that flips the commit, one request
+// less (issue 31), and none of the others is settled before the flip
+// landed. If it does not land, the error is a *leadFailed and nothing was
+// written; if only a settling condition failed in it (none can before the
+// flip: an item staged by a commit changes only by settling it), lead is
+// sent alone and the files settled as without it.
+func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error), lead ...types.TransactWriteItem) error {
 	var groups [][]item
 	var txs [][]types.TransactWriteItem
-	for start, end := 0, 0; start < len(files); start = end {
+	for start, end := 0, 0; start < len(files) || (start == 0 && len(lead) > 0 && len(txs) == 0); start = end {
 		var all []types.TransactWriteItem
+		if start == 0 {
+			all = append(all, lead...)
+		}
 		for end = start; end < len(files); end++ {
 			w, err := ops(files[end])
 			if err != nil {
@@ -405,6 +436,23 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 			all = append(all, w...)
 		}
 		groups, txs = append(groups, files[start:end]), append(txs, all)
+	}
+	if len(lead) > 0 {
+		if err := d.transact(ctx, txs[0]); err != nil {
+			idx, ok := failedIndexes(err)
+			if !ok || len(idx) == 0 || slices.ContainsFunc(idx, func(i int) bool { return i < len(lead) }) {
+				return &leadFailed{err: err}
+			}
+			if err := d.transact(ctx, lead); err != nil {
+				return &leadFailed{err: err}
+			}
+			txs[0] = txs[0][len(lead):]
+		} else {
+			groups, txs = groups[1:], txs[1:]
+		}
+		if len(txs) == 0 {
+			return nil
+		}
 	}
 	if len(txs) == 1 {
 		return d.settleGroup(ctx, groups[0], txs[0], ops)
@@ -440,6 +488,14 @@ func (d *Driver) settleGroup(ctx context.Context, group []item, all []types.Tran
 	return nil
 }
 
+// leadFailed is settleItems' error when the transaction carrying its lead
+// (a staged commit's flip) did not land, or its outcome is unknown: err is
+// that transaction's.
+type leadFailed struct{ err error }
+
+func (e *leadFailed) Error() string { return e.err.Error() }
+func (e *leadFailed) Unwrap() error { return e.err }
+
 // onlyIfStaged is the condition of every settling write of a staged file.
 func onlyIfStaged(id string) expression.ConditionBuilder {
 	return expression.Name(attrTx).Equal(expression.Value(id))
@@ -459,7 +515,7 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 // rollForwardItems is rollForward over commit id's entry items and the
 // items of its paths still staged by it (as staged reads them, or as its
 // writer wrote them: stagebatch.go).
-func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item) error {
+func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item, lead ...types.TransactWriteItem) error {
 	intents := map[string]item{}
 	for _, it := range entries {
 		if getS(it, "ipk") != "" {
@@ -489,7 +545,7 @@ func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time,
 			w = append(w, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: ik}})
 		}
 		return w, nil
-	})
+	}, lead...)
 	if err != nil {
 		return err
 	}
