@@ -124,12 +124,9 @@ func (d *Driver) commitIfLayout(ctx context.Context, fence *datastore.Fence, ent
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	if len(entries) > d.maxCommit {
-		// The registration is the staged commit's first write: it
-		// carries the layout's check (stagebatch.go).
-		if err := d.registerAll(ctx, parts, layout); err != nil {
-			return nil, err
-		}
-		return d.commitWhole(ctx, fence, entries, now) // whole.go
+		// The registration of its partitions and the layout's check ride
+		// in the staged commit's first write (stagebatch.go).
+		return d.commitWhole(ctx, fence, entries, now, parts, layout) // whole.go
 	}
 	// A commit of one transaction registers its new partitions in it
 	// (registry.go).
@@ -213,7 +210,7 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 			case roleIntent:
 				return nil, fmt.Errorf("%w: an upload of this commit", datastore.ErrUploadExpired)
 			case roleLayout:
-				return nil, staleLayout(layout)
+				return nil, staleLayout(noteLayout(ctx, layout)) // stagebatch.go
 			case roleRecord:
 				rec.MarkRefused()
 				return nil, metastore.Conflict(rec.Key, "record differs from expected")

@@ -21,9 +21,10 @@ import (
 // whole commit fails on that check and nothing is written. The check is an
 // item of the transaction, not a request. A commit too big for one
 // transaction (a staged commit, whole.go) carries it in its first write,
-// the registration of its partitions (registerAll), before anything of it
-// is staged; one whose transaction has no room left reads the record first
-// instead (one GetItem).
+// the first staging transaction, with the registration of its partitions
+// and its record's create (firstWrite): a stale layout refuses it before
+// anything of it is written; one whose transaction has no room left reads
+// the record first instead (one GetItem).
 func (d *Driver) CommitIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, layout []byte) ([]datastore.Info, error) {
 	return d.commitIfLayout(ctx, fence, entries, now, layout) // commit.go
 }

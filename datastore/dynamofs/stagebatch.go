@@ -50,12 +50,12 @@ var errTxTooBig = errors.New("lake: a staging transaction does not fit")
 // its next staging transaction: MaxCommit when an Option lowered it (tests
 // stage in small batches on purpose), else as many as the items they can
 // need leave room for.
-func (d *Driver) stageLen(entries []datastore.Entry) int {
+func (d *Driver) stageLen(entries []datastore.Entry, first int) int {
 	if d.maxCommit < maxCommit {
 		return min(len(entries), d.maxCommit)
 	}
 	const room = maxTxItems - 4 // guards of claimed partitions (claims.go) find their room here, or errTxTooBig
-	items := 2                  // the fence and the entry list
+	items := 2 + first          // the fence, the entry list, and the first write's items (firstWrite)
 	parts, shards, models := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for n, e := range entries {
 		path := e.Path()
@@ -86,18 +86,27 @@ func (d *Driver) stageLen(entries []datastore.Entry) int {
 	return len(entries)
 }
 
+// firstWrite is what a staged commit's first staging transaction carries
+// besides its batch: the record's create, its live-set id, the
+// registration of the commit's partitions and the layout record's check
+// (items, with their roles), and the layout checked (for the error).
+type firstWrite struct {
+	items  []types.TransactWriteItem
+	roles  []role
+	layout []byte
+}
+
 // stageAll stages entries under commit id, as many a transaction as fit,
 // and returns what it staged (for settleOwn).
 //
-// first (the record's create and its live-set id) goes in the first
-// staging transaction that changes anything; own.first is still set when
-// none did (nothing was written).
-func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, id string, first []types.TransactWriteItem) ([]datastore.Info, *stagedNote, error) {
-	own := &stagedNote{first: first}
+// first goes in the first staging transaction that changes anything;
+// own.first is still set when none did (nothing was written).
+func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, id string, first firstWrite) ([]datastore.Info, *stagedNote, error) {
+	own := &stagedNote{first: first.items, firstRoles: first.roles, layout: first.layout}
 	ctx = context.WithValue(ctx, stagedNoteKey{}, own)
 	var out []datastore.Info
 	for start := 0; start < len(entries); {
-		n := d.stageLen(entries[start:])
+		n := d.stageLen(entries[start:], len(own.first))
 		for {
 			batch := entries[start : start+n]
 			var parts []string
@@ -298,8 +307,11 @@ func valueBytes(v types.AttributeValue) int {
 type stagedNote struct {
 	files, lists []item
 	// first are the items the first staging transaction carries besides
-	// its batch (the record's create, its live-set id): nil once it landed.
-	first []types.TransactWriteItem
+	// its batch (firstWrite), with their roles: nil once it landed.
+	first      []types.TransactWriteItem
+	firstRoles []role
+	// layout is the layout the first write checks (for its error).
+	layout []byte
 	// below and pending carry a partition's live paths (clashbatch.go)
 	// from one staging transaction to the next: pending as the
 	// transaction being built read them, below once it landed.
@@ -441,55 +453,6 @@ func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *s
 	return d.forgetKeys(ctx, id, keys)
 }
 
-// registerAll registers parts before a staged commit's first change,
-// whatever the process's cache says (it may predate another process's
-// drop: registry.go): one TransactWriteItems of an ADD to each registry
-// shard's set (registryAdds, idempotent), not one UpdateItem each. With
-// layout set, the same transaction checks that the layout record holds it
-// (layoutcommit.go): a staged commit filed with a layout the datastore no
-// longer records is refused by its first write, nothing of it written,
-// where it used to read the record first (one request less a staged
-// commit, issue 31).
-func (d *Driver) registerAll(ctx context.Context, parts []string, layout []byte) error {
-	for _, p := range parts {
-		d.registered.Delete(d.regKey(p))
-	}
-	if len(parts) < 2 && layout == nil {
-		for _, p := range parts {
-			if err := d.register(ctx, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	items, err := d.registryAdds(parts)
-	if err != nil {
-		return err
-	}
-	roles := make([]role, len(items))
-	for i := range roles {
-		roles[i] = roleOther
-	}
-	items, roles, err = d.withLayoutCheck(ctx, items, roles, layout) // layoutcommit.go
-	if err != nil {
-		return err
-	}
-	if err := d.transact(ctx, items); err != nil {
-		if failed, ok := failedIndexes(err); ok {
-			for _, i := range failed {
-				if roles[i] == roleLayout {
-					return staleLayout(layout)
-				}
-			}
-		}
-		return d.classify(err, parts[0])
-	}
-	for _, p := range parts {
-		d.registered.Store(d.regKey(p), struct{}{})
-	}
-	return nil
-}
-
 // withFirst adds to a staging transaction of commit tx (items, roles) the
 // items the first one carries (stagedNote.first), while no staging
 // transaction of it has landed: the record is created in the same write
@@ -499,8 +462,15 @@ func withFirst(ctx context.Context, tx string, items []types.TransactWriteItem, 
 	if tx == "" || n == nil || n.first == nil {
 		return items, roles
 	}
-	for range n.first {
-		roles = append(roles, roleOther)
+	return append(items, n.first...), append(roles, n.firstRoles...)
+}
+
+// noteLayout is layout, or, if nil, the layout the first write of the
+// staged commit ctx stages checks (firstWrite): a staging transaction's
+// failed layout check is that one.
+func noteLayout(ctx context.Context, layout []byte) []byte {
+	if n, _ := ctx.Value(stagedNoteKey{}).(*stagedNote); layout == nil && n != nil {
+		return n.layout
 	}
-	return append(items, n.first...), roles
+	return layout
 }

@@ -180,7 +180,7 @@ func (d *Driver) fenceCheck(fence *datastore.Fence) (types.TransactWriteItem, er
 
 // commitWhole stages entries under a new commit record, flips it, and rolls
 // it forward (see above).
-func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time) ([]datastore.Info, error) {
+func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, parts []string, layout []byte) ([]datastore.Info, error) {
 	id := newTxID()
 	rec := d.txKey(id)
 	rec["st"], rec["t"] = str("p"), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)}
@@ -202,15 +202,35 @@ func (d *Driver) commitWhole(ctx context.Context, fence *datastore.Fence, entrie
 		{Put: &types.Put{TableName: &d.table, Item: rec, ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names()}},
 		{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}},
 	}
-	// The record and its live-set id are created by the first staging
-	// transaction (stagebatch.go), under its fence's ConditionCheck.
-	out, own, err := d.stageAll(ctx, fence, entries, now, id, items) // stagebatch.go
+	// The registration of every partition of the commit (whatever the
+	// process's cache says: it may predate another process's drop,
+	// registry.go) and, with layout, the layout record's check.
+	adds, err := d.registryAdds(parts)
+	if err != nil {
+		return nil, err
+	}
+	items = append(items, adds...)
+	roles := make([]role, len(items))
+	for i := range roles {
+		roles[i] = roleOther
+	}
+	if items, roles, err = d.withLayoutCheck(ctx, items, roles, layout); err != nil { // layoutcommit.go
+		return nil, err
+	}
+	// All of it is written by the first staging transaction
+	// (stagebatch.go), under its fence's ConditionCheck, with the first
+	// staged items: one request less than a registration of its own
+	// before them (issue 31).
+	out, own, err := d.stageAll(ctx, fence, entries, now, id, firstWrite{items: items, roles: roles, layout: layout}) // stagebatch.go
 	if err != nil {
 		d.giveUp(ctx, id, now)
 		return nil, err
 	}
 	if own.first != nil {
 		return out, nil // no batch changed anything: no record, nothing to flip
+	}
+	for _, p := range parts {
+		d.registered.Store(d.regKey(p), struct{}{})
 	}
 	// The flip: the one write that makes the commit visible.
 	e, err := build(expression.NewBuilder().WithCondition(expression.Name("st").Equal(expression.Value("p"))).

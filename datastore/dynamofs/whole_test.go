@@ -345,19 +345,20 @@ func TestWholeCommitsRace(t *testing.T) {
 }
 
 // TestCheckReportsUnsettledCommit: a commit killed right after its flip
-// (its roll-forward never sent) is visible whole, reported by lake data
+// (the rest of its roll-forward never sent) is visible whole, reported by lake data
 // check's DynamoDB check, and settled by --repair; a second check finds
 // nothing, and nothing is left staged.
 func TestCheckReportsUnsettledCommit(t *testing.T) {
 	s, d := newSmallStore(t, 4)
 	ctx := t.Context()
-	entries := uploadAll(t, s, "data/k/1", 10, "v")
-	killAfter(d, 6) // the partition's registration, its record, three batches, the flip
+	// More files than the flip's transaction settles with it (98).
+	entries := uploadAll(t, s, "data/k/1", 110, "v")
+	killAfter(d, 29) // 28 staging batches (the first registers the partition and creates the record), the flip with the first 98 files' roll-forward
 	if _, err := s.Commit(ctx, nil, entries); err != nil {
 		t.Fatalf("a commit whose roll-forward failed after its flip: %v (it is done: no error)", err)
 	}
 	d.SetWriteFault(nil)
-	if files, err := s.ListAll(ctx, "data/k/"); err != nil || len(files) != 10 {
+	if files, err := s.ListAll(ctx, "data/k/"); err != nil || len(files) != 110 {
 		t.Fatalf("after the flip %d files are listed (%v)", len(files), err)
 	}
 	rep, err := s.Check(ctx, datastore.CheckOptions{})
