@@ -108,6 +108,43 @@ func (l *moveLog) stage(id string, m *indexMove) {
 	l.staged[id] = append(l.staged[id], m)
 }
 
+// stagedState returns, for staged commit id, the state its staging
+// transactions left the index in, as this writer wrote it: each of parts'
+// head (its seq, the last position a batch gave it, and its floor as
+// read) and each of their shards' counter; ok is false unless every batch's
+// move is known (none is nil: no head was marked by another staged
+// commit) and names every part. It is a prediction for bumpIndexes' CAS,
+// which any other commit since falsifies.
+func (l *moveLog) stagedState(id string, parts []string) (heads map[string]datastore.Head, counters map[string]uint64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ms := l.staged[id]
+	if len(ms) == 0 {
+		return nil, nil, false
+	}
+	heads, counters = map[string]datastore.Head{}, map[string]uint64{}
+	for _, m := range ms {
+		if m == nil {
+			return nil, nil, false
+		}
+		for _, h := range m.heads {
+			heads[h.Partition] = h
+		}
+		for sh, n := range m.after {
+			counters[sh] = n
+		}
+	}
+	for _, p := range parts {
+		if _, ok := heads[p]; !ok {
+			return nil, nil, false
+		}
+		if _, ok := counters[shard(p)]; !ok {
+			return nil, nil, false
+		}
+	}
+	return heads, counters, true
+}
+
 // takeStaged returns and forgets the index move of staged commit id, its
 // staging transactions' and its roll-forward's (the last) chained: nil
 // unless each shard's counter went from one of them to the next with no

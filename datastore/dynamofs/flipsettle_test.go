@@ -2,7 +2,9 @@ package dynamofs_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -104,5 +106,105 @@ func TestFlipRidesFirstSettle(t *testing.T) {
 	}
 	if left := stagedLeft(t, table); len(left) != 0 {
 		t.Fatalf("the refused commit left behind: %v", left)
+	}
+}
+
+// bumpAPI runs a hook (once) right before the transaction that moves a
+// staged commit's index entries (bumpIndexes: heads' positions set and
+// their commit's mark removed), and counts the BatchGetItems sent.
+type bumpAPI struct {
+	ddb.API
+	beforeBump atomic.Pointer[func()]
+	batchGets  atomic.Int64
+}
+
+func (b *bumpAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	b.batchGets.Add(1)
+	return b.API.BatchGetItem(ctx, in, o...)
+}
+
+func (b *bumpAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, w := range in.TransactItems {
+		u := w.Update
+		if u == nil || u.UpdateExpression == nil || !strings.Contains(*u.UpdateExpression, "REMOVE") {
+			continue
+		}
+		names := mapValues(u.ExpressionAttributeNames)
+		if slices.Contains(names, "pos") && slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "s_") }) {
+			if h := b.beforeBump.Swap(nil); h != nil {
+				(*h)()
+			}
+			break
+		}
+	}
+	return b.API.TransactWriteItems(ctx, in, o...)
+}
+
+// TestOwnIndexMoveReadsNothing (issue 31): the writer of a staged commit
+// moves its partitions' index entries from the heads and counters its
+// staging left, without reading them back (no BatchGetItem in the whole
+// commit); when another commit lands on one of those partitions between
+// the staging and that move, the move's conditions fail and each
+// partition is moved after a read: either way ChangedPartitions from a
+// cursor before names both partitions at their last positions, and a pull
+// of each from 0 holds every file.
+func TestOwnIndexMoveReadsNothing(t *testing.T) {
+	for _, meanwhile := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a commit meanwhile %v", meanwhile), func(t *testing.T) {
+			ctx := t.Context()
+			api := &bumpAPI{API: ddb.NewClient(ddblocal.Config(t), "")}
+			table := ddblocal.TableName(t)
+			ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
+			d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table, MaxCommit: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := datastore.New(d)
+			t.Cleanup(func() { s.Close() })
+			_, cur, err := s.ChangedPartitions(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := append(uploadAll(t, s, "data/b/1", 6, "one"), uploadAll(t, s, "data/b/2", 6, "two")...)
+			if meanwhile {
+				put := func() {
+					if _, err := s.Put(ctx, "data/b/1/late", strings.NewReader("late"), nil); err != nil {
+						t.Error(err)
+					}
+				}
+				api.beforeBump.Store(&put)
+			}
+			api.batchGets.Store(0)
+			if _, err := s.Commit(ctx, nil, entries); err != nil {
+				t.Fatal(err)
+			}
+			if n := api.batchGets.Load(); !meanwhile && n != 0 {
+				t.Fatalf("the staged commit sent %d BatchGetItems; want none", n)
+			}
+			if api.beforeBump.Load() != nil {
+				t.Fatal("the hook never ran: no index move seen")
+			}
+			heads, _, err := s.ChangedPartitions(ctx, cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"b/1": 6, "b/2": 6}
+			if meanwhile {
+				want["b/1"] = 7
+			}
+			for _, h := range heads {
+				ch, upTo, err := s.Changes(ctx, h.Partition, 0, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ch) != want[h.Partition] || upTo != h.Seq {
+					t.Fatalf("%s: %d changes up to %d, head %d; want %d up to the head", h.Partition, len(ch), upTo, h.Seq, want[h.Partition])
+				}
+				delete(want, h.Partition)
+			}
+			if len(want) != 0 {
+				t.Fatalf("ChangedPartitions missed %v", want)
+			}
+		})
 	}
 }
