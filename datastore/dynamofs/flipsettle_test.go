@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/metastore"
@@ -57,20 +56,14 @@ func mapValues(m map[string]string) []string {
 func TestFlipRidesFirstSettle(t *testing.T) {
 	ctx := t.Context()
 	api := &flipAPI{API: ddb.NewClient(ddblocal.Config(t), "")}
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-	d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table, MaxCommit: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
+	s, table := smallStoreOver(t, api, 4)
 	rec := s.Records()
 	if err := rec.CASRecord(ctx, "lock/rec/ns/sync", metastore.ExpectAbsent(), []byte("t1")); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := s.Commit(ctx, &datastore.Fence{Key: "lock/rec/ns/sync", Token: []byte("t1")}, uploadAll(t, s, "data/w/1", 10, "one")); err != nil {
+	_, err := s.Commit(ctx, &datastore.Fence{Key: "lock/rec/ns/sync", Token: []byte("t1")}, uploadAll(t, s, "data/w/1", 10, "one"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	flip := api.flip.Load()
@@ -153,14 +146,7 @@ func TestOwnIndexMoveReadsNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("a commit meanwhile %v", meanwhile), func(t *testing.T) {
 			ctx := t.Context()
 			api := &bumpAPI{API: ddb.NewClient(ddblocal.Config(t), "")}
-			table := ddblocal.TableName(t)
-			ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-			d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table, MaxCommit: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := datastore.New(d)
-			t.Cleanup(func() { s.Close() })
+			s, _ := smallStoreOver(t, api, 4)
 			_, cur, err := s.ChangedPartitions(ctx, "")
 			if err != nil {
 				t.Fatal(err)
@@ -207,4 +193,11 @@ func TestOwnIndexMoveReadsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// smallStoreOver is newSmallStore through api (the emulator's client, or
+// a test's wrapper of it), with its table's name.
+func smallStoreOver(t *testing.T, api ddb.API, max int) (*datastore.Store, string) {
+	s, d := openSmallStore(t, api, max)
+	return s, d.Table()
 }

@@ -24,7 +24,12 @@ import (
 // that commits of a few more go through the commit record (whole.go).
 func newSmallStore(t *testing.T, max int) (*datastore.Store, *dynamofs.Driver) {
 	t.Helper()
-	api := ddb.NewClient(ddblocal.Config(t), "")
+	return openSmallStore(t, ddb.NewClient(ddblocal.Config(t), ""), max)
+}
+
+// openSmallStore is newSmallStore through api.
+func openSmallStore(t *testing.T, api ddb.API, max int) (*datastore.Store, *dynamofs.Driver) {
+	t.Helper()
 	table := ddblocal.TableName(t)
 	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
 	d, err := dynamofs.Open(t.Context(), api, dynamofs.Options{Table: table, MaxCommit: max})
