@@ -118,14 +118,15 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 			switch {
 			case ok:
 				ch, upTo, err = hf.ChangesUpTo(gctx, h.Partition, a, h.Seq, limit)
-				horizon = errors.Is(err, ErrHorizon)
 			case whole:
 				ch, upTo, err = wf.ChangesFromHead(gctx, h, a, limit)
-				horizon = errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument))
 			default:
 				ch, upTo, err = s.d.Changes(gctx, h.Partition, a, limit)
-				horizon = errors.Is(err, ErrHorizon) || (a > 0 && errors.Is(err, metastore.ErrInvalidArgument))
 			}
+			// Changes (and ChangesFromHead, which answers as it does)
+			// also says a position past the head: the partition went
+			// away or back since the heads were read.
+			horizon = errors.Is(err, ErrHorizon) || (!ok && a > 0 && errors.Is(err, metastore.ErrInvalidArgument))
 			switch {
 			case horizon:
 				set(h.Partition, HeadChanges{Horizon: true}, false)

@@ -438,9 +438,15 @@ const settleParallel = 8
 // flip: an item staged by a commit changes only by settling it), lead is
 // sent alone and the files settled as without it.
 func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error), lead ...types.TransactWriteItem) error {
+	if len(files) == 0 {
+		if len(lead) == 0 {
+			return nil
+		}
+		return leadOnly(d.transact(ctx, lead))
+	}
 	var groups [][]item
 	var txs [][]types.TransactWriteItem
-	for start, end := 0, 0; start < len(files) || (start == 0 && len(lead) > 0 && len(txs) == 0); start = end {
+	for start, end := 0, 0; start < len(files); start = end {
 		var all []types.TransactWriteItem
 		if start == 0 {
 			all = append(all, lead...)
@@ -458,21 +464,18 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 		groups, txs = append(groups, files[start:end]), append(txs, all)
 	}
 	if len(lead) > 0 {
-		if err := d.transact(ctx, txs[0]); err != nil {
-			idx, ok := failedIndexes(err)
-			if !ok || len(idx) == 0 || slices.ContainsFunc(idx, func(i int) bool { return i < len(lead) }) {
-				return &leadFailed{err: err}
-			}
-			if err := d.transact(ctx, lead); err != nil {
-				return &leadFailed{err: err}
-			}
-			txs[0] = txs[0][len(lead):]
-		} else {
+		settled, err := d.sendLead(ctx, txs[0], len(lead))
+		if err != nil {
+			return err
+		}
+		if settled {
 			groups, txs = groups[1:], txs[1:]
+		} else {
+			txs[0] = txs[0][len(lead):]
 		}
-		if len(txs) == 0 {
-			return nil
-		}
+	}
+	if len(txs) == 0 {
+		return nil
 	}
 	if len(txs) == 1 {
 		return d.settleGroup(ctx, groups[0], txs[0], ops)
@@ -483,6 +486,30 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 		g.Go(func() error { return d.settleGroup(gctx, groups[i], txs[i], ops) })
 	}
 	return g.Wait()
+}
+
+// sendLead sends tx, whose first n items are a lead (settleItems), alone.
+// settled reports that its files were settled with the lead; false, with
+// no error, when only a settling condition failed and the lead was then
+// sent alone (its files are still to settle).
+func (d *Driver) sendLead(ctx context.Context, tx []types.TransactWriteItem, n int) (settled bool, err error) {
+	err = d.transact(ctx, tx)
+	if err == nil {
+		return true, nil
+	}
+	if idx, ok := failedIndexes(err); !ok || len(idx) == 0 || slices.ContainsFunc(idx, func(i int) bool { return i < n }) {
+		return false, &leadFailed{err: err}
+	}
+	return false, leadOnly(d.transact(ctx, tx[:n]))
+}
+
+// leadOnly is the error of a transaction of a lead alone: a *leadFailed
+// if it did not land.
+func leadOnly(err error) error {
+	if err != nil {
+		return &leadFailed{err: err}
+	}
+	return nil
 }
 
 // settleGroup sends all, the ops of group's files in one transaction, and
