@@ -206,38 +206,13 @@ func (d *Driver) bumpIndexes(ctx context.Context, parts []string, id string) err
 		}
 	}
 	if cur != nil && 2*len(parts) <= maxTxItems {
-		lookup := func(k item) item { return cur[itemID(k)] }
-		next := map[string]uint64{}
-		var items []types.TransactWriteItem
-		for _, p := range parts {
-			h, sh := lookup(d.headKey(p)), shard(p)
-			if h == nil {
-				continue // dropped meanwhile
-			}
-			if _, ok := next[sh]; !ok {
-				next[sh] = getN(lookup(d.counterKey(sh)), "n")
-			}
-			next[sh]++
-			w, err := d.casUpdate(d.headKey(p), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next[sh])).
-				Remove(expression.Name(headMark(id))))
-			if err != nil {
-				return err
-			}
-			items = append(items, w)
+		items, landed, err := d.bumpItems(parts, id, cur)
+		if err != nil || len(items) == 0 {
+			return err
 		}
-		for _, sh := range slices.Sorted(maps.Keys(next)) {
-			w, err := d.casUpdate(d.counterKey(sh), "n", getN(lookup(d.counterKey(sh)), "n"), expression.Set(expression.Name("n"), expression.Value(next[sh])))
-			if err != nil {
-				return err
-			}
-			items = append(items, w)
-		}
-		if len(items) == 0 {
-			return nil
-		}
-		err := d.transact(ctx, items)
+		err = d.transact(ctx, items)
 		if err == nil {
-			d.moves.stage(id, stagedIndexMove(d, parts, id, next, lookup)) // cursorover.go
+			landed()
 			return nil
 		}
 		if _, ok := failedIndexes(err); !ok {
@@ -250,6 +225,41 @@ func (d *Driver) bumpIndexes(ctx context.Context, parts []string, id string) err
 		}
 	}
 	return nil
+}
+
+// bumpItems returns the writes that move the index entries of parts (the
+// partitions commit id touched) over cur (their heads and counters as read
+// or as this writer left them), each conditioned on it, and what to do
+// once they landed (stage the move for the commit's cursor: cursorover.go).
+// No items: every head is gone (dropped meanwhile).
+func (d *Driver) bumpItems(parts []string, id string, cur map[string]item) ([]types.TransactWriteItem, func(), error) {
+	lookup := func(k item) item { return cur[itemID(k)] }
+	next := map[string]uint64{}
+	var items []types.TransactWriteItem
+	for _, p := range parts {
+		h, sh := lookup(d.headKey(p)), shard(p)
+		if h == nil {
+			continue // dropped meanwhile
+		}
+		if _, ok := next[sh]; !ok {
+			next[sh] = getN(lookup(d.counterKey(sh)), "n")
+		}
+		next[sh]++
+		w, err := d.casUpdate(d.headKey(p), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next[sh])).
+			Remove(expression.Name(headMark(id))))
+		if err != nil {
+			return nil, nil, err
+		}
+		items = append(items, w)
+	}
+	for _, sh := range slices.Sorted(maps.Keys(next)) {
+		w, err := d.casUpdate(d.counterKey(sh), "n", getN(lookup(d.counterKey(sh)), "n"), expression.Set(expression.Name("n"), expression.Value(next[sh])))
+		if err != nil {
+			return nil, nil, err
+		}
+		items = append(items, w)
+	}
+	return items, func() { d.moves.stage(id, stagedIndexMove(d, parts, id, next, lookup)) }, nil
 }
 
 // ownIndexState is, for commit id that this writer staged, its parts'
