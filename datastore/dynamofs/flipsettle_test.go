@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -200,4 +201,136 @@ func TestOwnIndexMoveReadsNothing(t *testing.T) {
 func smallStoreOver(t *testing.T, api ddb.API, max int) (*datastore.Store, string) {
 	s, d := openSmallStore(t, api, max)
 	return s, d.Table()
+}
+
+// tailAPI keeps the items of each TransactWriteItems sent and runs a hook
+// (once) right before the one that deletes a commit record (the tail of a
+// staged commit's roll-forward: settleTail).
+type tailAPI struct {
+	ddb.API
+	beforeTail atomic.Pointer[func()]
+	mu         sync.Mutex
+	sent       [][]types.TransactWriteItem
+}
+
+func (a *tailAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if slices.ContainsFunc(in.TransactItems, deletesRecord) {
+		if h := a.beforeTail.Swap(nil); h != nil {
+			(*h)()
+		}
+	}
+	a.mu.Lock()
+	a.sent = append(a.sent, in.TransactItems)
+	a.mu.Unlock()
+	return a.API.TransactWriteItems(ctx, in, o...)
+}
+
+// deletesRecord reports whether w deletes a staged commit's record.
+func deletesRecord(w types.TransactWriteItem) bool {
+	if w.Delete == nil {
+		return false
+	}
+	pk := w.Delete.Key["pk"].(*types.AttributeValueMemberS).Value
+	sk := w.Delete.Key["sk"].(*types.AttributeValueMemberS).Value
+	return strings.Contains(pk, "o#") && sk == "o"
+}
+
+// settles reports whether w settles a staged file (removes its tx).
+func settles(w types.TransactWriteItem) bool {
+	return w.Update != nil && w.Update.UpdateExpression != nil && strings.Contains(*w.Update.UpdateExpression, "REMOVE") &&
+		slices.Contains(mapValues(w.Update.ExpressionAttributeNames), "tx")
+}
+
+// movesIndex reports whether w moves a head's index entry and removes its
+// commit's mark (bumpItems).
+func movesIndex(w types.TransactWriteItem) bool {
+	if w.Update == nil || w.Update.UpdateExpression == nil || !strings.Contains(*w.Update.UpdateExpression, "REMOVE") {
+		return false // a staging transaction sets the mark; the move removes it
+	}
+	names := mapValues(w.Update.ExpressionAttributeNames)
+	return slices.Contains(names, "pos") && slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "s_") })
+}
+
+// TestTailRidesLastSettle (issue 31): the writer of a staged commit moves
+// its partitions' index entries and forgets the commit (its record, entry
+// lists and live-set id) in the last transaction that settles its files,
+// sent after the others landed, not in two transactions of their own.
+// When another commit lands on one of its partitions right before that
+// transaction, the transaction fails on the move's conditions; the files
+// are settled without it, the partitions moved after a read, the commit
+// forgotten: nothing staged is left, and ChangedPartitions from a cursor
+// before names both partitions at their last positions with every change.
+func TestTailRidesLastSettle(t *testing.T) {
+	for _, meanwhile := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a commit meanwhile %v", meanwhile), func(t *testing.T) {
+			ctx := t.Context()
+			api := &tailAPI{API: ddb.NewClient(ddblocal.Config(t), "")}
+			s, table := smallStoreOver(t, api, 0)
+			_, cur, err := s.ChangedPartitions(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// More files than one settling transaction holds, so that
+			// there is a last one after the flip's.
+			entries := append(uploadAll(t, s, "data/r/1", 110, "one"), uploadAll(t, s, "data/r/2", 40, "two")...)
+			if meanwhile {
+				put := func() {
+					if _, err := s.Put(ctx, "data/r/1/late", strings.NewReader("late"), nil); err != nil {
+						t.Error(err)
+					}
+				}
+				api.beforeTail.Store(&put)
+			}
+			api.mu.Lock()
+			api.sent = nil
+			api.mu.Unlock()
+			if _, err := s.Commit(ctx, nil, entries); err != nil {
+				t.Fatal(err)
+			}
+			if api.beforeTail.Load() != nil {
+				t.Fatal("the hook never ran: no commit record deleted")
+			}
+			var withRecord [][]types.TransactWriteItem
+			for _, tx := range api.sent {
+				if slices.ContainsFunc(tx, deletesRecord) {
+					withRecord = append(withRecord, tx)
+				}
+				if !meanwhile && slices.ContainsFunc(tx, movesIndex) && !slices.ContainsFunc(tx, settles) {
+					t.Errorf("the index moved in a transaction of its own (%d items)", len(tx))
+				}
+			}
+			switch {
+			case len(withRecord) == 0:
+				t.Fatal("no transaction deleted the commit record")
+			case !meanwhile && (len(withRecord) != 1 || !slices.ContainsFunc(withRecord[0], settles) || !slices.ContainsFunc(withRecord[0], movesIndex)):
+				t.Fatalf("the commit was forgotten in %d transactions; want one that also settles files and moves the index", len(withRecord))
+			case meanwhile && slices.ContainsFunc(withRecord[len(withRecord)-1], settles):
+				t.Fatal("after a failed tail the commit was forgotten with settling writes: the failed transaction was not the tail")
+			}
+			if left := stagedLeft(t, table); len(left) != 0 {
+				t.Fatalf("left behind: %v", left)
+			}
+			heads, _, err := s.ChangedPartitions(ctx, cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"r/1": 110, "r/2": 40}
+			if meanwhile {
+				want["r/1"] = 111
+			}
+			for _, h := range heads {
+				ch, upTo, err := s.Changes(ctx, h.Partition, 0, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ch) != want[h.Partition] || upTo != h.Seq {
+					t.Fatalf("%s: %d changes up to %d, head %d; want %d up to the head", h.Partition, len(ch), upTo, h.Seq, want[h.Partition])
+				}
+				delete(want, h.Partition)
+			}
+			if len(want) != 0 {
+				t.Fatalf("ChangedPartitions missed %v", want)
+			}
+		})
+	}
 }

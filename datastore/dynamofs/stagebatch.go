@@ -483,14 +483,43 @@ func (d *Driver) settleOwn(ctx context.Context, id string, now time.Time, own *s
 	if (own == nil || len(own.lists) == 0) && len(lead) == 0 {
 		return d.settle(ctx, id, now)
 	}
-	if err := d.rollForwardItems(ctx, id, now, entryItems(own.lists), own.files, lead...); err != nil {
-		return err
-	}
+	entries := entryItems(own.lists)
 	var keys []item
 	for _, it := range own.lists {
 		keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
 	}
+	tail, err := d.ownTail(id, entryParts(d, entries), keys)
+	if err != nil {
+		return err
+	}
+	if err := d.rollForwardItems(ctx, id, now, entries, own.files, tail, lead...); err != nil {
+		return err
+	}
+	if tail != nil && tail.landed {
+		return nil
+	}
 	return d.forgetKeys(ctx, id, keys)
+}
+
+// ownTail is the settleTail of commit id, which this writer staged over
+// parts and whose entry items are keys: its index move from the state its
+// staging left (ownIndexState, no read) and its forgetting. nil when that
+// state is unknown or they do not fit in one transaction: they are then
+// sent as for any commit, one after the other.
+func (d *Driver) ownTail(id string, parts []string, keys []item) (*settleTail, error) {
+	cur, known := d.ownIndexState(id, parts)
+	if !known || 2*len(parts) > maxTxItems {
+		return nil, nil
+	}
+	bump, landed, err := d.bumpItems(parts, id, cur)
+	if err != nil {
+		return nil, err
+	}
+	forget, fits, err := d.forgetItems(id, keys)
+	if err != nil || !fits || len(bump)+len(forget) > maxTxItems {
+		return nil, err
+	}
+	return &settleTail{items: append(bump, forget...), onLand: landed}, nil
 }
 
 // withFirst adds to a staging transaction of commit tx (items, roles) the

@@ -437,7 +437,14 @@ const settleParallel = 8
 // written; if only a settling condition failed in it (none can before the
 // flip: an item staged by a commit changes only by settling it), lead is
 // sent alone and the files settled as without it.
-func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error), lead ...types.TransactWriteItem) error {
+//
+// With tail (a staged commit's index move and forgetting, settleOwn), the
+// last transaction carries it when it fits, sent after every other one
+// landed: the commit is settled, moved and forgotten without a request of
+// its own (issue 31). tail.landed tells whether it was sent; if that
+// transaction fails, its files are settled without it and tail is left to
+// the caller (tail.tried).
+func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error), tail *settleTail, lead ...types.TransactWriteItem) error {
 	if len(files) == 0 {
 		if len(lead) == 0 {
 			return nil
@@ -474,6 +481,44 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 			txs[0] = txs[0][len(lead):]
 		}
 	}
+	last := len(txs) - 1
+	if tail == nil || last < 0 || tooBig(append(txs[last][:len(txs[last]):len(txs[last])], tail.items...)) {
+		return d.settleGroups(ctx, groups, txs, ops)
+	}
+	if err := d.settleGroups(ctx, groups[:last], txs[:last], ops); err != nil {
+		return err
+	}
+	tail.tried = true
+	err := d.transact(ctx, append(txs[last][:len(txs[last]):len(txs[last])], tail.items...))
+	if err == nil {
+		tail.land()
+		return nil
+	}
+	if _, ok := failedIndexes(err); !ok {
+		return d.classify(err, "")
+	}
+	return d.settleGroup(ctx, groups[last], txs[last], ops)
+}
+
+// settleTail is what the writer of a staged commit writes once its files
+// are settled: the move of the index entries of the partitions it touched
+// (bumpItems) and the forgetting of the commit (forgetItems), in one
+// transaction; landed once that transaction landed.
+type settleTail struct {
+	items  []types.TransactWriteItem
+	onLand func()
+	// tried: sent with the last settling transaction; landed: that
+	// transaction, or the tail alone, landed.
+	tried, landed bool
+}
+
+func (t *settleTail) land() {
+	t.landed = true
+	t.onLand()
+}
+
+// settleGroups sends txs (the ops of groups' files), settleParallel at once.
+func (d *Driver) settleGroups(ctx context.Context, groups [][]item, txs [][]types.TransactWriteItem, ops func(it item) ([]types.TransactWriteItem, error)) error {
 	if len(txs) == 0 {
 		return nil
 	}
@@ -556,13 +601,18 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 	if err != nil {
 		return err
 	}
-	return d.rollForwardItems(ctx, id, now, entries, files)
+	return d.rollForwardItems(ctx, id, now, entries, files, nil)
 }
 
 // rollForwardItems is rollForward over commit id's entry items and the
 // items of its paths still staged by it (as staged reads them, or as its
 // writer wrote them: stagebatch.go).
-func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item, lead ...types.TransactWriteItem) error {
+//
+// With tail (settleOwn), the index move and the forgetting ride in the last
+// settling transaction, or go in one transaction after it; if that fails,
+// the index is moved as without it and tail.landed stays false (the caller
+// forgets the commit).
+func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item, tail *settleTail, lead ...types.TransactWriteItem) error {
 	intents := map[string]item{}
 	for _, it := range entries {
 		if getS(it, "ipk") != "" {
@@ -592,16 +642,31 @@ func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time,
 			w = append(w, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: ik}})
 		}
 		return w, nil
-	}, lead...)
+	}, tail, lead...)
 	if err != nil {
 		return err
 	}
+	if tail != nil && !tail.tried {
+		if err := d.transact(ctx, tail.items); err == nil {
+			tail.land()
+		} else if _, ok := failedIndexes(err); !ok {
+			return d.classify(err, "")
+		}
+	}
+	if tail != nil && tail.landed {
+		return nil
+	}
+	return d.bumpIndexes(ctx, entryParts(d, entries), id) // stagebatch.go
+}
+
+// entryParts returns the partitions of a commit's entry items, sorted.
+func entryParts(d *Driver, entries []item) []string {
 	var parts []string
 	for _, it := range entries {
 		parts = append(parts, d.partition(getS(it, attrSK)[len("e#"):]))
 	}
 	slices.Sort(parts)
-	return d.bumpIndexes(ctx, slices.Compact(parts), id) // stagebatch.go
+	return slices.Compact(parts)
 }
 
 // rollBack gives each file still staged by commit id its old state back
@@ -707,7 +772,7 @@ func (d *Driver) rollBackFiles(ctx context.Context, id string, files []item, int
 				ConditionExpression: rel.Condition(), ExpressionAttributeNames: rel.Names(), ExpressionAttributeValues: rel.Values()}})
 		}
 		return w, nil
-	})
+	}, nil)
 }
 
 // forget deletes commit id's entry items and record, then its id from the
@@ -745,24 +810,50 @@ func (d *Driver) forget(ctx context.Context, id string) error {
 // and the record in BatchWriteItems, then the id: the record goes last, as
 // while it exists a settler finds the entries.
 func (d *Driver) forgetKeys(ctx context.Context, id string, keys []item) error {
-	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{id}}))))
+	items, fits, err := d.forgetItems(id, keys)
 	if err != nil {
 		return err
 	}
-	unlive := types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(),
-		ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}}
-	keys = dedupKeys(append(keys, d.txKey(id)))
-	if len(keys)+1 <= maxTxItems {
-		items := make([]types.TransactWriteItem, 0, len(keys)+1)
-		for _, k := range keys {
-			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: k}})
-		}
-		return d.classify(d.transact(ctx, append(items, unlive)), "")
+	if fits {
+		return d.classify(d.transact(ctx, items), "")
 	}
-	if err := d.batchDelete(ctx, keys); err != nil {
+	if err := d.batchDelete(ctx, dedupKeys(append(keys, d.txKey(id)))); err != nil {
+		return err
+	}
+	unlive, err := d.unliveItem(id)
+	if err != nil {
 		return err
 	}
 	return d.classify(d.transact(ctx, []types.TransactWriteItem{unlive}), "")
+}
+
+// forgetItems returns the deletes of commit id's entry item keys and
+// record and the removal of its live-set id, and whether they fit in one
+// transaction.
+func (d *Driver) forgetItems(id string, keys []item) ([]types.TransactWriteItem, bool, error) {
+	keys = dedupKeys(append(slices.Clip(keys), d.txKey(id)))
+	if len(keys)+1 > maxTxItems {
+		return nil, false, nil
+	}
+	unlive, err := d.unliveItem(id)
+	if err != nil {
+		return nil, false, err
+	}
+	items := make([]types.TransactWriteItem, 0, len(keys)+1)
+	for _, k := range keys {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: k}})
+	}
+	return append(items, unlive), true, nil
+}
+
+// unliveItem is the removal of commit id from the live set.
+func (d *Driver) unliveItem(id string) (types.TransactWriteItem, error) {
+	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{id}}))))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.liveKey(), UpdateExpression: u.Update(),
+		ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}}, nil
 }
 
 // bumpIndex moves partition's index entry (its head) to the next position
