@@ -146,6 +146,9 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string, layout []byte) ([]datastore.Info, error) {
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			forgetState(ctx) // predict.go: what failed may have been a guess
+		}
 		items, roles, out, move, err := d.buildCommit(ctx, fence, entries, parts, now, tx)
 		if errors.Is(err, errClaimedFirst) && attempt < maxCommitAttempts {
 			continue // claims.go
@@ -257,15 +260,19 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			rest = append(rest, k)
 		}
 	}
-	got, err := d.snapshotRead(ctx, vouch, rest)
-	if err != nil {
-		return nil, nil, nil, nil, err
+	cur, predicted := d.predictStaging(ctx, entries, keys) // predict.go
+	if !predicted {
+		got, err := d.snapshotRead(ctx, vouch, rest)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		cur = map[string]item{}
+		for _, it := range got {
+			cur[itemID(it)] = it
+		}
 	}
-	cur := map[string]item{}
-	for _, it := range got {
-		cur[getS(it, attrPK)+"\x00"+getS(it, attrSK)] = it
-	}
-	lookup := func(k item) item { return cur[getS(k, attrPK)+"\x00"+getS(k, attrSK)] }
+	lookup := func(k item) item { return cur[itemID(k)] }
+	after := map[string]item{} // a staging transaction's writes, as they will be (predict.go)
 	for _, e := range entries {
 		if old := lookup(key(d.filePK(d.partition(e.Path())), e.Path())); getS(old, attrTx) != "" {
 			return nil, nil, nil, nil, &stagedError{tx: getS(old, attrTx), path: e.Path()}
@@ -367,6 +374,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		if tx != "" {
 			fi = d.stagedItem(fi, old, tx) // whole.go
 			listed = append(listed, e)
+			after[itemID(fi)] = fi
 		}
 		add(roleRace, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: fi,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
@@ -399,6 +407,12 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			// that Head stops below it until the commit is decided.
 			m := expression.Name(headMark(tx))
 			u = u.Set(m, expression.IfNotExists(m, expression.Value(oldSeq+1)))
+			var claims []string
+			if writes[p] != nil {
+				claims = writes[p].claims
+			}
+			after[itemID(d.headKey(p))] = headAfter(d.headKey(p), lookup(d.headKey(p)),
+				map[string]types.AttributeValue{"seq": num(newSeq), attrPos: num(counter[sh])}, headMark(tx), oldSeq+1, claims, false)
 		}
 		w, err := d.headUpdate(d.headKey(p), lookup(d.headKey(p)), u, writes[p]) // claims.go
 		if err != nil {
@@ -410,7 +424,11 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	move := newIndexMove(d, parts, seq, counter, lookup, tx) // cursorover.go
 	var claims []types.TransactWriteItem
 	for _, p := range slices.Sorted(maps.Keys(writes)) {
-		w, err := d.guardUpdate(d.headKey(p), lookup(d.headKey(p)), writes[p])
+		h, hw := lookup(d.headKey(p)), writes[p]
+		if h != nil || hw.bump || len(hw.claims) > 0 { // else only ConditionChecked absent (guardUpdate)
+			after[itemID(d.headKey(p))] = headAfter(d.headKey(p), h, nil, "", 0, hw.claims, true)
+		}
+		w, err := d.guardUpdate(d.headKey(p), h, hw)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -426,6 +444,9 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, nil, err
 		}
 		add(roleRace, w)
+		c := d.counterKey(sh)
+		c["n"] = num(counter[sh])
+		after[itemID(c)] = c
 	}
 	if tx == "" {
 		regs, err := d.registerInCommit(ctx, parts, seq, lookup, len(items)) // registry.go
@@ -444,6 +465,9 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			return nil, nil, nil, nil, err
 		}
 		return nil, nil, nil, nil, errClaimedFirst
+	}
+	if tx != "" {
+		noteBuilt(ctx, keys, cur, after) // predict.go
 	}
 	items, roles = withFirst(ctx, tx, items, roles) // stagebatch.go: a staged commit's record, with its first batch
 	if tx != "" && tooBig(items) {

@@ -164,6 +164,8 @@ type shared struct {
 	// moves: the last commits' index moves and the counters last read
 	// (cursorover.go).
 	moves moveLog
+	// seen: the shard counters last read (predict.go).
+	seen seenCounters
 }
 
 var _ datastore.Driver = (*Driver)(nil)

@@ -238,6 +238,7 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		}
 	}
 	d.moves.Read(d.pfx, next) // cursorover.go
+	d.seen.read(d.pfx, now)   // predict.go
 	return heads, next, nil
 }
 

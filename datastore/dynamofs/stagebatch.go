@@ -356,6 +356,10 @@ type stagedNote struct {
 	// from one staging transaction to the next: pending as the
 	// transaction being built read them, below once it landed.
 	below, pending map[string]livePathsAt
+	// state is what the commit's staging transactions read and wrote, as
+	// the last one to land left it (nil: an absent item), and built the
+	// same for the transaction being built (predict.go).
+	state, built map[string]item
 }
 
 // livePathsAt is a partition's live paths (sorted) while its head holds
@@ -419,6 +423,13 @@ func noteStaged(ctx context.Context, tx string, items []types.TransactWriteItem)
 		return
 	}
 	n.first = nil // the record landed with this transaction, if it was the first
+	if n.built != nil {
+		if n.state == nil {
+			n.state = map[string]item{}
+		}
+		maps.Copy(n.state, n.built)
+		n.built = nil
+	}
 	var staged []item
 	for _, w := range items {
 		switch {
