@@ -64,6 +64,9 @@ func putsEntryList(w types.TransactWriteItem) bool {
 //
 //   - a file of a later batch put meanwhile: the commit replaces it (its
 //     feed holds both changes);
+//   - the same path's item written by a client that is not lake (no head,
+//     no counter moved: the hostile peer): the put's own condition sees
+//     it, and the commit replaces it;
 //   - a commit in another partition of a new partition's shard: that
 //     shard's counter moved, so the guessed counter is refused, and every
 //     head ends at its own position of its shard (no two heads share one);
@@ -89,23 +92,36 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 		name string
 		// meanwhile runs before the third staging transaction (the
 		// first batches hold first's files, then second's begin).
-		meanwhile func(t *testing.T, s *datastore.Store)
+		meanwhile func(t *testing.T, s *datastore.Store, table string)
 		clash     bool
 		extra     map[string]int // paths beyond the commit's, by partition
 		later     map[string]int // positions beyond the paths', by partition
 	}{
 		{name: "nothing"},
-		{name: "a later file put", meanwhile: func(t *testing.T, s *datastore.Store) {
+		{name: "a later file put", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
 			if _, err := s.Put(t.Context(), "data/"+second+"/f05", strings.NewReader("theirs"), nil); err != nil {
 				t.Error(err)
 			}
 		}, later: map[string]int{second: 1}}, // the same path twice: one change in the feed
-		{name: "a commit in the shard", meanwhile: func(t *testing.T, s *datastore.Store) {
+		{name: "a foreign item at a later path", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
+			// A client that is not lake writes the path's item as lake
+			// would, without a head or a counter: only the put's own
+			// condition can see it.
+			_, err := ddblocal.Client(t).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table),
+				Item: map[string]types.AttributeValue{
+					"pk": &types.AttributeValueMemberS{Value: "f#" + second}, "sk": &types.AttributeValueMemberS{Value: "data/" + second + "/f05"},
+					"pos": &types.AttributeValueMemberN{Value: "1"}, "size": &types.AttributeValueMemberN{Value: "6"},
+				}})
+			if err != nil {
+				t.Error(err)
+			}
+		}},
+		{name: "a commit in the shard", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
 			if _, err := s.Put(t.Context(), "data/"+neighbour+"/x", strings.NewReader("theirs"), nil); err != nil {
 				t.Error(err)
 			}
 		}, extra: map[string]int{neighbour: 1}},
-		{name: "a deeper model", meanwhile: func(t *testing.T, s *datastore.Store) {
+		{name: "a deeper model", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
 			if _, err := s.Put(t.Context(), "data/"+second+"/f70/r/1/raw", strings.NewReader("theirs"), nil); err != nil {
 				t.Error(err)
 			}
@@ -121,7 +137,7 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 			}
 			entries := append(uploadAll(t, s, "data/"+first, 100, "ours"), uploadAll(t, s, "data/"+second, 100, "ours")...)
 			if tc.meanwhile != nil {
-				h := func() { tc.meanwhile(t, s) }
+				h := func() { tc.meanwhile(t, s, table) }
 				api.hook.Store(&h)
 			}
 			api.reads.Store(0)
