@@ -300,7 +300,8 @@ func (d *Driver) checkReq(ctx context.Context, t *tail, part string, req *partRe
 //
 // It returns the tails it read, which the first attempt starts from: the
 // partitions' own are read as a writer reads them (withLast), so reading
-// them here costs the commit nothing more.
+// them here costs the commit nothing more; a tail this process's Stat
+// handed off is taken instead of a read (issue 31).
 func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, order []string, byPart map[string][]int, cx crossParts) (map[string]*tail, error) {
 	tails := map[string]*tail{}
 	for _, part := range order {
@@ -315,13 +316,23 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 			}
 		}
 		t := tails[part]
+		if t == nil {
+			// The tail this process's Stat read a moment ago, as a
+			// single commit takes it (handoff.go): each part's create
+			// is conditional on the position it names, so a tail that
+			// moved since costs a lost race and a fresh read.
+			var err error
+			if t, err = d.takeHandoff(ctx, part); err != nil {
+				return nil, err
+			}
+		}
 		if t == nil || !t.withLast {
 			var err error
 			if t, err = d.readTail(ctx, part, true); err != nil {
 				return nil, err
 			}
-			tails[part] = t
 		}
+		tails[part] = t
 		err := d.crossNeeds(ctx, t, part, puts, tails, cx)
 		var need *errNeedParts
 		if errors.As(err, &need) {
