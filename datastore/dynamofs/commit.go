@@ -124,6 +124,15 @@ func (d *Driver) commitIfLayout(ctx context.Context, fence *datastore.Fence, ent
 	slices.Sort(parts)
 	parts = slices.Compact(parts)
 	if len(entries) > d.maxCommit {
+		if d.fitsOneTx(entries, parts) {
+			// More entries than a worst case holds, but these fit in
+			// one transaction: a commit of one write (issue 31), or,
+			// if what the read finds does not fit after all, staged.
+			out, err := d.commitOnceIfLayout(ctx, fence, entries, parts, now, "", layout)
+			if !errors.Is(err, errTxTooBig) {
+				return out, err
+			}
+		}
 		// The registration of its partitions and the layout's check ride
 		// in the staged commit's first write (stagebatch.go).
 		return d.commitWhole(ctx, fence, entries, now, parts, layout) // whole.go
@@ -470,8 +479,10 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		noteBuilt(ctx, keys, cur, after) // predict.go
 	}
 	items, roles = withFirst(ctx, tx, items, roles) // stagebatch.go: a staged commit's record, with its first batch
-	if tx != "" && tooBig(items) {
-		return nil, nil, nil, nil, errTxTooBig // stagebatch.go: stageAll halves the batch
+	if tooBig(items) {
+		// stagebatch.go: stageAll halves the batch; a commit of one
+		// write is staged instead (commitIfLayout).
+		return nil, nil, nil, nil, errTxTooBig
 	}
 	return items, roles, out, move, nil
 }

@@ -86,6 +86,26 @@ func (d *Driver) stageLen(entries []datastore.Entry, first int) int {
 	return len(entries)
 }
 
+// fitsOneTx reports whether a commit of entries (over parts) can be one
+// TransactWriteItems by what is known before its read: stageLen's count
+// of the items they can need, with a tombstone for each delete, the
+// registration of each partition, the layout's check and a record write.
+// A replaced version's reclaim entry is not known until the read: a
+// commit that needs more is then staged (errTxTooBig). Not when an Option
+// lowered MaxCommit (tests stage small commits on purpose).
+func (d *Driver) fitsOneTx(entries []datastore.Entry, parts []string) bool {
+	if d.maxCommit < maxCommit || len(entries) > maxTxItems {
+		return false
+	}
+	extra := 2 + len(parts)
+	for _, e := range entries {
+		if e.Put == nil {
+			extra++
+		}
+	}
+	return d.stageLen(entries, extra) == len(entries)
+}
+
 // firstWrite is what a staged commit's first staging transaction carries
 // besides its batch: the record's create, its live-set id, the
 // registration of the commit's partitions and the layout record's check
