@@ -61,8 +61,9 @@
 // won the race: the commit re-reads and tries again. Every commit of a
 // partition therefore serializes on its head, positions are dense, and each
 // transaction completes before the next one of its partition can start. A
-// commit of more than MaxCommit entries is staged under a commit record
-// (o#ID) and made visible by one conditional write (whole.go).
+// commit of more than MaxCommit entries whose items do not fit in one
+// transaction is staged under a commit record (o#ID) and made visible by
+// one conditional write (whole.go).
 //
 // # Pull
 //
@@ -124,8 +125,10 @@ type Options struct {
 	// ddb.NewRetryer's defaults.
 	Retryer aws.Retryer
 	// MaxCommit is the most entries a commit applies in one
-	// TransactWriteItems (the fast path); a larger commit is staged under
-	// a commit record (whole.go). Zero means 16; tests lower it.
+	// TransactWriteItems (the fast path) whatever they need; a larger
+	// commit is one transaction too when its items fit (fitsOneTx), and
+	// otherwise staged under a commit record (whole.go). Zero means 16;
+	// tests lower it, which stages every larger commit.
 	MaxCommit int
 	// CommitWindow is how long a staged commit that was never flipped is
 	// taken for one in flight; after it the next writer of its paths or a
