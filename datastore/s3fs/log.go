@@ -423,6 +423,9 @@ func (d *Driver) tailAt(ctx context.Context, part string, h head, etag string, w
 			after = h.Base - 1
 		}
 	}
+	if after == h.Applied && d.listedClean(ctx, part, etag) { // readahead.go
+		return t, nil
+	}
 	objs, _, err := d.from(ctx, part, after, applied, 0)
 	if err != nil {
 		return nil, err

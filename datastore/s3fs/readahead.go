@@ -35,6 +35,17 @@ type readAhead struct {
 	heads   map[string][]listed  // driver prefix → listSettledHeads's answer
 	records map[string]aheadRead // record object key → GetRecord's answer
 	stats   map[string]aheadStat // driver prefix → its Stat
+	// listings are the scopes' heads listings again, by driver prefix,
+	// for the Stats made beside them (listedClean); not served, and
+	// written only before the read-ahead's requests are sent.
+	listings map[string]*headsListing
+}
+
+// headsListing is a scope's listSettledHeads answer, once done is closed
+// (keys nil if it failed).
+type headsListing struct {
+	done chan struct{}
+	keys []listed
 }
 
 type aheadRead struct {
@@ -58,16 +69,25 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 // Stat of paths of several namespaces (a sync's dirty paths and their
 // models' catalog rows), each namespace's at once with the rest.
 func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
-	ra := &readAhead{c: d.c, heads: map[string][]listed{}, records: map[string]aheadRead{}, stats: map[string]aheadStat{}}
-	var wg sync.WaitGroup
+	ra := &readAhead{c: d.c, heads: map[string][]listed{}, records: map[string]aheadRead{}, stats: map[string]aheadStat{},
+		listings: map[string]*headsListing{}}
+	var scoped []*Driver
 	for _, name := range scopes {
 		nd, err := d.Namespace(name)
 		if err != nil {
 			return ctx, err
 		}
 		n := nd.(*Driver)
+		scoped = append(scoped, n)
+		ra.listings[n.prefix] = &headsListing{done: make(chan struct{})}
+	}
+	var wg sync.WaitGroup
+	for _, n := range scoped {
 		wg.Go(func() {
+			l := ra.listings[n.prefix]
+			defer close(l.done)
 			if keys, err := n.listSettledHeads(ctx); err == nil {
+				l.keys = keys
 				ra.mu.Lock()
 				ra.heads[n.prefix] = keys
 				ra.mu.Unlock()
@@ -96,7 +116,7 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 		n := nd.(*Driver)
 		sorted := slices.Compact(slices.Sorted(slices.Values(paths)))
 		wg.Go(func() {
-			if out, err := n.Stat(ctx, sorted); err == nil {
+			if out, err := n.Stat(context.WithValue(ctx, listingsKey{}, ra), sorted); err == nil {
 				ra.mu.Lock()
 				ra.stats[n.prefix] = aheadStat{paths: sorted, out: out}
 				ra.mu.Unlock()
@@ -165,4 +185,45 @@ func (d *Driver) aheadStat(ctx context.Context, paths []string) (map[string]data
 	}
 	delete(ra.stats, d.prefix)
 	return maps.Clone(s.out), true
+}
+
+// listingsKey carries a read-ahead to the Stats it makes (listedClean).
+type listingsKey struct{}
+
+// listedClean reports whether the heads listing of d's namespace that the
+// read-ahead of ctx makes beside a Stat (a sync reads the changed
+// partitions and stats its dirty paths at once) shows part's head at etag,
+// the ETag of the head the Stat read, and no pending mark of part. The
+// Stat then reads no log after the head's watermark (issue 31: one LIST a
+// partition stat'ed, two in a sync of one changed file): at the listing's
+// instant there is none. A commit creates its mark before its log object
+// and replaces the head before it deletes the mark (a settler of a dead
+// one too), so an object after the watermark is a mark in the listing or
+// a head the listing shows at another ETag. Only with marks beside the
+// heads (one listing of both); a log object written without its mark is
+// not lake's protocol, and is read by the partition's next writer, whose
+// create at the position it holds fails.
+func (d *Driver) listedClean(ctx context.Context, part, etag string) bool {
+	ra, _ := ctx.Value(listingsKey{}).(*readAhead)
+	if ra == nil || ra.c != d.c || etag == "" || !d.marksBesideHeads() {
+		return false
+	}
+	l := ra.listings[d.prefix]
+	if l == nil {
+		return false
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return false
+	}
+	hk, clean := d.headKey(part), false
+	for _, k := range l.keys {
+		if k.key == hk {
+			clean = k.etag == etag
+		} else if p, _, ok := d.pendingOf(k.key); ok && p == part {
+			return false
+		}
+	}
+	return clean
 }
