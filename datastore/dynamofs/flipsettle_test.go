@@ -171,23 +171,15 @@ func TestOwnIndexMoveReadsNothing(t *testing.T) {
 			if api.beforeBump.Load() != nil {
 				t.Fatal("the hook never ran: no index move seen")
 			}
-			heads, _, err := s.ChangedPartitions(ctx, cur)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want := map[string]int{"b/1": 6, "b/2": 6}
 			if meanwhile {
 				want["b/1"] = 7
 			}
-			for _, h := range heads {
-				ch, upTo, err := s.Changes(ctx, h.Partition, 0, 1000)
-				if err != nil {
-					t.Fatal(err)
+			for part, f := range feedsSince(t, s, cur) {
+				if f.changes != want[part] {
+					t.Fatalf("%s: %d changes; want %d", part, f.changes, want[part])
 				}
-				if len(ch) != want[h.Partition] || upTo != h.Seq {
-					t.Fatalf("%s: %d changes up to %d, head %d; want %d up to the head", h.Partition, len(ch), upTo, h.Seq, want[h.Partition])
-				}
-				delete(want, h.Partition)
+				delete(want, part)
 			}
 			if len(want) != 0 {
 				t.Fatalf("ChangedPartitions missed %v", want)
@@ -310,27 +302,48 @@ func TestTailRidesLastSettle(t *testing.T) {
 			if left := stagedLeft(t, table); len(left) != 0 {
 				t.Fatalf("left behind: %v", left)
 			}
-			heads, _, err := s.ChangedPartitions(ctx, cur)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want := map[string]int{"r/1": 110, "r/2": 40}
 			if meanwhile {
 				want["r/1"] = 111
 			}
-			for _, h := range heads {
-				ch, upTo, err := s.Changes(ctx, h.Partition, 0, 1000)
-				if err != nil {
-					t.Fatal(err)
+			for part, f := range feedsSince(t, s, cur) {
+				if f.changes != want[part] {
+					t.Fatalf("%s: %d changes; want %d", part, f.changes, want[part])
 				}
-				if len(ch) != want[h.Partition] || upTo != h.Seq {
-					t.Fatalf("%s: %d changes up to %d, head %d; want %d up to the head", h.Partition, len(ch), upTo, h.Seq, want[h.Partition])
-				}
-				delete(want, h.Partition)
+				delete(want, part)
 			}
 			if len(want) != 0 {
 				t.Fatalf("ChangedPartitions missed %v", want)
 			}
 		})
 	}
+}
+
+// feed is what feedsSince found of a partition: its changes read from 0
+// (each path once) and its head's seq, which that read reached.
+type feed struct {
+	changes int
+	seq     uint64
+}
+
+// feedsSince reads the feed of every partition ChangedPartitions names
+// after cur, from 0, failing unless each read reaches its head.
+func feedsSince(t *testing.T, s *datastore.Store, cur string) map[string]feed {
+	t.Helper()
+	heads, _, err := s.ChangedPartitions(t.Context(), cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]feed{}
+	for _, h := range heads {
+		ch, upTo, err := s.Changes(t.Context(), h.Partition, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if upTo != h.Seq {
+			t.Fatalf("%s: the feed read reaches %d, its head %d", h.Partition, upTo, h.Seq)
+		}
+		out[h.Partition] = feed{changes: len(ch), seq: h.Seq}
+	}
+	return out
 }

@@ -176,23 +176,14 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 			for p, n := range tc.extra {
 				want[p] += n
 			}
-			heads, _, err := s.ChangedPartitions(ctx, cur)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range heads {
-				ch, upTo, err := s.Changes(ctx, h.Partition, 0, 1000)
-				if err != nil {
-					t.Fatal(err)
-				}
+			for part, f := range feedsSince(t, s, cur) {
 				// A refused commit's positions stay taken: its partitions'
 				// heads are past their (no) changes.
-				rolledBack := tc.clash && (h.Partition == first || h.Partition == second)
-				if len(ch) != want[h.Partition] || upTo != h.Seq || (!rolledBack && h.Seq != uint64(want[h.Partition]+tc.later[h.Partition])) {
-					t.Fatalf("%s: %d changes up to %d, head %d; want %d up to the head at %d", h.Partition, len(ch), upTo, h.Seq,
-						want[h.Partition], want[h.Partition]+tc.later[h.Partition])
+				rolledBack := tc.clash && (part == first || part == second)
+				if f.changes != want[part] || (!rolledBack && f.seq != uint64(want[part]+tc.later[part])) {
+					t.Fatalf("%s: %d changes, head %d; want %d, head %d", part, f.changes, f.seq, want[part], want[part]+tc.later[part])
 				}
-				delete(want, h.Partition)
+				delete(want, part)
 			}
 			if len(want) != 0 {
 				t.Fatalf("ChangedPartitions missed %v", want)

@@ -66,10 +66,19 @@ func statBeside(t *testing.T, s *datastore.Store, path string) datastore.Info {
 	return got[path]
 }
 
-func statBesideStore(t *testing.T, api s3fs.API, bucket string) *datastore.Store {
+// statBesideStore opens a datastore of a new one's layout (models-v2:
+// marks beside the heads) in a fresh bucket through a logListsAPI, with
+// data/m/1/a committed ("one"); it returns the raw client and bucket too.
+func statBesideStore(t *testing.T) (*logListsAPI, *datastore.Store, *s3.Client, string) {
+	t.Helper()
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &logListsAPI{API: c}
 	_, s := openStore(t, api, bucket, "sb")
 	s.SetLayout(datastore.LayoutModelsV2)
-	return s
+	if _, err := s.Put(t.Context(), "data/m/1/a", strings.NewReader("one"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return api, s, c, bucket
 }
 
 // TestStatBesideListingReadsNoLog (issue 31): a Stat made in the same
@@ -78,13 +87,8 @@ func statBesideStore(t *testing.T, api s3fs.API, bucket string) *datastore.Store
 // after the head's watermark when that listing shows the head it read and
 // no pending mark of its partition; alone it does.
 func TestStatBesideListingReadsNoLog(t *testing.T) {
-	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &logListsAPI{API: c}
-	s := statBesideStore(t, api, bucket)
+	api, s, _, _ := statBesideStore(t)
 	ctx := t.Context()
-	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("one"), nil); err != nil {
-		t.Fatal(err)
-	}
 	api.takeLists()
 	if got := statBeside(t, s, "data/m/1/a"); got.Size != 3 || got.Deleted {
 		t.Fatalf("stat beside the listing = %+v; want the file", got)
@@ -107,13 +111,8 @@ func TestStatBesideListingReadsNoLog(t *testing.T) {
 // Stat, which waits for the listing, then reads the index or the log
 // after the watermark.
 func TestStatBesideListingSeesCommitInFlight(t *testing.T) {
-	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &logListsAPI{API: c}
-	s := statBesideStore(t, api, bucket)
+	api, s, _, _ := statBesideStore(t)
 	ctx := t.Context()
-	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("one"), nil); err != nil {
-		t.Fatal(err)
-	}
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	api.beforePut = func(key string) {
@@ -153,13 +152,8 @@ func TestStatBesideListingSeesCommitInFlight(t *testing.T) {
 // ChangedPartitions); a Stat alone reads it; lake's next commit of the
 // partition lands after it, not over it.
 func TestStatBesideListingForeignObject(t *testing.T) {
-	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &logListsAPI{API: c}
-	s := statBesideStore(t, api, bucket)
+	_, s, c, bucket := statBesideStore(t)
 	ctx := t.Context()
-	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("one"), nil); err != nil {
-		t.Fatal(err)
-	}
 	body := fmt.Sprintf(`{"first":2,"entries":[{"path":"data/m/1/a","version":"f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0","size":7,"inline":%q}],"time":%q}`,
 		base64.StdEncoding.EncodeToString([]byte("foreign")), time.Now().UTC().Format(time.RFC3339Nano))
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("sb/l/m%2F1/00000000000000000002"),
