@@ -199,6 +199,9 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		}
 		err = d.transact(ctx, items)
 		if err == nil {
+			if move != nil {
+				d.seen.wrote(d.pfx, move.after) // predict.go
+			}
 			if tx == "" {
 				d.moves.Record(d.pfx, out, move) // cursorover.go
 			} else {

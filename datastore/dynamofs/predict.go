@@ -164,8 +164,9 @@ func headAfter(k, h item, set map[string]types.AttributeValue, mark string, mark
 }
 
 // seenCounters are the shard counters this process last read, per
-// namespace prefix (ChangedPartitions): a staging transaction's guess of a
-// counter it did not read (predictStaging), which its CAS checks.
+// namespace prefix (ChangedPartitions), moved by the commits it made
+// since: a staging transaction's guess of a counter it did not read
+// (predictStaging), which its CAS checks.
 type seenCounters struct {
 	mu sync.Mutex
 	n  map[string][Shards]uint64
@@ -176,6 +177,23 @@ func (s *seenCounters) read(pfx string, now [Shards]uint64) {
 	defer s.mu.Unlock()
 	if s.n == nil {
 		s.n = map[string][Shards]uint64{}
+	}
+	s.n[pfx] = now
+}
+
+// wrote moves the counters of namespace pfx that a commit of this process
+// set (shard → value), if they were read.
+func (s *seenCounters) wrote(pfx string, after map[string]uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, ok := s.n[pfx]
+	if !ok {
+		return
+	}
+	for i, name := range shardNames() {
+		if v, moved := after[name]; moved && v > now[i] {
+			now[i] = v
+		}
 	}
 	s.n[pfx] = now
 }
