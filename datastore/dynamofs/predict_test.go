@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 )
@@ -99,7 +100,7 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 		later     map[string]int // positions beyond the paths', by partition
 	}{
 		{name: "nothing"},
-		{name: "a later file put", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
+		{name: "a later file put by another process", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
 			if _, err := s.Put(t.Context(), "data/"+second+"/f05", strings.NewReader("theirs"), nil); err != nil {
 				t.Error(err)
 			}
@@ -117,7 +118,7 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 				t.Error(err)
 			}
 		}},
-		{name: "a commit in the shard", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
+		{name: "a commit in the shard by another process", meanwhile: func(t *testing.T, s *datastore.Store, table string) {
 			if _, err := s.Put(t.Context(), "data/"+neighbour+"/x", strings.NewReader("theirs"), nil); err != nil {
 				t.Error(err)
 			}
@@ -138,7 +139,10 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 			}
 			entries := append(uploadAll(t, s, "data/"+first, 100, "ours"), uploadAll(t, s, "data/"+second, 100, "ours")...)
 			if tc.meanwhile != nil {
-				h := func() { tc.meanwhile(t, s, table) }
+				// Another process's writes: a store of its own over the
+				// same table, whose commits this one's driver does not see.
+				other := storeOnTable(t, table)
+				h := func() { tc.meanwhile(t, other, table) }
 				api.hook.Store(&h)
 			}
 			api.reads.Store(0)
@@ -194,6 +198,19 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 	}
 }
 
+// storeOnTable opens another store (another client, another driver, as
+// another process would) over an existing datastore table.
+func storeOnTable(t *testing.T, table string) *datastore.Store {
+	t.Helper()
+	d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // headsOwnPositions fails unless every head item of the table is at its own
 // index position of its shard, at most its shard's counter, as a peer
 // scanning the table sees them.
@@ -237,12 +254,12 @@ func headsOwnPositions(t *testing.T, table string) {
 }
 
 // TestStagingGuessesUnderRace (issue 31): staged commits of many files
-// each (their own paths, in the same two partitions) racing each other and
-// single puts there, under -race in CI: a staging transaction after a
-// commit's first is built from what the commit's earlier ones left and
-// from guesses, while the others move the same heads and counters (a
-// guess made wrong fails its transaction, which is built again after a
-// read: TestStagingGuessesAreChecked makes each case happen). Every commit
+// each (their own paths, in the same two partitions), each from a store of
+// its own as from another process, racing each other and single puts
+// there, under -race in CI: a staging transaction after a commit's first
+// is built from what the commit's earlier ones left and from guesses,
+// while the others move the same heads and counters, so guesses go wrong,
+// fail their transactions and are built again after a read. Every commit
 // lands whole, each partition's feed reaches its head with every path
 // once, and no two heads share an index position.
 func TestStagingGuessesUnderRace(t *testing.T) {
@@ -256,11 +273,17 @@ func TestStagingGuessesUnderRace(t *testing.T) {
 	parts := []string{"race/a", "race/b"}
 	var wg sync.WaitGroup
 	for w := range writers {
+		// Each writer a process of its own: its guesses come from its
+		// own pull's read of the counters, as a sync's would.
+		ws := storeOnTable(t, table)
+		if _, _, err := ws.ChangedPartitions(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
 			var entries []datastore.Entry
 			for _, p := range parts {
 				for i := range files {
-					st, err := s.Upload(ctx, fmt.Sprintf("data/%s/w%d-f%02d", p, w, i), strings.NewReader(fmt.Sprintf("w%d", w)), nil)
+					st, err := ws.Upload(ctx, fmt.Sprintf("data/%s/w%d-f%02d", p, w, i), strings.NewReader(fmt.Sprintf("w%d", w)), nil)
 					if err != nil {
 						t.Error(err)
 						return
@@ -268,7 +291,7 @@ func TestStagingGuessesUnderRace(t *testing.T) {
 					entries = append(entries, datastore.Entry{Put: &st})
 				}
 			}
-			if _, err := s.Commit(ctx, nil, entries); err != nil {
+			if _, err := ws.Commit(ctx, nil, entries); err != nil {
 				t.Errorf("writer %d: %v", w, err)
 			}
 		})
