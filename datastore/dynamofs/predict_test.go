@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 )
@@ -141,7 +140,7 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 			if tc.meanwhile != nil {
 				// Another process's writes: a store of its own over the
 				// same table, whose commits this one's driver does not see.
-				other := storeOnTable(t, table)
+				_, other := anotherProcess(t, table)
 				h := func() { tc.meanwhile(t, other, table) }
 				api.hook.Store(&h)
 			}
@@ -196,19 +195,6 @@ func TestStagingGuessesAreChecked(t *testing.T) {
 			headsOwnPositions(t, table)
 		})
 	}
-}
-
-// storeOnTable opens another store (another client, another driver, as
-// another process would) over an existing datastore table.
-func storeOnTable(t *testing.T, table string) *datastore.Store {
-	t.Helper()
-	d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := datastore.New(d)
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // headsOwnPositions fails unless every head item of the table is at its own
@@ -275,7 +261,7 @@ func TestStagingGuessesUnderRace(t *testing.T) {
 	for w := range writers {
 		// Each writer a process of its own: its guesses come from its
 		// own pull's read of the counters, as a sync's would.
-		ws := storeOnTable(t, table)
+		_, ws := anotherProcess(t, table)
 		if _, _, err := ws.ChangedPartitions(ctx, ""); err != nil {
 			t.Fatal(err)
 		}
