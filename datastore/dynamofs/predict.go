@@ -169,16 +169,20 @@ func headAfter(k, h item, set map[string]types.AttributeValue, mark string, mark
 // (predictStaging), which its CAS checks.
 type seenCounters struct {
 	mu sync.Mutex
-	n  map[string][Shards]uint64
+	n  map[string]map[string]uint64 // namespace prefix → shard name → counter
 }
 
 func (s *seenCounters) read(pfx string, now [Shards]uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n == nil {
-		s.n = map[string][Shards]uint64{}
+		s.n = map[string]map[string]uint64{}
 	}
-	s.n[pfx] = now
+	m := make(map[string]uint64, Shards)
+	for i, name := range shardNames() {
+		m[name] = now[i]
+	}
+	s.n[pfx] = m
 }
 
 // wrote moves the counters of namespace pfx that a commit of this process
@@ -186,29 +190,17 @@ func (s *seenCounters) read(pfx string, now [Shards]uint64) {
 func (s *seenCounters) wrote(pfx string, after map[string]uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now, ok := s.n[pfx]
-	if !ok {
-		return
-	}
-	for i, name := range shardNames() {
-		if v, moved := after[name]; moved && v > now[i] {
-			now[i] = v
+	m := s.n[pfx]
+	for sh, v := range after {
+		if n, ok := m[sh]; ok && v > n {
+			m[sh] = v
 		}
 	}
-	s.n[pfx] = now
 }
 
 func (s *seenCounters) counter(pfx, sh string) (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now, ok := s.n[pfx]
-	if !ok {
-		return 0, false
-	}
-	for i, name := range shardNames() {
-		if name == sh {
-			return now[i], true
-		}
-	}
-	return 0, false
+	n, ok := s.n[pfx][sh]
+	return n, ok
 }

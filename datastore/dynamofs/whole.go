@@ -438,18 +438,20 @@ const settleParallel = 8
 // flip: an item staged by a commit changes only by settling it), lead is
 // sent alone and the files settled as without it.
 //
-// With tail (a staged commit's index move and forgetting, settleOwn), the
-// last transaction carries it when it fits, sent after every other one
-// landed: the commit is settled, moved and forgotten without a request of
-// its own (issue 31). tail.landed tells whether it was sent; if that
-// transaction fails, its files are settled without it and tail is left to
-// the caller (tail.tried).
+// With tail (a staged commit's index move and forgetting, settleOwn), tail
+// goes after every other transaction landed: in the last one when it fits
+// there (the commit is settled, moved and forgotten without a request of
+// its own, issue 31), else alone. tail.landed tells whether it landed; if
+// its transaction fails a condition, the last files are settled without it
+// and tail is left to the caller.
 func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item) ([]types.TransactWriteItem, error), tail *settleTail, lead ...types.TransactWriteItem) error {
 	if len(files) == 0 {
-		if len(lead) == 0 {
-			return nil
+		if len(lead) > 0 {
+			if err := leadOnly(d.transact(ctx, lead)); err != nil {
+				return err
+			}
 		}
-		return leadOnly(d.transact(ctx, lead))
+		return d.sendTail(ctx, tail, nil)
 	}
 	var groups [][]item
 	var txs [][]types.TransactWriteItem
@@ -481,21 +483,24 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 			txs[0] = txs[0][len(lead):]
 		}
 	}
+	if tail == nil || len(txs) == 0 {
+		if err := d.settleGroups(ctx, groups, txs, ops); err != nil {
+			return err
+		}
+		return d.sendTail(ctx, tail, nil)
+	}
 	last := len(txs) - 1
-	if tail == nil || last < 0 || tooBig(append(txs[last][:len(txs[last]):len(txs[last])], tail.items...)) {
-		return d.settleGroups(ctx, groups, txs, ops)
+	if tooBig(append(slices.Clip(txs[last]), tail.items...)) {
+		if err := d.settleGroups(ctx, groups, txs, ops); err != nil {
+			return err
+		}
+		return d.sendTail(ctx, tail, nil)
 	}
 	if err := d.settleGroups(ctx, groups[:last], txs[:last], ops); err != nil {
 		return err
 	}
-	tail.tried = true
-	err := d.transact(ctx, append(txs[last][:len(txs[last]):len(txs[last])], tail.items...))
-	if err == nil {
-		tail.land()
-		return nil
-	}
-	if _, ok := failedIndexes(err); !ok {
-		return d.classify(err, "")
+	if err := d.sendTail(ctx, tail, txs[last]); err != nil || tail.landed {
+		return err
 	}
 	return d.settleGroup(ctx, groups[last], txs[last], ops)
 }
@@ -507,14 +512,27 @@ func (d *Driver) settleItems(ctx context.Context, files []item, ops func(it item
 type settleTail struct {
 	items  []types.TransactWriteItem
 	onLand func()
-	// tried: sent with the last settling transaction; landed: that
-	// transaction, or the tail alone, landed.
-	tried, landed bool
+	landed bool
 }
 
-func (t *settleTail) land() {
-	t.landed = true
-	t.onLand()
+// sendTail sends tail (if any) after with, the last settling transaction's
+// items (nil: tail alone). A failed condition leaves tail.landed false and
+// is no error: the caller moves the index and forgets the commit the old
+// way, and settles with's files.
+func (d *Driver) sendTail(ctx context.Context, tail *settleTail, with []types.TransactWriteItem) error {
+	if tail == nil {
+		return nil
+	}
+	err := d.transact(ctx, append(slices.Clip(with), tail.items...))
+	if err == nil {
+		tail.landed = true
+		tail.onLand()
+		return nil
+	}
+	if _, ok := failedIndexes(err); ok {
+		return nil
+	}
+	return d.classify(err, "")
 }
 
 // settleGroups sends txs (the ops of groups' files), settleParallel at once.
@@ -609,9 +627,9 @@ func (d *Driver) rollForward(ctx context.Context, id string, now time.Time) erro
 // writer wrote them: stagebatch.go).
 //
 // With tail (settleOwn), the index move and the forgetting ride in the last
-// settling transaction, or go in one transaction after it; if that fails,
-// the index is moved as without it and tail.landed stays false (the caller
-// forgets the commit).
+// settling transaction, or go in one transaction after it (settleItems);
+// if that fails, the index is moved as without it and tail.landed stays
+// false (the caller forgets the commit).
 func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time, entries, files []item, tail *settleTail, lead ...types.TransactWriteItem) error {
 	intents := map[string]item{}
 	for _, it := range entries {
@@ -645,13 +663,6 @@ func (d *Driver) rollForwardItems(ctx context.Context, id string, now time.Time,
 	}, tail, lead...)
 	if err != nil {
 		return err
-	}
-	if tail != nil && !tail.tried {
-		if err := d.transact(ctx, tail.items); err == nil {
-			tail.land()
-		} else if _, ok := failedIndexes(err); !ok {
-			return d.classify(err, "")
-		}
 	}
 	if tail != nil && tail.landed {
 		return nil
