@@ -32,20 +32,22 @@ import (
 type readAhead struct {
 	c       *client // the client (bucket) it was read with: no other's calls are served
 	mu      sync.Mutex
-	heads   map[string][]listed  // driver prefix → listSettledHeads's answer
 	records map[string]aheadRead // record object key → GetRecord's answer
 	stats   map[string]aheadStat // driver prefix → its Stat
-	// listings are the scopes' heads listings again, by driver prefix,
-	// for the Stats made beside them (listedClean); not served, and
-	// written only before the read-ahead's requests are sent.
-	listings map[string]*headsListing
+	// heads are the scopes' heads listings, by driver prefix: each served
+	// once to ChangedPartitions (aheadHeads), and read by the Stats made
+	// beside it (listedClean). The map is written only before the
+	// read-ahead's requests are sent.
+	heads map[string]*headsListing
 }
 
-// headsListing is a scope's listSettledHeads answer, once done is closed
-// (keys nil if it failed).
+// headsListing is a scope's listSettledHeads answer once done is closed
+// (ok false if it failed); served once ChangedPartitions took it (under
+// the read-ahead's mu).
 type headsListing struct {
-	done chan struct{}
-	keys []listed
+	done       chan struct{}
+	keys       []listed
+	ok, served bool
 }
 
 type aheadRead struct {
@@ -69,8 +71,7 @@ func (d *Driver) ReadAhead(ctx context.Context, scopes []string, records []strin
 // Stat of paths of several namespaces (a sync's dirty paths and their
 // models' catalog rows), each namespace's at once with the rest.
 func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []string, stats map[string][]string) (context.Context, error) {
-	ra := &readAhead{c: d.c, heads: map[string][]listed{}, records: map[string]aheadRead{}, stats: map[string]aheadStat{},
-		listings: map[string]*headsListing{}}
+	ra := &readAhead{c: d.c, heads: map[string]*headsListing{}, records: map[string]aheadRead{}, stats: map[string]aheadStat{}}
 	var scoped []*Driver
 	for _, name := range scopes {
 		nd, err := d.Namespace(name)
@@ -79,18 +80,15 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 		}
 		n := nd.(*Driver)
 		scoped = append(scoped, n)
-		ra.listings[n.prefix] = &headsListing{done: make(chan struct{})}
+		ra.heads[n.prefix] = &headsListing{done: make(chan struct{})}
 	}
 	var wg sync.WaitGroup
 	for _, n := range scoped {
 		wg.Go(func() {
-			l := ra.listings[n.prefix]
+			l := ra.heads[n.prefix]
 			defer close(l.done)
 			if keys, err := n.listSettledHeads(ctx); err == nil {
-				l.keys = keys
-				ra.mu.Lock()
-				ra.heads[n.prefix] = keys
-				ra.mu.Unlock()
+				l.keys, l.ok = keys, true
 			}
 		})
 	}
@@ -145,12 +143,15 @@ func (d *Driver) aheadOf(ctx context.Context) *readAhead {
 // read-ahead, once, or read now.
 func (d *Driver) aheadHeads(ctx context.Context) ([]listed, error) {
 	if ra := d.aheadOf(ctx); ra != nil {
-		ra.mu.Lock()
-		keys, ok := ra.heads[d.prefix]
-		delete(ra.heads, d.prefix)
-		ra.mu.Unlock()
-		if ok {
-			return keys, nil
+		if l := ra.heads[d.prefix]; l != nil {
+			<-l.done // closed before ReadAheadStats returned
+			ra.mu.Lock()
+			take := l.ok && !l.served
+			l.served = true
+			ra.mu.Unlock()
+			if take {
+				return l.keys, nil
+			}
 		}
 	}
 	return d.listSettledHeads(ctx)
@@ -208,7 +209,7 @@ func (d *Driver) listedClean(ctx context.Context, part, etag string) bool {
 	if ra == nil || ra.c != d.c || etag == "" || !d.marksBesideHeads() {
 		return false
 	}
-	l := ra.listings[d.prefix]
+	l := ra.heads[d.prefix]
 	if l == nil {
 		return false
 	}
