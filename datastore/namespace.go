@@ -64,6 +64,12 @@ type NamespaceConfig struct {
 	Name      string    `json:"-"`
 	Created   time.Time `json:"created"`
 	Lifecycle Lifecycle `json:"lifecycle"`
+	// Layout is the datastore's layout as its record named it when this
+	// entry was written, or "" (an entry written before issue 31, or by a
+	// process that had not read the record): a process that remembers
+	// the same layout takes the entry's read as the record's
+	// (layoutproof.go).
+	Layout string `json:"layout,omitempty"`
 }
 
 // maxCachedScopes bounds the scopes a process keeps open, so that a client
@@ -153,7 +159,7 @@ func (s *Store) register(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	v, _ := json.Marshal(NamespaceConfig{Created: s.now().UTC()})
+	v, _ := json.Marshal(NamespaceConfig{Created: s.now().UTC(), Layout: s.provenLayout()})
 	err := s.root.Records().CASRecord(ctx, nsRegistryPrefix+s.ns, metastore.ExpectAbsent(), v)
 	if err != nil && !errors.Is(err, metastore.ErrConflict) {
 		return fmt.Errorf("register namespace %s: %w", s.ns, err)
@@ -216,6 +222,7 @@ func (s *Store) config(ctx context.Context) (NamespaceConfig, []byte, error) {
 	}
 	c.Name = name
 	s.knownRegistered()
+	s.layoutFromEntry(c.Layout) // layoutproof.go
 	return c, raw, nil
 }
 
@@ -257,6 +264,9 @@ func (s *Store) SetLifecycle(ctx context.Context, l Lifecycle) (NamespaceConfig,
 			c.Created = s.now().UTC()
 		}
 		c.Lifecycle = l
+		if proven := s.provenLayout(); proven != "" {
+			c.Layout = proven
+		}
 		v, _ := json.Marshal(c)
 		err = s.root.Records().CASRecord(ctx, nsRegistryPrefix+c.Name, expect, v)
 		if err == nil {
