@@ -347,6 +347,15 @@ func (c *checker) checkLog(ctx context.Context, part string, pl *partLog) error 
 			}
 		}
 	}
+	if pl.hasHead && len(pl.head.Recent) > 0 {
+		if why, err := c.recentProblem(ctx, part, pl); err != nil {
+			return err
+		} else if why != "" {
+			if err := c.problem(ctx, d.headKey(part), why, "drop the copies (readers read the log)", func(ctx context.Context) error { return c.dropHeadRecent(ctx, part) }); err != nil {
+				return err
+			}
+		}
+	}
 	if pl.hasHead && pl.head.ClaimsOnly && len(pl.latest) > 0 {
 		// Written by no lake (a roll-forward of a change clears it):
 		// Partitions and ChangedPartitions would not name the partition.
@@ -598,6 +607,54 @@ func (c *checker) rollForwardAll(ctx context.Context, part string, pl *partLog) 
 		}
 	}
 	return c.rollForward(ctx, part)
+}
+
+// recentProblem says what is wrong with the copies of its last log objects
+// that part's head carries (recent.go), or "": readers would take a copy
+// that is not a run ending at the watermark for nothing, but one that
+// differs from its object while the log holds it, or names a token above
+// its lock record's (copied from a forged object, which lowering the
+// object leaves as it was), would be read as changes that are not the
+// log's.
+func (c *checker) recentProblem(ctx context.Context, part string, pl *partLog) (string, error) {
+	run := c.d.validRecent(part, pl.head)
+	if run == nil {
+		return "its copies of the log's last objects are not a run of objects of this partition ending at its watermark (readers ignore them)", nil
+	}
+	byFirst := map[uint64]*logObject{}
+	for _, o := range pl.objs {
+		byFirst[o.First] = o
+	}
+	for _, cp := range run {
+		if o, ok := byFirst[cp.First]; ok {
+			a, _ := json.Marshal(cp)
+			b, _ := json.Marshal(o)
+			if !bytes.Equal(a, b) {
+				return fmt.Sprintf("its copy of log object %d differs from the object", cp.First), nil
+			}
+		}
+		for k, v := range cp.Fences {
+			tok, err := c.token(ctx, k)
+			if err != nil {
+				return "", err
+			}
+			if tok != 0 && v > tok {
+				return fmt.Sprintf("its copy of log object %d names token %d of lock record %q, above the %d that record holds", cp.First, v, k, tok), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// dropHeadRecent removes part's head's copies of its last log objects.
+func (c *checker) dropHeadRecent(ctx context.Context, part string) error {
+	h, etag, ok, err := c.d.readHead(ctx, part)
+	if err != nil || !ok || len(h.Recent) == 0 {
+		return err
+	}
+	h.Recent = nil
+	_, err = c.d.replaceHead(ctx, part, etag, h)
+	return err
 }
 
 // clearClaimsOnly clears part's head's claims-only mark, conditional on

@@ -99,6 +99,16 @@ type client struct {
 	// handoffSwept is when handOff last dropped the offers too old to be
 	// taken (Unix nanoseconds).
 	handoffSwept atomic.Int64
+	// recent holds, by driver prefix and partition, the copies of its
+	// last log objects that ChangedPartitions read in its head, for the
+	// feed read that follows (recent.go); recentSwept is handoffSwept's
+	// counterpart.
+	recent      sync.Map
+	recentSwept atomic.Int64
+	// noRecent: heads are written without copies of their last objects,
+	// as a lake before issue 31 wrote them (set by tests of the log
+	// reads, export_test.go).
+	noRecent bool
 	// moves: this process's last commits' head moves and the cursors it
 	// last read (cursorover.go), shared by every namespace's driver.
 	moves moveLog

@@ -132,7 +132,8 @@ func changeList(in []datastore.Info) []string {
 // listed it too before). The answers are Changes's.
 func TestChangesFromHead(t *testing.T) {
 	ctx := t.Context()
-	api, _, s, _, _ := feedStore(t)
+	api, d, s, _, _ := feedStore(t)
+	d.WithoutRecent() // the log is read (recent_test.go: the head's copies)
 	put(t, s, "data/m/1/a", "data/m/2/a", "data/m/3/a")
 	_, cur, err := s.ChangedPartitions(ctx, "")
 	if err != nil {
@@ -178,6 +179,7 @@ func TestChangesFromHeadPurgeMeanwhile(t *testing.T) {
 		t.Run(fmt.Sprintf("object deleted %v", deleted), func(t *testing.T) {
 			ctx := t.Context()
 			api, d, s, _, _ := feedStore(t)
+			d.WithoutRecent() // the log is read (recent_test.go: the head's copies)
 			put(t, s, "data/m/1/a", "data/m/1/b")
 			heads, cur, err := s.ChangedPartitions(ctx, "")
 			if err != nil || len(heads) != 1 {
@@ -241,7 +243,8 @@ func TestChangesFromHeadDroppedMeanwhile(t *testing.T) {
 	for _, again := range []bool{false, true} {
 		t.Run(fmt.Sprintf("begun again %v", again), func(t *testing.T) {
 			ctx := t.Context()
-			api, _, s, _, _ := feedStore(t)
+			api, d, s, _, _ := feedStore(t)
+			d.WithoutRecent() // the log is read (recent_test.go: the head's copies)
 			put(t, s, "data/m/1/a", "data/m/2/a")
 			_, cur, err := s.ChangedPartitions(ctx, "")
 			if err != nil {
@@ -284,7 +287,8 @@ func TestChangesFromHeadDroppedMeanwhile(t *testing.T) {
 // answers what Changes answers: the changes the log still holds.
 func TestChangesFromHeadForeignDelete(t *testing.T) {
 	ctx := t.Context()
-	api, _, s, raw, bucket := feedStore(t)
+	api, d, s, raw, bucket := feedStore(t)
+	d.WithoutRecent() // the log is read (recent_test.go: its copies in the head)
 	put(t, s, "data/m/1/a")
 	_, cur, err := s.ChangedPartitions(ctx, "")
 	if err != nil {
@@ -325,8 +329,19 @@ func TestChangesFromHeadForeignDelete(t *testing.T) {
 // read is proven whole or not, is the tests above; here the reader is
 // mostly told by the floor it read.)
 func TestChangesOfHeadsMissesNothing(t *testing.T) {
+	for _, copies := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copies=%v", copies), func(t *testing.T) { changesOfHeadsMissesNothing(t, copies) })
+	}
+}
+
+// changesOfHeadsMissesNothing is TestChangesOfHeadsMissesNothing, with
+// heads that carry copies of their last objects (recent.go) or without.
+func changesOfHeadsMissesNothing(t *testing.T, copies bool) {
 	ctx := t.Context()
 	_, d, s, _, _ := feedStore(t)
+	if !copies {
+		d.WithoutRecent()
+	}
 	parts := []string{"m/1", "m/2", "m/3"}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -457,10 +472,21 @@ func TestChangesOfHeadsMissesNothing(t *testing.T) {
 // compaction): the floor is raised before the object goes, and a read
 // that finds an object gone reads the head after it. (Before issue 31 the
 // floor was raised last and Changes read it first, and such a read missed
-// the deletion.)
+// the deletion.) With the head's copies of its last objects (recent.go),
+// ChangesOfHeads may instead answer from the copies its ChangedPartitions
+// read: then it returns the deletion itself, and the rest, up to the head.
 func TestFeedReadInsideCompaction(t *testing.T) {
+	for _, copies := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copies=%v", copies), func(t *testing.T) { feedReadInsideCompaction(t, copies) })
+	}
+}
+
+func feedReadInsideCompaction(t *testing.T, copies bool) {
 	ctx := t.Context()
 	api, d, s, raw, bucket := feedStore(t)
+	if !copies {
+		d.WithoutRecent()
+	}
 	_, other := openDatastore(t, raw, bucket, "fh") // the reader, in another process
 	put(t, s, "data/m/1/a", "data/m/1/b")
 	heads, cur, err := other.ChangedPartitions(ctx, "")
@@ -488,9 +514,14 @@ func TestFeedReadInsideCompaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		read = append(read, fmt.Sprintf("ChangesOfHeads: %+v", got["m/1"]))
-		if !got["m/1"].Horizon {
-			t.Errorf("ChangesOfHeads inside the compaction: %+v; want the horizon", got["m/1"])
+		hc := got["m/1"]
+		read = append(read, fmt.Sprintf("ChangesOfHeads: %+v", hc))
+		whole := fmt.Sprint(changeList(hc.Changes)) == fmt.Sprintf("[data/m/1/a@%d del=true data/m/1/c@%d del=false]", after+1, after+2) && hc.UpTo == heads[0].Seq
+		switch {
+		case !copies && !hc.Horizon:
+			t.Errorf("ChangesOfHeads inside the compaction: %+v; want the horizon", hc)
+		case copies && !hc.Horizon && !whole:
+			t.Errorf("ChangesOfHeads inside the compaction, from the head's copies: %+v; want the horizon, or the deletion and the put up to %d", hc, heads[0].Seq)
 		}
 	}
 	api.afterLogDelete.Store(&inside)
@@ -501,6 +532,7 @@ func TestFeedReadInsideCompaction(t *testing.T) {
 	if len(read) == 0 {
 		t.Fatal("the compaction deleted no log object: the reads never ran inside it")
 	}
+	t.Logf("inside the compaction: %s", strings.Join(read, "; "))
 }
 
 // TestFeedOfOneCommitIsOneGet (issue 31): a reader standing where its last
@@ -513,7 +545,8 @@ func TestFeedReadInsideCompaction(t *testing.T) {
 // answer is the changes after the position.
 func TestFeedOfOneCommitIsOneGet(t *testing.T) {
 	ctx := t.Context()
-	api, _, s, _, _ := feedStore(t)
+	api, d, s, _, _ := feedStore(t)
+	d.WithoutRecent() // heads as before issue 31's copies (recent_test.go)
 	after, cur := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
 	count := func(what string, f func() []datastore.Info, heads, lists, logs int64, want ...string) {
 		t.Helper()
@@ -583,7 +616,8 @@ func TestFeedOfOneCommitIsOneGet(t *testing.T) {
 // as a change by either.
 func TestFeedReadOfAForeignObject(t *testing.T) {
 	ctx := t.Context()
-	_, _, s, raw, bucket := feedStore(t)
+	_, d, s, raw, bucket := feedStore(t)
+	d.WithoutRecent() // the log is read (recent_test.go: damage beside the head's copies)
 	after, cur := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
 	heads, _, err := s.ChangedPartitions(ctx, cur)
 	if err != nil || len(heads) != 1 {

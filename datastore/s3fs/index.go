@@ -100,6 +100,7 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 	target := t.rollTo() // not past a commit not yet decided (whole.go)
 	h, etag := t.h, t.hetag
 	for attempt := 0; h.Applied < target; attempt++ {
+		prev := h // as read: its run, if the rolled objects follow it
 		if attempt == maxCommitAttempts {
 			return fmt.Errorf("%w: s3 head %q: its watermark changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
 		}
@@ -113,6 +114,9 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 			h.Base = 0 // unknown: writers list as without it
 			h.Fences, h.FencesAt = nil, 0
 		}
+		// For readers: the run the head held before, if the objects
+		// rolled now follow it, and those objects (recent.go).
+		h.Recent = encodeRecent(d.nextRecent(part, prev, t.objects, target))
 		tag, err := d.replaceHead(ctx, part, etag, h)
 		if err == nil {
 			if attempt == 0 && etag == t.hetag {

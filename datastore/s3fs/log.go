@@ -142,6 +142,12 @@ type head struct {
 	// them with the object and drops a copy that disagrees.
 	Fences   map[string]uint64 `json:"fences,omitempty"`
 	FencesAt uint64            `json:"fencesAt,omitempty"`
+	// Recent are copies of the log's last objects up to Applied, for
+	// readers (recent.go): a reader whose position they reach back to
+	// reads no log object. Only readers take them, and only while they
+	// end at Applied with no gap. Kept raw: copies that are not log
+	// objects are ignored, never a reason to refuse the head.
+	Recent json.RawMessage `json:"recent,omitempty"`
 }
 
 // knownFences reports whether h holds the fences of the object ending at

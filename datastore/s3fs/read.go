@@ -161,6 +161,11 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	if after < h.Floor {
 		return nil, 0, datastore.ErrHorizon
 	}
+	if objs, ok := d.recentAfter(part, h, after); ok { // recent.go
+		if f, err := d.feedOf(ctx, part, after, h.Applied, objs, limit); err == nil && f.whole {
+			return f.changes, f.upTo, nil
+		}
+	}
 	f, err := d.feedAfter(ctx, part, after, h.Applied, limit)
 	if err != nil {
 		return nil, 0, err
@@ -202,6 +207,11 @@ func (d *Driver) ChangesFromHead(ctx context.Context, h datastore.Head, after ui
 	if after >= h.Seq {
 		return nil, h.Seq, nil
 	}
+	if objs, ok := d.offeredAfter(h.Partition, h.Seq, after); ok { // recent.go
+		if f, err := d.feedOf(ctx, h.Partition, after, h.Seq, objs, limit); err == nil && f.whole {
+			return f.changes, f.upTo, nil
+		}
+	}
 	f, err := d.feedAfter(ctx, h.Partition, after, h.Seq, limit)
 	if err != nil && !errors.Is(err, metastore.ErrInvalidArgument) {
 		return nil, 0, err
@@ -231,7 +241,12 @@ func (d *Driver) feedAfter(ctx context.Context, part string, after, applied uint
 	if err != nil {
 		return feed{}, err
 	}
-	end = max(end, applied)
+	return d.feedOf(ctx, part, after, max(end, applied), objs, limit)
+}
+
+// feedOf is feedAfter's answer from objs, the log objects after position
+// after in order, up to end.
+func (d *Driver) feedOf(ctx context.Context, part string, after, end uint64, objs []*logObject, limit int) (feed, error) {
 	if after > end {
 		return feed{}, fmt.Errorf("%w: position %d is beyond the head %d of partition %q", metastore.ErrInvalidArgument, after, end, part)
 	}
@@ -391,6 +406,9 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 		g.Go(func() error {
 			h, _, exists, err := d.readHead(gctx, part)
 			read[i].h, read[i].exists = h, exists
+			if err == nil && exists {
+				d.offerRecent(part, h) // for the feed read of it (recent.go)
+			}
 			return err
 		})
 	}

@@ -1,0 +1,205 @@
+package s3fs_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+)
+
+// rawHead reads the head of partition m/1 under fh/ as a raw S3 client
+// sees it: its JSON, as a generic map.
+func rawHead(t *testing.T, raw *s3.Client, bucket string) map[string]any {
+	t.Helper()
+	out, err := raw.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("fh/h/m%2F1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestHeadCopiesServeTheFeed (issue 31): a head carries copies of its log's
+// last objects, so a reader whose position they reach back to reads no log
+// object: ChangesOfHeads after ChangedPartitions reads nothing but the
+// changed head, and Changes reads the head alone; a reader further behind
+// than the copies reach, and one behind a commit too big to copy, reads
+// the log. Every answer is the changes after the reader's position.
+func TestHeadCopiesServeTheFeed(t *testing.T) {
+	ctx := t.Context()
+	api, _, s, raw, bucket := feedStore(t)
+	after, cur := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
+	put(t, s, "data/m/1/c", "data/m/1/d")
+	if recent, _ := rawHead(t, raw, bucket)["recent"].([]any); len(recent) != 4 {
+		t.Fatalf("the head carries %d copies; want the log's 4 objects", len(recent))
+	}
+	want := fmt.Sprintf("[data/m/1/b@%d del=false data/m/1/c@%d del=false data/m/1/d@%d del=false]", after+1, after+2, after+3)
+	check := func(what string, got []datastore.Info, heads, lists, logs int64) {
+		t.Helper()
+		if h, l, g := api.headGets.Load(), api.logLists.Load(), api.logGets.Load(); h != heads || l != lists || g != logs {
+			t.Errorf("%s: %d head GETs, %d log LISTs, %d log GETs; want %d, %d and %d", what, h, l, g, heads, lists, logs)
+		}
+		if fmt.Sprint(changeList(got)) != want {
+			t.Errorf("%s: %v; want %s", what, changeList(got), want)
+		}
+	}
+	api.reset()
+	heads, _, err := s.ChangedPartitions(ctx, cur)
+	if err != nil || len(heads) != 1 {
+		t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+	}
+	got, err := s.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": after}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ChangedPartitions and ChangesOfHeads, three commits since", got["m/1"].Changes, 1, 0, 0)
+	api.reset()
+	ch, upTo, err := s.Changes(ctx, "m/1", after, 100)
+	if err != nil || upTo != after+3 {
+		t.Fatalf("Changes = up to %d, %v", upTo, err)
+	}
+	check("Changes, three commits since", ch, 1, 0, 0)
+
+	// More commits than the head keeps copies of: a reader from before
+	// them reads the log.
+	for i := range 9 {
+		put(t, s, fmt.Sprintf("data/m/1/e%d", i))
+	}
+	api.reset()
+	ch, _, err = s.Changes(ctx, "m/1", after, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api.logLists.Load() == 0 || len(ch) != 12 {
+		t.Fatalf("Changes from before the copies: %d changes, %d log LISTs; want 12 read from the log", len(ch), api.logLists.Load())
+	}
+	// A commit too big to copy (inline content of 3 KiB) leaves copies
+	// only of what follows it; a reader from before it reads the log.
+	before, _, err := s.Changes(ctx, "m/1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := before[len(before)-1].Pos
+	if _, err := s.Put(ctx, "data/m/1/big", strings.NewReader(strings.Repeat("x", 3000)), nil); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "data/m/1/f")
+	api.reset()
+	ch, _, err = s.Changes(ctx, "m/1", at, 100)
+	if err != nil || len(ch) != 2 || api.logGets.Load() == 0 {
+		t.Fatalf("Changes from before a big commit: %v, %v, %d log GETs; want big and f, read from the log", changeList(ch), err, api.logGets.Load())
+	}
+	api.reset()
+	ch, _, err = s.Changes(ctx, "m/1", at+1, 100)
+	if err != nil || fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/f@%d del=false]", at+2) || api.logGets.Load()+api.logLists.Load() != 0 {
+		t.Fatalf("Changes from after the big commit: %v, %v, %d log reads; want f, from the head", changeList(ch), err, api.logGets.Load()+api.logLists.Load())
+	}
+}
+
+// TestHeadCopiesHostile (the hostile peer): a raw S3 client rewrites a
+// head's copies of its last objects. Copies that are not a run of the
+// partition's objects ending at the watermark (a gap, a path of another
+// partition, a run that stops short, garbage) are ignored: the reader reads
+// the log and answers what it holds. A head with no copies (as a lake
+// before issue 31 writes it) is read as before. A well-formed copy that
+// differs from its object is read as the log would be if forged (the same
+// trust as the log itself), and lake data check names it and --repair
+// drops the copies, after which readers read the log.
+func TestHeadCopiesHostile(t *testing.T) {
+	ctx := t.Context()
+	api, _, s, raw, bucket := feedStore(t)
+	after, _ := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
+	put(t, s, "data/m/1/c")
+	h := rawHead(t, raw, bucket)
+	recent := h["recent"].([]any)
+	b := recent[len(recent)-2].(map[string]any)
+	c := recent[len(recent)-1].(map[string]any)
+	truth := fmt.Sprintf("[data/m/1/b@%d del=false data/m/1/c@%d del=false]", after+1, after+2)
+	withRecent := func(objs ...any) string {
+		g := map[string]any{}
+		for k, v := range h {
+			g[k] = v
+		}
+		if objs == nil {
+			delete(g, "recent")
+		} else {
+			g["recent"] = objs
+		}
+		out, _ := json.Marshal(g)
+		return string(out)
+	}
+	clone := func(o map[string]any, edit func(map[string]any)) map[string]any {
+		var c map[string]any
+		bb, _ := json.Marshal(o)
+		_ = json.Unmarshal(bb, &c)
+		edit(c)
+		return c
+	}
+	readFeed := func(what string) (changes string, logReads int64) {
+		t.Helper()
+		api.reset()
+		ch, _, err := s.Changes(ctx, "m/1", after, 100)
+		if err != nil {
+			t.Fatalf("%s: Changes: %v", what, err)
+		}
+		return fmt.Sprint(changeList(ch)), api.logGets.Load() + api.logLists.Load()
+	}
+	for _, c := range []struct{ name, head string }{
+		{"a gap", withRecent(c)},
+		{"a path of another partition", withRecent(b, clone(c, func(o map[string]any) {
+			o["entries"].([]any)[0].(map[string]any)["path"] = "data/m/2/x"
+		}))},
+		{"a run stopping short of the watermark", withRecent(b)},
+		{"garbage", withRecent("not an object", 7)},
+		{"none, as an older lake writes the head", withRecent()},
+	} {
+		rawPut(t, raw, bucket, "fh/h/m%2F1", c.head)
+		if got, reads := readFeed(c.name); got != truth || reads == 0 {
+			t.Errorf("%s: %s, %d log reads; want %s read from the log", c.name, got, reads, truth)
+		}
+	}
+	// "garbage" must not stop the store either: the head is still read.
+	rawPut(t, raw, bucket, "fh/h/m%2F1", withRecent(b, clone(c, func(o map[string]any) {
+		o["entries"].([]any)[0].(map[string]any)["version"] = "forged"
+	})))
+	if got, reads := readFeed("a forged copy"); !strings.Contains(got, "data/m/1/c") || reads != 0 {
+		t.Fatalf("a well-formed copy: %s, %d log reads; want it read as the log's", got, reads)
+	}
+	rep, err := s.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(rep.Problems), "its copy of log object") {
+		t.Fatalf("check: %+v; want the differing copy named", rep.Problems)
+	}
+	if _, err := s.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, reads := readFeed("after the repair"); got != truth || reads == 0 {
+		t.Fatalf("after the repair: %s, %d log reads; want %s read from the log", got, reads, truth)
+	}
+	if rep, err := s.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("check after the repair: %+v, %v", rep.Problems, err)
+	}
+	// The next commit writes a copy of its own object again, which serves
+	// a reader standing right before it.
+	put(t, s, "data/m/1/d")
+	api.reset()
+	ch, _, err := s.Changes(ctx, "m/1", after+2, 100)
+	if err != nil || fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/d@%d del=false]", after+3) || api.logGets.Load()+api.logLists.Load() != 0 {
+		t.Fatalf("after the next commit: %v, %v, %d log reads; want d, from the head", changeList(ch), err, api.logGets.Load()+api.logLists.Load())
+	}
+}
