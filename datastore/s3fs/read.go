@@ -161,11 +161,6 @@ func (d *Driver) Changes(ctx context.Context, part string, after uint64, limit i
 	if after < h.Floor {
 		return nil, 0, datastore.ErrHorizon
 	}
-	if objs, ok := d.recentAfter(part, h, after); ok { // recent.go
-		if f, err := d.feedOf(ctx, part, after, h.Applied, objs, limit); err == nil && f.whole {
-			return f.changes, f.upTo, nil
-		}
-	}
 	f, err := d.feedAfter(ctx, part, after, h.Applied, limit)
 	if err != nil {
 		return nil, 0, err
@@ -207,7 +202,7 @@ func (d *Driver) ChangesFromHead(ctx context.Context, h datastore.Head, after ui
 	if after >= h.Seq {
 		return nil, h.Seq, nil
 	}
-	if objs, ok := d.offeredAfter(h.Partition, h.Seq, after); ok { // recent.go
+	if objs, ok := d.offeredAfter(h.Partition, h.Seq, after); ok && after > 0 { // recent.go
 		if f, err := d.feedOf(ctx, h.Partition, after, h.Seq, objs, limit); err == nil && f.whole {
 			return f.changes, f.upTo, nil
 		}

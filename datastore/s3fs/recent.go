@@ -21,6 +21,14 @@ import (
 // position) takes the changes from the copies in the head it has read and
 // reads no log object; any other reader reads the log as before.
 //
+// Only the reader of a partition ChangedPartitions named takes them
+// (ChangesFromHead), from a position past 0: ChangedPartitions settled the
+// pending marks before it listed the heads, so every commit acknowledged
+// before that listing is rolled into the head it read, and a read up to
+// that head is what the call promises. Changes, which no such settling
+// precedes, and a reader from 0, read the log after the watermark as
+// before (a commit whose roll-forward failed is seen there).
+//
 // A copy is what the roll-forward read from the log (or what the head it
 // replaced carried, itself so made), and is judged as the object would be:
 // checked as a log object of its partition at its position (checkLog),
@@ -82,12 +90,11 @@ func encodeRecent(run []*logObject) json.RawMessage {
 	return b
 }
 
-// recentAfter returns the copies in h that hold every position after
-// after up to its watermark (the objects a feed read from after would
-// read), or ok false when the run does not reach back to after+1.
-func (d *Driver) recentAfter(part string, h head, after uint64) (objs []*logObject, ok bool) {
-	run := d.validRecent(part, h)
-	if run == nil || after >= h.Applied || run[0].First > after+1 {
+// runAfter returns the objects of run (a head's copies at watermark
+// applied) after position after, if run holds every position from after+1
+// to applied; ok false otherwise.
+func runAfter(run []*logObject, applied, after uint64) (objs []*logObject, ok bool) {
+	if after >= applied || len(run) == 0 || run[0].First > after+1 {
 		return nil, false
 	}
 	for _, o := range run {
@@ -196,14 +203,5 @@ func (d *Driver) offeredAfter(part string, applied, after uint64) ([]*logObject,
 	if r.applied != applied || time.Since(r.at) > recentAge {
 		return nil, false
 	}
-	if after >= applied || len(r.objs) == 0 || r.objs[0].First > after+1 {
-		return nil, false
-	}
-	var objs []*logObject
-	for _, o := range r.objs {
-		if o.last() > after {
-			objs = append(objs, fresh(o))
-		}
-	}
-	return objs, true
+	return runAfter(r.objs, applied, after)
 }

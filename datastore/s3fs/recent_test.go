@@ -33,11 +33,13 @@ func rawHead(t *testing.T, raw *s3.Client, bucket string) map[string]any {
 }
 
 // TestHeadCopiesServeTheFeed (issue 31): a head carries copies of its log's
-// last objects, so a reader whose position they reach back to reads no log
-// object: ChangesOfHeads after ChangedPartitions reads nothing but the
-// changed head, and Changes reads the head alone; a reader further behind
-// than the copies reach, and one behind a commit too big to copy, reads
-// the log. Every answer is the changes after the reader's position.
+// last objects, so a reader of the partitions ChangedPartitions named
+// whose position they reach back to reads no log object: ChangesOfHeads
+// reads nothing but the changed head ChangedPartitions read. A reader
+// further behind than the copies reach, one behind a commit too big to
+// copy, one from position 0, and Changes (which no settling of pending
+// marks precedes) read the log. Every answer is the changes after the
+// reader's position.
 func TestHeadCopiesServeTheFeed(t *testing.T) {
 	ctx := t.Context()
 	api, _, s, raw, bucket := feedStore(t)
@@ -68,23 +70,35 @@ func TestHeadCopiesServeTheFeed(t *testing.T) {
 	check("ChangedPartitions and ChangesOfHeads, three commits since", got["m/1"].Changes, 1, 0, 0)
 	api.reset()
 	ch, upTo, err := s.Changes(ctx, "m/1", after, 100)
-	if err != nil || upTo != after+3 {
-		t.Fatalf("Changes = up to %d, %v", upTo, err)
+	if err != nil || upTo != after+3 || fmt.Sprint(changeList(ch)) != want || api.logGets.Load() == 0 {
+		t.Fatalf("Changes: %v up to %d, %v, %d log GETs; want %s, read from the log", changeList(ch), upTo, err, api.logGets.Load(), want)
 	}
-	check("Changes, three commits since", ch, 1, 0, 0)
+	// fromHeads is ChangedPartitions after cur and ChangesOfHeads of m/1
+	// from position from, and the log objects and listings they read.
+	fromHeads := func(from uint64) ([]datastore.Info, int64) {
+		t.Helper()
+		heads, _, err := s.ChangedPartitions(ctx, cur)
+		if err != nil || len(heads) != 1 {
+			t.Fatalf("ChangedPartitions = %v, %v", heads, err)
+		}
+		api.reset()
+		got, err := s.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": from}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["m/1"].Changes, api.logGets.Load() + api.logLists.Load()
+	}
+	if ch, reads := fromHeads(0); len(ch) != 4 || reads == 0 {
+		t.Fatalf("ChangesOfHeads from 0: %v, %d log reads; want a, b, c and d, read from the log", changeList(ch), reads)
+	}
 
 	// More commits than the head keeps copies of: a reader from before
 	// them reads the log.
 	for i := range 9 {
 		put(t, s, fmt.Sprintf("data/m/1/e%d", i))
 	}
-	api.reset()
-	ch, _, err = s.Changes(ctx, "m/1", after, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if api.logLists.Load() == 0 || len(ch) != 12 {
-		t.Fatalf("Changes from before the copies: %d changes, %d log LISTs; want 12 read from the log", len(ch), api.logLists.Load())
+	if ch, reads := fromHeads(after); len(ch) != 12 || reads == 0 {
+		t.Fatalf("ChangesOfHeads from before the copies: %d changes, %d log reads; want 12 read from the log", len(ch), reads)
 	}
 	// A commit too big to copy (inline content of 3 KiB) leaves copies
 	// only of what follows it; a reader from before it reads the log.
@@ -97,15 +111,11 @@ func TestHeadCopiesServeTheFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, s, "data/m/1/f")
-	api.reset()
-	ch, _, err = s.Changes(ctx, "m/1", at, 100)
-	if err != nil || len(ch) != 2 || api.logGets.Load() == 0 {
-		t.Fatalf("Changes from before a big commit: %v, %v, %d log GETs; want big and f, read from the log", changeList(ch), err, api.logGets.Load())
+	if ch, reads := fromHeads(at); len(ch) != 2 || reads == 0 {
+		t.Fatalf("ChangesOfHeads from before a big commit: %v, %d log reads; want big and f, read from the log", changeList(ch), reads)
 	}
-	api.reset()
-	ch, _, err = s.Changes(ctx, "m/1", at+1, 100)
-	if err != nil || fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/f@%d del=false]", at+2) || api.logGets.Load()+api.logLists.Load() != 0 {
-		t.Fatalf("Changes from after the big commit: %v, %v, %d log reads; want f, from the head", changeList(ch), err, api.logGets.Load()+api.logLists.Load())
+	if ch, reads := fromHeads(at + 1); fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/f@%d del=false]", at+2) || reads != 0 {
+		t.Fatalf("ChangesOfHeads from after the big commit: %v, %d log reads; want f, from the head", changeList(ch), reads)
 	}
 }
 
@@ -121,7 +131,7 @@ func TestHeadCopiesServeTheFeed(t *testing.T) {
 func TestHeadCopiesHostile(t *testing.T) {
 	ctx := t.Context()
 	api, _, s, raw, bucket := feedStore(t)
-	after, _ := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
+	after, cur := readThenPut(t, s, "data/m/1/a", "data/m/1/b")
 	put(t, s, "data/m/1/c")
 	h := rawHead(t, raw, bucket)
 	recent := h["recent"].([]any)
@@ -148,14 +158,20 @@ func TestHeadCopiesHostile(t *testing.T) {
 		edit(c)
 		return c
 	}
+	// readFeed reads m/1 as a reader of the partitions ChangedPartitions
+	// names, from after: the reader the copies serve.
 	readFeed := func(what string) (changes string, logReads int64) {
 		t.Helper()
-		api.reset()
-		ch, _, err := s.Changes(ctx, "m/1", after, 100)
-		if err != nil {
-			t.Fatalf("%s: Changes: %v", what, err)
+		heads, _, err := s.ChangedPartitions(ctx, cur)
+		if err != nil || len(heads) != 1 {
+			t.Fatalf("%s: ChangedPartitions = %v, %v", what, heads, err)
 		}
-		return fmt.Sprint(changeList(ch)), api.logGets.Load() + api.logLists.Load()
+		api.reset()
+		got, err := s.ChangesOfHeads(ctx, heads, map[string]uint64{"m/1": after}, 100)
+		if err != nil {
+			t.Fatalf("%s: ChangesOfHeads: %v", what, err)
+		}
+		return fmt.Sprint(changeList(got["m/1"].Changes)), api.logGets.Load() + api.logLists.Load()
 	}
 	for _, c := range []struct{ name, head string }{
 		{"a gap", withRecent(c)},
@@ -171,7 +187,6 @@ func TestHeadCopiesHostile(t *testing.T) {
 			t.Errorf("%s: %s, %d log reads; want %s read from the log", c.name, got, reads, truth)
 		}
 	}
-	// "garbage" must not stop the store either: the head is still read.
 	rawPut(t, raw, bucket, "fh/h/m%2F1", withRecent(b, clone(c, func(o map[string]any) {
 		o["entries"].([]any)[0].(map[string]any)["version"] = "forged"
 	})))
@@ -197,9 +212,8 @@ func TestHeadCopiesHostile(t *testing.T) {
 	// The next commit writes a copy of its own object again, which serves
 	// a reader standing right before it.
 	put(t, s, "data/m/1/d")
-	api.reset()
-	ch, _, err := s.Changes(ctx, "m/1", after+2, 100)
-	if err != nil || fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/d@%d del=false]", after+3) || api.logGets.Load()+api.logLists.Load() != 0 {
-		t.Fatalf("after the next commit: %v, %v, %d log reads; want d, from the head", changeList(ch), err, api.logGets.Load()+api.logLists.Load())
+	after += 2
+	if got, reads := readFeed("after the next commit"); got != fmt.Sprintf("[data/m/1/d@%d del=false]", after+1) || reads != 0 {
+		t.Fatalf("after the next commit: %s, %d log reads; want d, from the head", got, reads)
 	}
 }
