@@ -93,6 +93,13 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 	// shard (each position is given to one head by the commit that moves
 	// the counter).
 	indexed := map[string]map[uint64]string{}
+	// remembered: each head's earlier index positions (prevpos.go), to
+	// compare with every head's position once all are read.
+	type earlier struct {
+		part, name string
+		prev       []uint64
+	}
+	var remembered []earlier
 	// fix runs repair when repairing, and adds p (repaired, or with the
 	// repair's error); without a repair p is reported as it is.
 	fix := func(p datastore.Problem, repair func() error) error {
@@ -214,6 +221,9 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 		if err != nil {
 			return rep, err
 		}
+		if prev := prevOf(h); len(prev) > 0 {
+			remembered = append(remembered, earlier{part: part, name: hname, prev: prev})
+		}
 		if h != nil && h[attrPos] != nil {
 			if indexed[sh] == nil {
 				indexed[sh] = map[uint64]string{}
@@ -234,6 +244,22 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 					continue
 				}
 				p.Repaired = true
+			}
+		}
+	}
+	for _, e := range remembered {
+		// Written by no lake (each position goes to one head): a reader
+		// that knows this partition would take the other's move for one
+		// of its own (knownFill, feed.go).
+		sh := shard(e.part)
+		for _, p := range e.prev {
+			if owner := indexed[sh][p]; owner != "" && owner != e.part {
+				if err := fix(datastore.Problem{Object: e.name, What: fmt.Sprintf("remembers index position %d of shard %s as its own, but it is the head of %q's (a reader that knows %q may miss that partition's change)", p, sh, owner, e.part),
+					Fix: "forget its earlier positions"},
+					func() error { return d.forgetPrev(ctx, e.part) }); err != nil {
+					return rep, err
+				}
+				break
 			}
 		}
 	}

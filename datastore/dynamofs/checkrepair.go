@@ -137,3 +137,20 @@ func (d *Driver) raiseCounter(ctx context.Context, sh string, to uint64) error {
 		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}})
 	return d.classify(err, "shard counter "+sh)
 }
+
+// forgetPrev removes the earlier index positions part's head remembers
+// (prevpos.go), conditional on the head being as read.
+func (d *Driver) forgetPrev(ctx context.Context, part string) error {
+	h, err := d.getItem(ctx, d.headKey(part))
+	if err != nil || h == nil || h[attrPrev] == nil {
+		return err
+	}
+	e, err := build(expression.NewBuilder().WithCondition(sameAttr("seq", h["seq"]).And(sameAttr(attrPos, h[attrPos]))).
+		WithUpdate(expression.Remove(expression.Name(attrPrev))))
+	if err != nil {
+		return err
+	}
+	err = d.transact(ctx, []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: d.headKey(part), UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}})
+	return d.classify(err, "head of "+part)
+}

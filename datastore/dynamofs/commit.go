@@ -412,8 +412,8 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		}
 		counter[sh]++
 		oldSeq := getN(lookup(d.headKey(p)), "seq")
-		u := expression.Set(expression.Name("seq"), expression.Value(newSeq)).
-			Set(expression.Name(attrPos), expression.Value(counter[sh]))
+		u := withPrev(expression.Set(expression.Name("seq"), expression.Value(newSeq)).
+			Set(expression.Name(attrPos), expression.Value(counter[sh])), lookup(d.headKey(p))) // prevpos.go
 		if tx != "" {
 			// The head remembers the commit's first position here, so
 			// that Head stops below it until the commit is decided.
@@ -424,7 +424,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 				claims = writes[p].claims
 			}
 			after[itemID(d.headKey(p))] = headAfter(d.headKey(p), lookup(d.headKey(p)),
-				map[string]types.AttributeValue{"seq": num(newSeq), attrPos: num(counter[sh])}, headMark(tx), oldSeq+1, claims, false)
+				headMoved(lookup(d.headKey(p)), map[string]types.AttributeValue{"seq": num(newSeq), attrPos: num(counter[sh])}), headMark(tx), oldSeq+1, claims, false)
 		}
 		w, err := d.headUpdate(d.headKey(p), lookup(d.headKey(p)), u, writes[p]) // claims.go
 		if err != nil {

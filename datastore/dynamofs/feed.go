@@ -262,9 +262,12 @@ func (d *Driver) appendHeads(ctx context.Context, heads []datastore.Head, its []
 // return exactly them (a commit takes each position of a shard's counter
 // for one head, in the transaction that moves the counter; a head read
 // before a later commit of its partition shows an earlier position, which
-// leaves the window unfilled and the shard queried). ok false: query.
+// leaves the window unfilled and the shard queried). A head in the window
+// accounts for the earlier positions it remembers there too (prevpos.go):
+// its feed, read up to the head, holds those moves' changes as well. ok
+// false: query.
 func (d *Driver) knownFill(known []item, sh string, at, now uint64) ([]item, bool) {
-	if len(known) == 0 || now-at > uint64(len(known)) {
+	if len(known) == 0 || now-at > uint64(len(known)*(1+prevPositions)) {
 		return nil, false
 	}
 	pk := d.headPK(sh)
@@ -277,6 +280,13 @@ func (d *Driver) knownFill(known []item, sh string, at, now uint64) ([]item, boo
 		}
 		seen[pos] = true
 		out = append(out, it)
+	}
+	for _, it := range out {
+		for _, p := range prevOf(it) {
+			if p > at && p < getN(it, attrPos) {
+				seen[p] = true
+			}
+		}
 	}
 	if uint64(len(seen)) != now-at {
 		return nil, false

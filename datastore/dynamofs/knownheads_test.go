@@ -110,12 +110,23 @@ func TestChangedPartitionsFromKnownHeads(t *testing.T) {
 	}
 	cursor = next
 
-	// A known partition changed twice: its first position is no head's.
+	// A known partition changed twice: its first position is no head's
+	// now, but the head remembers it (prevpos.go).
 	put(other, known[2], "b")
 	put(other, known[2], "c")
-	got, _, queried, _ = read("a known partition changed twice")
+	got, _, queried, next = read("a known partition changed twice")
+	if len(got) != 1 || queried != 0 {
+		t.Errorf("a known partition changed twice: %d changed, %d Queries; want 1 and none", len(got), queried)
+	}
+	cursor = next
+
+	// Changed five times: more moves than its head remembers.
+	for _, n := range []string{"d", "e", "f", "g", "h"} {
+		put(other, known[3], n)
+	}
+	got, _, queried, _ = read("a known partition changed five times")
 	if len(got) != 1 || queried != 1 {
-		t.Errorf("a known partition changed twice: %d changed, %d Queries; want 1 and one", len(got), queried)
+		t.Errorf("a known partition changed five times: %d changed, %d Queries; want 1 and one", len(got), queried)
 	}
 }
 
@@ -218,4 +229,93 @@ func rootAndNamespace(t *testing.T, api ddb.API, table, name string) (root, ns *
 		t.Fatal(err)
 	}
 	return root, ns
+}
+
+// TestForgedEarlierPositionIsChecked (the hostile peer of prevpos.go): a
+// foreign writer (a raw UpdateItem, as boto3 would make) writes into a
+// head's earlier index positions the position another head of its shard
+// holds now. A reader that knows only the first would take the other's
+// move for one of its own, and not read it; lake data check names the
+// forged list and --repair removes it, after which that reader, from the
+// same cursor, reads both.
+func TestForgedEarlierPositionIsChecked(t *testing.T) {
+	raw := ddblocal.Client(t)
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
+	ctx := t.Context()
+	root, ns := rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), table, "ns")
+	known, other := "m/0", ""
+	for i := 1; other == ""; i++ {
+		if m := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(m) == dynamofs.ShardOf(known) {
+			other = m
+		}
+	}
+	put := func(part, name string) {
+		t.Helper()
+		if _, err := ns.Put(ctx, "data/"+part+"/"+name, strings.NewReader(name), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(known, "a")
+	put(other, "a")
+	_, cursor, err := ns.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(other, "b")
+	put(known, "b")
+	headPK := "s#ns#x#" + dynamofs.ShardOf(known)
+	key := func(sk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: headPK}, "sk": &types.AttributeValueMemberS{Value: sk}}
+	}
+	out, err := raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true), Key: key(other)})
+	if err != nil || out.Item == nil {
+		t.Fatalf("raw GetItem of %s's head: %v, %v", other, out, err)
+	}
+	e, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name("prev"), expression.Value(&types.AttributeValueMemberL{Value: []types.AttributeValue{out.Item["pos"]}}))).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: key(known),
+		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}); err != nil {
+		t.Fatal(err)
+	}
+	readKnowing := func() []string {
+		t.Helper()
+		actx, err := root.ReadAhead(datastore.WithKnownPartitions(ctx, ns, []string{known}), []*datastore.Store{ns}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads, _, err := ns.ChangedPartitions(actx, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, h := range heads {
+			parts = append(parts, h.Partition)
+		}
+		slices.Sort(parts)
+		return parts
+	}
+	// What the forgery does, so that the check below is checked against
+	// a list that hides a move.
+	if got := readKnowing(); !slices.Equal(got, []string{known}) {
+		t.Fatalf("with the forged list a reader that knows %s reads %v; the forgery hides nothing, and the test checks nothing", known, got)
+	}
+	rep, err := ns.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "remembers index position") {
+		t.Fatalf("check of a head remembering another's index position: %v, want it named", rep.Problems)
+	}
+	if rep, err = ns.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+		t.Fatalf("repair: %v, %v", rep.Problems, err)
+	}
+	if rep, err := ns.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check after the repair: %v, %v; want clean", rep.Problems, err)
+	}
+	if got, want := readKnowing(), []string{known, other}; !slices.Equal(got, want) {
+		t.Errorf("after the repair a reader that knows %s reads %v, want %v", known, got, want)
+	}
 }

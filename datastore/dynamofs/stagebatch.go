@@ -265,7 +265,7 @@ func (d *Driver) bumpItems(parts []string, id string, cur map[string]item) ([]ty
 			next[sh] = getN(lookup(d.counterKey(sh)), "n")
 		}
 		next[sh]++
-		w, err := d.casUpdate(d.headKey(p), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next[sh])).
+		w, err := d.casUpdate(d.headKey(p), "seq", getN(h, "seq"), withPrev(expression.Set(expression.Name(attrPos), expression.Value(next[sh])), h).
 			Remove(expression.Name(headMark(id))))
 		if err != nil {
 			return nil, nil, err

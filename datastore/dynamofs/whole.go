@@ -888,7 +888,7 @@ func (d *Driver) bumpIndex(ctx context.Context, part, id string) error {
 			return nil // dropped meanwhile
 		}
 		next := getN(n, "n") + 1
-		hw, err := d.casUpdate(d.headKey(part), "seq", getN(h, "seq"), expression.Set(expression.Name(attrPos), expression.Value(next)).
+		hw, err := d.casUpdate(d.headKey(part), "seq", getN(h, "seq"), withPrev(expression.Set(expression.Name(attrPos), expression.Value(next)), h).
 			Remove(expression.Name(headMark(id))))
 		if err != nil {
 			return err
