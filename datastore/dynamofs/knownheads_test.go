@@ -138,29 +138,9 @@ func TestChangedPartitionsFromKnownHeads(t *testing.T) {
 // told) and --repair moves it to the shard's next position, after which
 // that reader, from the same cursor, reads both.
 func TestForgedIndexPositionIsChecked(t *testing.T) {
-	raw := ddblocal.Client(t)
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
 	ctx := t.Context()
-	root, ns := rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), table, "ns")
-	known, other := "m/0", ""
-	for i := 1; other == ""; i++ {
-		if m := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(m) == dynamofs.ShardOf(known) {
-			other = m
-		}
-	}
-	put := func(part, name string) {
-		t.Helper()
-		if _, err := ns.Put(ctx, "data/"+part+"/"+name, strings.NewReader(name), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put(known, "a")
-	put(other, "a")
-	_, cursor, err := ns.ChangedPartitions(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := twoInOneShard(t)
+	raw, table, known, other, put, cursor := f.raw, f.table, f.known, f.other, f.put, f.cursor
 	put(other, "b")
 	headPK := "s#ns#x#" + dynamofs.ShardOf(known)
 	get := func(sk string) map[string]types.AttributeValue {
@@ -182,24 +162,61 @@ func TestForgedIndexPositionIsChecked(t *testing.T) {
 		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := ns.Check(ctx, datastore.CheckOptions{})
+	f.checkRepairs(t, "is also the head of")
+	if got, want := f.readKnowing(t, cursor), []string{known, other}; !slices.Equal(got, want) {
+		t.Errorf("after the repair a reader that knows %s reads %v, want %v", known, got, want)
+	}
+}
+
+// shardPair is a datastore on a fresh table (and a raw client of it) with
+// namespace ns, two partitions of one shard holding a file each, a put of
+// a file into one, and the cursor after those files.
+type shardPair struct {
+	raw          *dynamodb.Client
+	table        string
+	root, ns     *datastore.Store
+	known, other string
+	put          func(part, name string)
+	cursor       string // ChangedPartitions' after a file put in each
+}
+
+// twoInOneShard makes a shardPair: the hostile peers of the index
+// positions forge one head's position after the other's.
+func twoInOneShard(t *testing.T) shardPair {
+	t.Helper()
+	f := shardPair{raw: ddblocal.Client(t), table: ddblocal.TableName(t), known: "m/0"}
+	ddblocal.CreateTable(t, f.raw, dynamofs.TableInput(f.table))
+	f.root, f.ns = rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), f.table, "ns")
+	for i := 1; f.other == ""; i++ {
+		if m := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(m) == dynamofs.ShardOf(f.known) {
+			f.other = m
+		}
+	}
+	f.put = func(part, name string) {
+		t.Helper()
+		if _, err := f.ns.Put(t.Context(), "data/"+part+"/"+name, strings.NewReader(name), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.put(f.known, "a")
+	f.put(f.other, "a")
+	var err error
+	if _, f.cursor, err = f.ns.ChangedPartitions(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// readKnowing returns the partitions ChangedPartitions names after cursor
+// to a reader that knows f.known alone (its head read with the counters).
+func (f shardPair) readKnowing(t *testing.T, cursor string) []string {
+	t.Helper()
+	ctx := t.Context()
+	actx, err := f.root.ReadAhead(datastore.WithKnownPartitions(ctx, f.ns, []string{f.known}), []*datastore.Store{f.ns}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "is also the head of") {
-		t.Fatalf("check of a head at another's index position: %v, want it named", rep.Problems)
-	}
-	if rep, err = ns.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
-		t.Fatalf("repair: %v, %v", rep.Problems, err)
-	}
-	if rep, err := ns.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
-		t.Errorf("check after the repair: %v, %v; want clean", rep.Problems, err)
-	}
-	actx, err := root.ReadAhead(datastore.WithKnownPartitions(ctx, ns, []string{known}), []*datastore.Store{ns}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	heads, _, err := ns.ChangedPartitions(actx, cursor)
+	heads, _, err := f.ns.ChangedPartitions(actx, cursor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +225,26 @@ func TestForgedIndexPositionIsChecked(t *testing.T) {
 		parts = append(parts, h.Partition)
 	}
 	slices.Sort(parts)
-	if want := []string{known, other}; !slices.Equal(parts, want) {
-		t.Errorf("after the repair a reader that knows %s reads %v, want %v", known, parts, want)
+	return parts
+}
+
+// checkRepairs wants lake data check to name one problem (what says
+// what), --repair to repair it, and a check after it to be clean.
+func (f shardPair) checkRepairs(t *testing.T, what string) {
+	t.Helper()
+	ctx := t.Context()
+	rep, err := f.ns.Check(ctx, datastore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, what) {
+		t.Fatalf("check: %v, want one problem naming %q", rep.Problems, what)
+	}
+	if rep, err = f.ns.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
+		t.Fatalf("repair: %v, %v", rep.Problems, err)
+	}
+	if rep, err := f.ns.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("check after the repair: %v, %v; want clean", rep.Problems, err)
 	}
 }
 
@@ -239,29 +274,9 @@ func rootAndNamespace(t *testing.T, api ddb.API, table, name string) (root, ns *
 // forged list and --repair removes it, after which that reader, from the
 // same cursor, reads both.
 func TestForgedEarlierPositionIsChecked(t *testing.T) {
-	raw := ddblocal.Client(t)
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
 	ctx := t.Context()
-	root, ns := rootAndNamespace(t, ddb.NewClient(ddblocal.Config(t), ""), table, "ns")
-	known, other := "m/0", ""
-	for i := 1; other == ""; i++ {
-		if m := fmt.Sprintf("m/%d", i); dynamofs.ShardOf(m) == dynamofs.ShardOf(known) {
-			other = m
-		}
-	}
-	put := func(part, name string) {
-		t.Helper()
-		if _, err := ns.Put(ctx, "data/"+part+"/"+name, strings.NewReader(name), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put(known, "a")
-	put(other, "a")
-	_, cursor, err := ns.ChangedPartitions(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := twoInOneShard(t)
+	raw, table, known, other, put, cursor := f.raw, f.table, f.known, f.other, f.put, f.cursor
 	put(other, "b")
 	put(known, "b")
 	headPK := "s#ns#x#" + dynamofs.ShardOf(known)
@@ -280,42 +295,13 @@ func TestForgedEarlierPositionIsChecked(t *testing.T) {
 		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}); err != nil {
 		t.Fatal(err)
 	}
-	readKnowing := func() []string {
-		t.Helper()
-		actx, err := root.ReadAhead(datastore.WithKnownPartitions(ctx, ns, []string{known}), []*datastore.Store{ns}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		heads, _, err := ns.ChangedPartitions(actx, cursor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parts []string
-		for _, h := range heads {
-			parts = append(parts, h.Partition)
-		}
-		slices.Sort(parts)
-		return parts
-	}
 	// What the forgery does, so that the check below is checked against
 	// a list that hides a move.
-	if got := readKnowing(); !slices.Equal(got, []string{known}) {
+	if got := f.readKnowing(t, cursor); !slices.Equal(got, []string{known}) {
 		t.Fatalf("with the forged list a reader that knows %s reads %v; the forgery hides nothing, and the test checks nothing", known, got)
 	}
-	rep, err := ns.Check(ctx, datastore.CheckOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "remembers index position") {
-		t.Fatalf("check of a head remembering another's index position: %v, want it named", rep.Problems)
-	}
-	if rep, err = ns.Check(ctx, datastore.CheckOptions{Repair: true}); err != nil || len(rep.Problems) != 1 || !rep.Problems[0].Repaired {
-		t.Fatalf("repair: %v, %v", rep.Problems, err)
-	}
-	if rep, err := ns.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 0 {
-		t.Errorf("check after the repair: %v, %v; want clean", rep.Problems, err)
-	}
-	if got, want := readKnowing(), []string{known, other}; !slices.Equal(got, want) {
+	f.checkRepairs(t, "remembers index position")
+	if got, want := f.readKnowing(t, cursor), []string{known, other}; !slices.Equal(got, want) {
 		t.Errorf("after the repair a reader that knows %s reads %v, want %v", known, got, want)
 	}
 }
