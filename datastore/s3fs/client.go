@@ -94,17 +94,11 @@ type client struct {
 	// have read a moment earlier.
 	staging sync.Map
 	// handoff holds, by driver prefix and partition, the tail a Stat
-	// read last, for the next commit of that partition (handoff.go).
-	handoff sync.Map
-	// handoffSwept is when handOff last dropped the offers too old to be
-	// taken (Unix nanoseconds).
-	handoffSwept atomic.Int64
-	// recent holds, by driver prefix and partition, the copies of its
-	// last log objects that ChangedPartitions read in its head, for the
-	// feed read that follows (recent.go); recentSwept is handoffSwept's
-	// counterpart.
-	recent      sync.Map
-	recentSwept atomic.Int64
+	// read last, for the next commit of that partition (handoff.go);
+	// recent, the copies of its last log objects that ChangedPartitions
+	// read in its head, for the feed read that follows (recent.go).
+	handoff offers
+	recent  offers
 	// noRecent: heads are written without copies of their last objects,
 	// as a lake before issue 31 wrote them (set by tests of the log
 	// reads, export_test.go).
@@ -112,6 +106,11 @@ type client struct {
 	// moves: this process's last commits' head moves and the cursors it
 	// last read (cursorover.go), shared by every namespace's driver.
 	moves moveLog
+}
+
+// newClient returns the client of bucket through api.
+func newClient(api API, bucket string) *client {
+	return &client{api: api, bucket: bucket, handoff: offers{age: handoffAge}, recent: offers{age: recentAge}}
 }
 
 func newWID() string {

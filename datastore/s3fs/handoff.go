@@ -29,43 +29,23 @@ import (
 // handoffAge bounds how old a Stat's tail a commit starts from.
 const handoffAge = 5 * time.Second
 
-type handoff struct {
-	t  *tail
-	at time.Time
-}
-
 // handOff offers t, part's tail just read by a Stat, to the next commit.
-// Every Stat offers (a reader's too, which no commit takes), so at most
-// once every handoffAge the offers too old to be taken are dropped: a
-// long-lived process (a node serving a fleet's disposable models) keeps
-// only the last few seconds' tails, not one for every partition it ever
-// read.
+// Every Stat offers (a reader's too, which no commit takes): offers.go
+// drops the ones too old to be taken.
 func (d *Driver) handOff(part string, t *tail) {
-	now := time.Now()
-	d.c.handoff.Store(d.prefix+part, handoff{t: t, at: now})
-	last := d.c.handoffSwept.Load()
-	if now.Sub(time.Unix(0, last)) < handoffAge || !d.c.handoffSwept.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	d.c.handoff.Range(func(k, v any) bool {
-		if now.Sub(v.(handoff).at) > handoffAge {
-			d.c.handoff.CompareAndDelete(k, v)
-		}
-		return true
-	})
+	d.c.handoff.put(d.prefix+part, t)
 }
 
 // takeHandoff returns the tail a Stat offered for part, once, read as a
 // writer reads it (withLast), or nil: none offered, too old, or its head
 // names no object that ends at its watermark (the commit then reads).
 func (d *Driver) takeHandoff(ctx context.Context, part string) (*tail, error) {
-	v, ok := d.c.handoff.LoadAndDelete(d.prefix + part)
+	v, ok := d.c.handoff.take(d.prefix + part)
 	if !ok {
 		return nil, nil
 	}
-	h := v.(handoff)
-	t := h.t
-	if time.Since(h.at) > handoffAge || t.withLast {
+	t := v.(*tail)
+	if t.withLast {
 		return nil, nil
 	}
 	if !t.exists || t.h.Applied == 0 {

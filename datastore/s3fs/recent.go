@@ -162,7 +162,6 @@ func (d *Driver) nextRecent(part string, prev head, rolled []*logObject, target 
 type recentOffer struct {
 	applied uint64
 	objs    []*logObject
-	at      time.Time
 }
 
 // recentAge bounds how long an offer waits for its feed read: a reader
@@ -174,33 +173,22 @@ func (d *Driver) offerRecent(part string, h head) {
 	run := d.validRecent(part, h)
 	key := d.prefix + part
 	if run == nil {
-		d.c.recent.Delete(key)
+		d.c.recent.drop(key)
 		return
 	}
-	now := time.Now()
-	d.c.recent.Store(key, recentOffer{applied: h.Applied, objs: run, at: now})
-	last := d.c.recentSwept.Load()
-	if now.Sub(time.Unix(0, last)) < recentAge || !d.c.recentSwept.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
-	d.c.recent.Range(func(k, v any) bool {
-		if now.Sub(v.(recentOffer).at) > recentAge {
-			d.c.recent.CompareAndDelete(k, v)
-		}
-		return true
-	})
+	d.c.recent.put(key, recentOffer{applied: h.Applied, objs: run})
 }
 
 // offeredAfter returns the objects after position after of the run that
 // ChangedPartitions read in part's head at watermark applied, if it holds
 // every position from after+1 to applied.
 func (d *Driver) offeredAfter(part string, applied, after uint64) ([]*logObject, bool) {
-	v, ok := d.c.recent.Load(d.prefix + part)
+	v, ok := d.c.recent.get(d.prefix + part)
 	if !ok {
 		return nil, false
 	}
 	r := v.(recentOffer)
-	if r.applied != applied || time.Since(r.at) > recentAge {
+	if r.applied != applied {
 		return nil, false
 	}
 	return runAfter(r.objs, applied, after)

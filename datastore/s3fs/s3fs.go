@@ -71,7 +71,7 @@ func Open(ctx context.Context, api API, opts Options) (*Driver, error) {
 	// bucket or a refusal as well (classify), and a sync that finds
 	// nothing changed pays only for the reads that prove it (issue 31).
 	_ = ctx
-	return &Driver{c: &client{api: api, bucket: opts.Bucket}, prefix: p, root: p, window: opts.CommitWindow}, nil
+	return &Driver{c: newClient(api, opts.Bucket), prefix: p, root: p, window: opts.CommitWindow}, nil
 }
 
 // Name implements datastore.Driver.
