@@ -90,7 +90,12 @@ func TestLocksAcrossMigration(t *testing.T) {
 			t.Fatalf("step %s: %v", step, err)
 		}
 	}
+	// Some increments after finalize too, and at least 20 in all: on a
+	// loaded machine the steps alone may leave the holders few turns.
 	time.Sleep(500 * time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); accepted.Load() < 20 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
 	close(errs)
