@@ -15,7 +15,7 @@ func TestHandoffOffersDoNotPileUp(t *testing.T) {
 	d := &Driver{c: newClient(nil, ""), prefix: "p/"}
 	old := time.Now().Add(-2 * handoffAge)
 	for i := range 1000 {
-		d.c.handoff.m.Store(fmt.Sprintf("p/m/%d", i), offer{v: &tail{}, at: old})
+		d.c.handoff.m.Store(fmt.Sprintf("p/m/%d", i), &offer{v: &tail{}, at: old})
 	}
 	d.handOff("m/new", &tail{})
 	d.handOff("m/newer", &tail{}) // within handoffAge of the sweep: no second sweep needed
@@ -35,5 +35,29 @@ func TestHandoffOffersDoNotPileUp(t *testing.T) {
 	}
 	if _, ok := d.c.handoff.m.Load("p/m/new"); ok {
 		t.Fatal("a taken offer stays")
+	}
+}
+
+// TestRecentOffersDoNotPileUp: the same for the heads' copies that
+// ChangedPartitions offers to the feed read (recent.go), whose values hold
+// a slice (a sweep comparing them by value would panic).
+func TestRecentOffersDoNotPileUp(t *testing.T) {
+	d := &Driver{c: newClient(nil, ""), prefix: "p/"}
+	old := time.Now().Add(-2 * recentAge)
+	run := []*logObject{{First: 1}}
+	for i := range 100 {
+		d.c.recent.m.Store(fmt.Sprintf("p/m/%d", i), &offer{v: recentOffer{applied: 1, objs: run}, at: old})
+	}
+	d.c.recent.put("p/m/new", recentOffer{applied: 1, objs: run})
+	n := 0
+	d.c.recent.m.Range(func(k, _ any) bool {
+		n++
+		return true
+	})
+	if n != 1 {
+		t.Fatalf("%d offers kept; want the fresh one", n)
+	}
+	if objs, ok := d.offeredAfter("m/new", 1, 0); !ok || len(objs) != 1 {
+		t.Fatalf("the fresh offer: %v, %v", objs, ok)
 	}
 }

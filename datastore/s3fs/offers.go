@@ -16,7 +16,7 @@ import (
 // read.
 type offers struct {
 	age   time.Duration
-	m     sync.Map     // key → offer
+	m     sync.Map     // key → *offer (a pointer: CompareAndDelete compares it, whatever v is)
 	swept atomic.Int64 // when put last dropped the old ones (Unix ns)
 }
 
@@ -28,13 +28,13 @@ type offer struct {
 // put offers v under key.
 func (o *offers) put(key string, v any) {
 	now := time.Now()
-	o.m.Store(key, offer{v: v, at: now})
+	o.m.Store(key, &offer{v: v, at: now})
 	last := o.swept.Load()
 	if now.Sub(time.Unix(0, last)) < o.age || !o.swept.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
 	o.m.Range(func(k, v any) bool {
-		if now.Sub(v.(offer).at) > o.age {
+		if now.Sub(v.(*offer).at) > o.age {
 			o.m.CompareAndDelete(k, v)
 		}
 		return true
@@ -44,19 +44,19 @@ func (o *offers) put(key string, v any) {
 // get returns the offer under key if it is not too old, and keeps it.
 func (o *offers) get(key string) (any, bool) {
 	v, ok := o.m.Load(key)
-	if !ok || time.Since(v.(offer).at) > o.age {
+	if !ok || time.Since(v.(*offer).at) > o.age {
 		return nil, false
 	}
-	return v.(offer).v, true
+	return v.(*offer).v, true
 }
 
 // take returns the offer under key if it is not too old, and removes it.
 func (o *offers) take(key string) (any, bool) {
 	v, ok := o.m.LoadAndDelete(key)
-	if !ok || time.Since(v.(offer).at) > o.age {
+	if !ok || time.Since(v.(*offer).at) > o.age {
 		return nil, false
 	}
-	return v.(offer).v, true
+	return v.(*offer).v, true
 }
 
 // drop removes the offer under key.
