@@ -154,12 +154,7 @@ func TestOwnIndexMoveReadsNothing(t *testing.T) {
 			}
 			entries := append(uploadAll(t, s, "data/b/1", 6, "one"), uploadAll(t, s, "data/b/2", 6, "two")...)
 			if meanwhile {
-				put := func() {
-					if _, err := s.Put(ctx, "data/b/1/late", strings.NewReader("late"), nil); err != nil {
-						t.Error(err)
-					}
-				}
-				api.beforeBump.Store(&put)
+				api.beforeBump.Store(putLate(t, s, "data/b/1/late"))
 			}
 			api.batchGets.Store(0)
 			if _, err := s.Commit(ctx, nil, entries); err != nil {
@@ -175,15 +170,7 @@ func TestOwnIndexMoveReadsNothing(t *testing.T) {
 			if meanwhile {
 				want["b/1"] = 7
 			}
-			for part, f := range feedsSince(t, s, cur) {
-				if f.changes != want[part] {
-					t.Fatalf("%s: %d changes; want %d", part, f.changes, want[part])
-				}
-				delete(want, part)
-			}
-			if len(want) != 0 {
-				t.Fatalf("ChangedPartitions missed %v", want)
-			}
+			wantChangesSince(t, s, cur, want)
 		})
 	}
 }
@@ -266,12 +253,7 @@ func TestTailRidesLastSettle(t *testing.T) {
 			// there is a last one after the flip's.
 			entries := append(uploadAll(t, s, "data/r/1", 110, "one"), uploadAll(t, s, "data/r/2", 40, "two")...)
 			if meanwhile {
-				put := func() {
-					if _, err := s.Put(ctx, "data/r/1/late", strings.NewReader("late"), nil); err != nil {
-						t.Error(err)
-					}
-				}
-				api.beforeTail.Store(&put)
+				api.beforeTail.Store(putLate(t, s, "data/r/1/late"))
 			}
 			api.mu.Lock()
 			api.sent = nil
@@ -306,16 +288,34 @@ func TestTailRidesLastSettle(t *testing.T) {
 			if meanwhile {
 				want["r/1"] = 111
 			}
-			for part, f := range feedsSince(t, s, cur) {
-				if f.changes != want[part] {
-					t.Fatalf("%s: %d changes; want %d", part, f.changes, want[part])
-				}
-				delete(want, part)
-			}
-			if len(want) != 0 {
-				t.Fatalf("ChangedPartitions missed %v", want)
-			}
+			wantChangesSince(t, s, cur, want)
 		})
+	}
+}
+
+// putLate is a hook that puts path (another commit landing on its
+// partition in the middle of a staged one).
+func putLate(t *testing.T, s *datastore.Store, path string) *func() {
+	put := func() {
+		if _, err := s.Put(t.Context(), path, strings.NewReader("late"), nil); err != nil {
+			t.Error(err)
+		}
+	}
+	return &put
+}
+
+// wantChangesSince fails unless ChangedPartitions after cur names exactly
+// the partitions of want, each with want's number of changes in its feed.
+func wantChangesSince(t *testing.T, s *datastore.Store, cur string, want map[string]int) {
+	t.Helper()
+	for part, f := range feedsSince(t, s, cur) {
+		if f.changes != want[part] {
+			t.Fatalf("%s: %d changes; want %d", part, f.changes, want[part])
+		}
+		delete(want, part)
+	}
+	if len(want) != 0 {
+		t.Fatalf("ChangedPartitions missed %v", want)
 	}
 }
 
