@@ -149,11 +149,7 @@ func (d *Driver) nextRecent(part string, prev head, rolled []*logObject, target 
 	if keep == len(all) {
 		return nil
 	}
-	out := make([]*logObject, 0, len(all)-keep)
-	for _, o := range all[keep:] {
-		out = append(out, fresh(o))
-	}
-	return out
+	return all[keep:] // encoded as they are (void, a reader's mark, is not encoded)
 }
 
 // recentOffer is a head's run as ChangedPartitions read it, for the feed
