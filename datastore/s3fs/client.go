@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/lakemeta/lake/internal/offers"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -97,8 +98,8 @@ type client struct {
 	// read last, for the next commit of that partition (handoff.go);
 	// recent, the copies of its last log objects that ChangedPartitions
 	// read in its head, for the feed read that follows (recent.go).
-	handoff offers
-	recent  offers
+	handoff *offers.Shelf[*tail]
+	recent  *offers.Shelf[recentOffer]
 	// noRecent: heads are written without copies of their last objects,
 	// as a lake before issue 31 wrote them (set by tests of the log
 	// reads, export_test.go).
@@ -110,7 +111,7 @@ type client struct {
 
 // newClient returns the client of bucket through api.
 func newClient(api API, bucket string) *client {
-	return &client{api: api, bucket: bucket, handoff: offers{age: handoffAge}, recent: offers{age: recentAge}}
+	return &client{api: api, bucket: bucket, handoff: offers.New[*tail](handoffAge), recent: offers.New[recentOffer](recentAge)}
 }
 
 func newWID() string {

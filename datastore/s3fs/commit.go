@@ -236,7 +236,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 	if tx != "" {
 		// A staged part moves the tail a Stat may have handed to the
 		// next commit (handoff.go): that commit reads afresh.
-		d.c.handoff.drop(d.prefix + part)
+		d.c.handoff.Drop(d.prefix + part)
 	}
 	req := cx[part]
 	guardOnly := len(entries) == 0 && req != nil && len(req.claims) == 0

@@ -44,7 +44,7 @@ const maxDropPasses = 4
 // is left without a head (see docs/s3.md, "Dropping a partition").
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part string, now time.Time) (datastore.DropStats, error) {
 	var st datastore.DropStats
-	d.c.handoff.drop(d.prefix + part) // a Stat's tail of the log that goes (handoff.go)
+	d.c.handoff.Drop(d.prefix + part) // a Stat's tail of the log that goes (handoff.go)
 	// The lock record is read right before the first removal (or write),
 	// not also first (issue 31: one GET a drop): what comes before it,
 	// the reads and the roll-forward, any reader may do.

@@ -30,21 +30,20 @@ import (
 const handoffAge = 5 * time.Second
 
 // handOff offers t, part's tail just read by a Stat, to the next commit.
-// Every Stat offers (a reader's too, which no commit takes): offers.go
+// Every Stat offers (a reader's too, which no commit takes): the shelf
 // drops the ones too old to be taken.
 func (d *Driver) handOff(part string, t *tail) {
-	d.c.handoff.put(d.prefix+part, t)
+	d.c.handoff.Put(d.prefix+part, t)
 }
 
 // takeHandoff returns the tail a Stat offered for part, once, read as a
 // writer reads it (withLast), or nil: none offered, too old, or its head
 // names no object that ends at its watermark (the commit then reads).
 func (d *Driver) takeHandoff(ctx context.Context, part string) (*tail, error) {
-	v, ok := d.c.handoff.take(d.prefix + part)
+	t, ok := d.c.handoff.Take(d.prefix + part)
 	if !ok {
 		return nil, nil
 	}
-	t := v.(*tail)
 	if t.withLast {
 		return nil, nil
 	}

@@ -169,21 +169,20 @@ func (d *Driver) offerRecent(part string, h head) {
 	run := d.validRecent(part, h)
 	key := d.prefix + part
 	if run == nil {
-		d.c.recent.drop(key)
+		d.c.recent.Drop(key)
 		return
 	}
-	d.c.recent.put(key, recentOffer{applied: h.Applied, objs: run})
+	d.c.recent.Put(key, recentOffer{applied: h.Applied, objs: run})
 }
 
 // offeredAfter returns the objects after position after of the run that
 // ChangedPartitions read in part's head at watermark applied, if it holds
 // every position from after+1 to applied.
 func (d *Driver) offeredAfter(part string, applied, after uint64) ([]*logObject, bool) {
-	v, ok := d.c.recent.get(d.prefix + part)
+	r, ok := d.c.recent.Get(d.prefix + part)
 	if !ok {
 		return nil, false
 	}
-	r := v.(recentOffer)
 	if r.applied != applied {
 		return nil, false
 	}
