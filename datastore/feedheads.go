@@ -28,6 +28,20 @@ type HeadFeeder interface {
 	Floors(ctx context.Context, partitions []string) (map[string]uint64, error)
 }
 
+// KeyFeeder is an optional ability of a HeadFeeder (DynamoDB): reading
+// the feeds of many partitions at once, in one request, by the keys of
+// their last changes that the heads just read name. ChangesOfHeads asks it
+// first and reads the partitions it leaves out one by one (ChangesUpTo);
+// the floors are read after both, as after ChangesUpTo alone.
+type KeyFeeder interface {
+	// ChangesOfKeys returns, for each partition of heads (as a
+	// ChangedPartitions call of the same driver just returned them) it
+	// can answer this way, what ChangesUpTo(partition, after[partition],
+	// head's Seq, limit) would; the others are left out of the map. It
+	// does not check the floors (see HeadFeeder.Floors).
+	ChangesOfKeys(ctx context.Context, heads []Head, after map[string]uint64, limit int) (map[string]HeadChanges, error)
+}
+
 // WholeFeeder is an optional ability of a Driver (S3): reading a
 // partition's feed up to a head the caller has just read, without reading
 // the head again, and answering for the floor itself. ChangesFromHead is
@@ -65,7 +79,9 @@ type HeadChanges struct {
 // read may have missed it; where the driver proves its reads whole
 // instead (WholeFeeder), no floor is read. A head's Seq read a moment before only bounds
 // the read: what committed since is past the cursor the same
-// ChangedPartitions call returned, and the next call names it. The feeds
+// ChangedPartitions call returned, and the next call names it. A driver
+// that can read many feeds in one request by the keys the heads name
+// (KeyFeeder) reads those first. The feeds
 // are read at once (at most 8 in flight): a reader of many changed
 // partitions waits about one read for them, not one each.
 func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[string]uint64, limit int) (map[string]HeadChanges, error) {
@@ -97,6 +113,15 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 			read = append(read, p)
 		}
 	}
+	var keyed map[string]HeadChanges
+	if kf, can := s.d.(KeyFeeder); ok && can {
+		// The partitions it answers are fed as by ChangesUpTo: their
+		// floors are read below.
+		var err error
+		if keyed, err = kf.ChangesOfKeys(ctx, heads, after, limit); err != nil {
+			return nil, err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(feedsParallel)
 	for _, h := range heads {
@@ -106,6 +131,10 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 		}
 		if (ok || whole) && a < h.Floor {
 			set(h.Partition, HeadChanges{Horizon: true}, false)
+			continue
+		}
+		if hc, ok := keyed[h.Partition]; ok {
+			set(h.Partition, hc, true)
 			continue
 		}
 		g.Go(func() error {

@@ -26,6 +26,7 @@ var (
 	_ datastore.ReadAheader      = aheadMeter{}
 	_ datastore.StatsReadAheader = aheadMeter{}
 	_ datastore.HeadFeeder       = headFeedMeter{}
+	_ datastore.KeyFeeder        = headFeedMeter{}
 	_ datastore.WholeFeeder      = wholeFeedMeter{}
 )
 
@@ -94,6 +95,29 @@ func (m headFeedMeter) ChangesUpTo(ctx context.Context, partition string, after,
 	ch, next, err := hf.ChangesUpTo(ctx, partition, after, upTo, limit)
 	m.note("pull", t, len(ch), 0, partKey(partition))
 	return ch, next, err
+}
+
+// ChangesOfKeys implements datastore.KeyFeeder: the driver's (DynamoDB's
+// reads the feeds its heads name the paths of in one request); over a
+// driver without it, none answered, at no request.
+func (m headFeedMeter) ChangesOfKeys(ctx context.Context, heads []datastore.Head, after map[string]uint64, limit int) (map[string]datastore.HeadChanges, error) {
+	kf, ok := m.Driver.(datastore.KeyFeeder)
+	if !ok {
+		return nil, nil
+	}
+	ctx = withTally(ctx, m.meter)
+	t := time.Now()
+	out, err := kf.ChangesOfKeys(ctx, heads, after, limit)
+	if len(out) > 0 {
+		n := 0
+		var keys []string
+		for p, hc := range out {
+			n += len(hc.Changes)
+			keys = append(keys, partKey(p))
+		}
+		m.note("pull", t, n, 0, keys...)
+	}
+	return out, err
 }
 
 // Floors implements datastore.HeadFeeder.

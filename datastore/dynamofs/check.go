@@ -124,6 +124,7 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 		rep.Objects += len(its) + 1
 		var maxPos uint64
 		at := map[uint64]string{}
+		posOf := map[string]uint64{} // path → its item's position
 		type move struct {
 			it      item
 			problem int // its index in rep.Problems
@@ -150,6 +151,7 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 				add(datastore.Problem{Object: obj, What: fmt.Sprintf("at position %d, like %q (a pull reads one of them)", f.Pos, at[f.Pos]), Fix: "give it the partition's next position"})
 			default:
 				at[f.Pos] = f.Path
+				posOf[f.Path] = f.Pos
 				maxPos = max(maxPos, f.Pos)
 				if o.Chunks && !f.Deleted {
 					n, err := d.countChunks(ctx, f.Version)
@@ -221,6 +223,14 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 		if err != nil {
 			return rep, err
 		}
+		if what := recentProblem(h, at, posOf); what != "" {
+			// Written by no lake: a reader of the feed by these paths
+			// would miss the change at that position (recentpaths.go).
+			if err := fix(datastore.Problem{Object: hname, What: what, Fix: "forget its recent paths"},
+				func() error { return d.forgetHeadAttr(ctx, part, attrRecent) }); err != nil {
+				return rep, err
+			}
+		}
 		if prev := prevOf(h); len(prev) > 0 {
 			remembered = append(remembered, earlier{part: part, name: hname, prev: prev})
 		}
@@ -256,7 +266,7 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 			if owner := indexed[sh][p]; owner != "" && owner != e.part {
 				if err := fix(datastore.Problem{Object: e.name, What: fmt.Sprintf("remembers index position %d of shard %s as its own, but it is the head of %q's (a reader that knows %q may miss that partition's change)", p, sh, owner, e.part),
 					Fix: "forget its earlier positions"},
-					func() error { return d.forgetPrev(ctx, e.part) }); err != nil {
+					func() error { return d.forgetHeadAttr(ctx, e.part, attrPrev) }); err != nil {
 					return rep, err
 				}
 				break

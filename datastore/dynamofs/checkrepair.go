@@ -138,15 +138,16 @@ func (d *Driver) raiseCounter(ctx context.Context, sh string, to uint64) error {
 	return d.classify(err, "shard counter "+sh)
 }
 
-// forgetPrev removes the earlier index positions part's head remembers
-// (prevpos.go), conditional on the head being as read.
-func (d *Driver) forgetPrev(ctx context.Context, part string) error {
+// forgetHeadAttr removes attribute attr of part's head (attrPrev, its
+// earlier index positions: prevpos.go; attrRecent, its recent paths:
+// recentpaths.go), conditional on the head being as read.
+func (d *Driver) forgetHeadAttr(ctx context.Context, part, attr string) error {
 	h, err := d.getItem(ctx, d.headKey(part))
-	if err != nil || h == nil || h[attrPrev] == nil {
+	if err != nil || h == nil || h[attr] == nil {
 		return err
 	}
 	e, err := build(expression.NewBuilder().WithCondition(sameAttr("seq", h["seq"]).And(sameAttr(attrPos, h[attrPos]))).
-		WithUpdate(expression.Remove(expression.Name(attrPrev))))
+		WithUpdate(expression.Remove(expression.Name(attr))))
 	if err != nil {
 		return err
 	}

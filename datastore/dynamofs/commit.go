@@ -325,6 +325,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
 	}
 	seq := map[string]uint64{}
+	byPos := map[string][]string{} // partition → its changed paths, by position (recentpaths.go)
 	var out []datastore.Info
 	var listed []datastore.Entry // staged: the entry list's (stagebatch.go)
 	for _, e := range entries {
@@ -338,6 +339,7 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 			seq[part] = getN(lookup(d.headKey(part)), "seq")
 		}
 		seq[part]++
+		byPos[part] = append(byPos[part], path)
 		info := datastore.Info{Path: path, Partition: part, Pos: seq[part], Time: now}
 		if e.Put != nil {
 			s := e.Put
@@ -414,7 +416,9 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		oldSeq := getN(lookup(d.headKey(p)), "seq")
 		u := withPrev(expression.Set(expression.Name("seq"), expression.Value(newSeq)).
 			Set(expression.Name(attrPos), expression.Value(counter[sh])), lookup(d.headKey(p))) // prevpos.go
-		if tx != "" {
+		if tx == "" {
+			u = withRecent(u, lookup(d.headKey(p)), newSeq, byPos[p]) // recentpaths.go
+		} else {
 			// The head remembers the commit's first position here, so
 			// that Head stops below it until the commit is decided.
 			m := expression.Name(headMark(tx))

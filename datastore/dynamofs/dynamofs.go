@@ -90,6 +90,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/internal/ddb"
+	"github.com/lakemeta/lake/internal/offers"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -169,6 +170,13 @@ type shared struct {
 	moves moveLog
 	// seen: the shard counters last read (predict.go).
 	seen seenCounters
+	// recent: the runs of recent paths ChangedPartitions read in heads,
+	// by namespace prefix and partition, for the feed read that follows
+	// (recentpaths.go).
+	recent *offers.Shelf[recentRun]
+	// noFeedsByKeys: ChangesOfKeys answers nothing (set by the tests of
+	// the feed's Queries, export_test.go).
+	noFeedsByKeys bool
 }
 
 var _ datastore.Driver = (*Driver)(nil)
@@ -181,7 +189,8 @@ func Open(ctx context.Context, api ddb.API, o Options) (*Driver, error) {
 	if o.Retryer == nil {
 		o.Retryer = ddb.NewRetryer(ddb.RetryOptions{})
 	}
-	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer, maxCommit: maxCommit, window: defaultCommitWindow}}
+	d := &Driver{shared: &shared{api: api, table: o.Table, retryer: o.Retryer, maxCommit: maxCommit, window: defaultCommitWindow,
+		recent: offers.New[recentRun](recentAge)}}
 	if o.MaxCommit > 0 {
 		d.maxCommit = min(o.MaxCommit, maxCommit)
 	}

@@ -251,6 +251,7 @@ func (d *Driver) appendHeads(ctx context.Context, heads []datastore.Head, its []
 			return nil, err
 		}
 		heads = append(heads, datastore.Head{Partition: getS(it, attrSK), Seq: seq, Floor: getN(it, "floor")})
+		d.offerRecent(it, seq) // for the feed read that follows (recentpaths.go)
 	}
 	return heads, nil
 }

@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
-// queryHook runs before each Query of the feed index (bypos).
+// queryHook runs before each Query of the feed index (bypos) and each
+// BatchGetItem of file items (a read of feeds by the paths their heads
+// name, recentpaths.go).
 type queryHook struct {
 	ddb.API
 	before atomic.Pointer[func()]
@@ -27,7 +30,26 @@ func (q *queryHook) Query(ctx context.Context, in *dynamodb.QueryInput, o ...fun
 	return q.API.Query(ctx, in, o...)
 }
 
-func hookedStore(t *testing.T) (*datastore.Store, *dynamofs.Driver, *queryHook) {
+func (q *queryHook) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if f := q.before.Load(); f != nil {
+		for _, ka := range in.RequestItems {
+			if pk, ok := ka.Keys[0]["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "f#") {
+				(*f)()
+				break
+			}
+		}
+	}
+	return q.API.BatchGetItem(ctx, in, o...)
+}
+
+// feedReads are the two ways ChangesOfHeads reads the feeds on DynamoDB:
+// by a Query each, and by the paths the heads name (recentpaths.go).
+var feedReads = []struct {
+	name   string
+	byKeys bool
+}{{"by Query", false}, {"by keys", true}}
+
+func hookedStore(t *testing.T, byKeys bool) (*datastore.Store, *dynamofs.Driver, *queryHook) {
 	t.Helper()
 	hook := &queryHook{API: ddb.NewClient(ddblocal.Config(t), "")}
 	table := ddblocal.TableName(t)
@@ -35,6 +57,9 @@ func hookedStore(t *testing.T) (*datastore.Store, *dynamofs.Driver, *queryHook) 
 	d, err := dynamofs.Open(t.Context(), hook, dynamofs.Options{Table: table})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !byKeys {
+		dynamofs.WithoutFeedsByKeys(d)
 	}
 	s := datastore.New(d)
 	t.Cleanup(func() { s.Close() })
@@ -47,8 +72,14 @@ func hookedStore(t *testing.T) (*datastore.Store, *dynamofs.Driver, *queryHook) 
 // their floors (Changes: a GetItem and a Query a partition); a partition
 // not past its position is left out.
 func TestChangesOfHeads(t *testing.T) {
+	for _, fr := range feedReads {
+		t.Run(fr.name, func(t *testing.T) { testChangesOfHeads(t, fr.byKeys) })
+	}
+}
+
+func testChangesOfHeads(t *testing.T, byKeys bool) {
 	ctx := t.Context()
-	s, d, _ := hookedStore(t)
+	s, d, _ := hookedStore(t, byKeys)
 	for i, p := range []string{"data/m/1/a", "data/m/2/a", "data/m/3/a", "data/m/1/b", "data/m/2/a", "data/m/3/c"} {
 		if _, err := s.Put(ctx, p, strings.NewReader(strings.Repeat("x", i)), nil); err != nil {
 			t.Fatal(err)
@@ -76,8 +107,11 @@ func TestChangesOfHeads(t *testing.T) {
 	if _, ok := got["m/3"]; ok || len(got) != 2 {
 		t.Fatalf("ChangesOfHeads = %v; want m/1 and m/2 only", got)
 	}
-	if cost.Requests["Query"] != 2 || cost.Requests["BatchGetItem"] != 1 || cost.Requests["GetItem"] != 0 {
+	switch {
+	case !byKeys && (cost.Requests["Query"] != 2 || cost.Requests["BatchGetItem"] != 1 || cost.Requests["GetItem"] != 0):
 		t.Fatalf("ChangesOfHeads cost %v; want 2 Query and 1 BatchGetItem", cost.Requests)
+	case byKeys && (cost.Requests["Query"] != 0 || cost.Requests["BatchGetItem"] != 2 || cost.Requests["GetItem"] != 0 || cost.FeedsByKeys != 2):
+		t.Fatalf("ChangesOfHeads cost %v, %d feeds by keys; want 2 BatchGetItem (the items, the floors) and both feeds", cost.Requests, cost.FeedsByKeys)
 	}
 	for p, hc := range got {
 		want, upTo, err := s.Changes(ctx, p, after[p], 1000)
@@ -102,8 +136,14 @@ func TestChangesOfHeads(t *testing.T) {
 // reported past the horizon instead of read as if nothing had been
 // deleted.
 func TestChangesOfHeadsPurgeMeanwhile(t *testing.T) {
+	for _, fr := range feedReads {
+		t.Run(fr.name, func(t *testing.T) { testChangesOfHeadsPurgeMeanwhile(t, fr.byKeys) })
+	}
+}
+
+func testChangesOfHeadsPurgeMeanwhile(t *testing.T, byKeys bool) {
 	ctx := t.Context()
-	s, d, hook := hookedStore(t)
+	s, d, hook := hookedStore(t, byKeys)
 	for _, p := range []string{"data/m/1/a", "data/m/1/b"} {
 		if _, err := s.Put(ctx, p, strings.NewReader(p), nil); err != nil {
 			t.Fatal(err)
@@ -146,8 +186,14 @@ func TestChangesOfHeadsPurgeMeanwhile(t *testing.T) {
 // the floors are read: it is reported to be read whole (its files are
 // gone), not as a feed read whole up to a head that no longer exists.
 func TestChangesOfHeadsDroppedMeanwhile(t *testing.T) {
+	for _, fr := range feedReads {
+		t.Run(fr.name, func(t *testing.T) { testChangesOfHeadsDroppedMeanwhile(t, fr.byKeys) })
+	}
+}
+
+func testChangesOfHeadsDroppedMeanwhile(t *testing.T, byKeys bool) {
 	ctx := t.Context()
-	s, _, hook := hookedStore(t)
+	s, _, hook := hookedStore(t, byKeys)
 	for _, p := range []string{"data/m/1/a", "data/m/2/a"} {
 		if _, err := s.Put(ctx, p, strings.NewReader(p), nil); err != nil {
 			t.Fatal(err)

@@ -35,6 +35,10 @@ type Stats struct {
 	// answered from the known partitions' heads, read ahead, instead of a
 	// Query (feed.go, knownFill).
 	ShardsKnown int64
+	// FeedsByKeys counts the partitions whose feed ChangesOfKeys read by
+	// the paths their heads name (recentpaths.go), and FeedsByKeysMissed
+	// those whose items were not what the head said, left to a Query.
+	FeedsByKeys, FeedsByKeysMissed int64
 }
 
 // Sub returns s minus before.
@@ -42,7 +46,8 @@ func (s Stats) Sub(before Stats) Stats {
 	return Stats{OpRequests: s.SubRequests(before.OpRequests), ItemsRead: s.ItemsRead - before.ItemsRead,
 		ReadUnits: s.ReadUnits - before.ReadUnits, WriteUnits: s.WriteUnits - before.WriteUnits,
 		ItemsWritten: s.ItemsWritten - before.ItemsWritten, CommitRaces: s.CommitRaces - before.CommitRaces,
-		TransactRetries: s.TransactRetries - before.TransactRetries, ShardsKnown: s.ShardsKnown - before.ShardsKnown}
+		TransactRetries: s.TransactRetries - before.TransactRetries, ShardsKnown: s.ShardsKnown - before.ShardsKnown,
+		FeedsByKeys: s.FeedsByKeys - before.FeedsByKeys, FeedsByKeysMissed: s.FeedsByKeysMissed - before.FeedsByKeysMissed}
 }
 
 // meter counts the driver's requests in the shared DynamoDB meter, and
@@ -50,13 +55,14 @@ func (s Stats) Sub(before Stats) Stats {
 type meter struct {
 	ddb.Meter
 	mu sync.Mutex
-	s  Stats // only ItemsWritten, CommitRaces, TransactRetries and ShardsKnown are kept here
+	s  Stats // only the counters of the driver's own, not the requests, are kept here
 }
 
 // Stats returns what the driver has cost so far.
 func (d *Driver) Stats() Stats {
 	d.meter.mu.Lock()
-	out := Stats{ItemsWritten: d.meter.s.ItemsWritten, CommitRaces: d.meter.s.CommitRaces, TransactRetries: d.meter.s.TransactRetries, ShardsKnown: d.meter.s.ShardsKnown}
+	out := d.meter.s
+	out.OpRequests, out.ItemsRead, out.ReadUnits, out.WriteUnits = ddb.OpRequests{}, 0, 0, 0
 	d.meter.mu.Unlock()
 	out.Requests = map[string]int64{}
 	for op, c := range d.meter.Snapshot().ByOperation() {
