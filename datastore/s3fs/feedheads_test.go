@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
-	"github.com/lakemeta/lake/metastore"
 )
 
 // feedAPI counts the GETs of heads and of log objects and the LISTs of
@@ -337,132 +335,15 @@ func TestChangesOfHeadsMissesNothing(t *testing.T) {
 // changesOfHeadsMissesNothing is TestChangesOfHeadsMissesNothing, with
 // heads that carry copies of their last objects (recent.go) or without.
 func changesOfHeadsMissesNothing(t *testing.T, copies bool) {
-	ctx := t.Context()
 	_, d, s, _, _ := feedStore(t)
 	if !copies {
 		d.WithoutRecent()
 	}
-	parts := []string{"m/1", "m/2", "m/3"}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := range 3 {
-		wg.Go(func() {
-			for i := range 30 {
-				time.Sleep(40 * time.Millisecond)
-				p := fmt.Sprintf("data/%s/f%d", parts[(w+i)%3], i%4)
-				if i%3 == 2 {
-					if _, err := s.Delete(ctx, p); err != nil && !errors.Is(err, metastore.ErrNotFound) {
-						t.Errorf("delete %s: %v", p, err)
-					}
-					continue
-				}
-				if _, err := s.Put(ctx, p, strings.NewReader(fmt.Sprintf("%d-%d", w, i)), nil); err != nil {
-					t.Errorf("put %s: %v", p, err)
-				}
-			}
-		})
-	}
-	var purged, horizons, follows atomic.Int64
-	compacted := make(chan struct{})
-	go func() {
-		defer close(compacted)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			// An hour ahead: every tombstone is past the horizon.
-			st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond, Grace: time.Nanosecond})
-			if err != nil {
-				t.Errorf("reclaim: %v", err)
-			}
-			purged.Add(int64(st.Tombstones))
-		}
-	}()
-	view := map[string]string{} // path -> version
-	pos := map[string]uint64{}
-	cur := ""
-	readWhole := func(p string) {
-		for k := range view {
-			if datastore.Partition(k) == p {
-				delete(view, k)
-			}
-		}
-		pg, err := s.List(ctx, "data/"+p+"/", 1000, "")
-		if err != nil || pg.Cursor != "" {
-			t.Fatalf("list %s: %v (cursor %q)", p, err, pg.Cursor)
-		}
-		for _, in := range pg.Files {
-			view[in.Path] = in.Version
-		}
-	}
-	follow := func() {
-		follows.Add(1)
-		heads, next, err := s.ChangedPartitions(ctx, cur)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.ChangesOfHeads(ctx, heads, pos, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range heads {
-			hc, ok := got[h.Partition]
-			switch {
-			case !ok:
-			case hc.Horizon:
-				horizons.Add(1)
-				readWhole(h.Partition)
-				pos[h.Partition] = h.Seq
-			default:
-				for _, c := range hc.Changes {
-					if c.Deleted {
-						delete(view, c.Path)
-					} else {
-						view[c.Path] = c.Version
-					}
-				}
-				pos[h.Partition] = hc.UpTo
-				if hc.UpTo < h.Seq {
-					next = cur // a page short of the head: read on from here
-				}
-			}
-		}
-		cur = next
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		default:
-			follow()
-			// A reader that falls behind now and then, so that purges
-			// land between its reads.
-			time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
-		}
-	}
-	close(stop)
-	<-compacted
-	follow()
-	follow()
-	want := map[string]string{}
-	pg, err := s.List(ctx, "data/", 1000, "")
-	if err != nil || pg.Cursor != "" {
-		t.Fatalf("list: %v (cursor %q)", err, pg.Cursor)
-	}
-	for _, in := range pg.Files {
-		want[in.Path] = in.Version
-	}
-	t.Logf("%d reads, %d partitions read whole, %d tombstones purged", follows.Load(), horizons.Load(), purged.Load())
-	if purged.Load() == 0 {
-		t.Fatal("the compactor purged no tombstone: the test did not race a purge")
-	}
-	if fmt.Sprint(view) != fmt.Sprint(want) {
-		t.Fatalf("the reader's view\n%v\nthe store's\n%v", view, want)
-	}
+	dstest.RunFeedFollower(t, s, func(ctx context.Context) (int, error) {
+		// An hour ahead: every tombstone is past the horizon.
+		st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond, Grace: time.Nanosecond})
+		return st.Tombstones, err
+	})
 }
 
 // TestFeedReadInsideCompaction: a reader whose feed read falls inside a
