@@ -72,11 +72,7 @@ func RunFeedFollower(t *testing.T, s *datastore.Store, purge func(context.Contex
 				delete(view, k)
 			}
 		}
-		pg, err := s.List(ctx, "data/"+p+"/", 1000, "")
-		if err != nil || pg.Cursor != "" {
-			t.Fatalf("list %s: %v (cursor %q)", p, err, pg.Cursor)
-		}
-		for _, in := range pg.Files {
+		for _, in := range listAll(t, s, "data/"+p+"/") {
 			view[in.Path] = in.Version
 		}
 	}
@@ -132,11 +128,7 @@ func RunFeedFollower(t *testing.T, s *datastore.Store, purge func(context.Contex
 	follow()
 	follow()
 	want := map[string]string{}
-	pg, err := s.List(ctx, "data/", 1000, "")
-	if err != nil || pg.Cursor != "" {
-		t.Fatalf("list: %v (cursor %q)", err, pg.Cursor)
-	}
-	for _, in := range pg.Files {
+	for _, in := range listAll(t, s, "data/") {
 		want[in.Path] = in.Version
 	}
 	t.Logf("%d reads, %d partitions read whole, %d tombstones purged", follows.Load(), horizons.Load(), purged.Load())
@@ -145,5 +137,22 @@ func RunFeedFollower(t *testing.T, s *datastore.Store, purge func(context.Contex
 	}
 	if fmt.Sprint(view) != fmt.Sprint(want) {
 		t.Fatalf("the reader's view\n%v\nthe store's\n%v", view, want)
+	}
+}
+
+// listAll lists every file under prefix, page after page (a page may end
+// at a partition's end).
+func listAll(t *testing.T, s *datastore.Store, prefix string) []datastore.Info {
+	t.Helper()
+	var out []datastore.Info
+	for cursor := ""; ; {
+		pg, err := s.List(t.Context(), prefix, 1000, cursor)
+		if err != nil {
+			t.Fatalf("list %s: %v", prefix, err)
+		}
+		out = append(out, pg.Files...)
+		if cursor = pg.Cursor; cursor == "" {
+			return out
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddb"
 	"github.com/lakemeta/lake/internal/ddblocal"
@@ -219,5 +220,26 @@ func testChangesOfHeadsDroppedMeanwhile(t *testing.T, byKeys bool) {
 	}
 	if hc := got["m/2"]; hc.Horizon || len(hc.Changes) != 1 {
 		t.Fatalf("the other partition: %+v; want its one change", hc)
+	}
+}
+
+// TestChangesOfHeadsMissesNothing: dstest.RunFeedFollower on DynamoDB
+// (writers, a compactor purging every tombstone, a reader that falls
+// behind, whose view ends equal to the store's), reading the feeds by
+// Query and by the paths the heads name.
+func TestChangesOfHeadsMissesNothing(t *testing.T) {
+	for _, fr := range feedReads {
+		t.Run(fr.name, func(t *testing.T) {
+			s, d, _ := hookedStore(t, fr.byKeys)
+			before := d.Stats()
+			dstest.RunFeedFollower(t, s, func(ctx context.Context) (int, error) {
+				// An hour ahead: every tombstone is past the horizon.
+				st, err := d.Reclaim(ctx, time.Now().Add(time.Hour), datastore.ReclaimOptions{Horizon: time.Nanosecond, Grace: time.Nanosecond})
+				return st.Tombstones, err
+			})
+			if st := d.Stats().Sub(before); fr.byKeys != (st.FeedsByKeys > 0) {
+				t.Errorf("%d feeds read by keys", st.FeedsByKeys)
+			}
+		})
 	}
 }
