@@ -33,12 +33,12 @@ import (
 // path, so the bypos Query of (after, seq] returns exactly the items of
 // the run's paths whose position lies there. The reader reads those items
 // by key and takes the answer only if each is a plain item (no commit
-// stages it) at its path's last position in the run: then it is what the
-// Query would have returned. An item gone (a purged tombstone), moved past
-// the run (a commit since the head was read), staged, or at a position
-// the run does not give its path, and the reader queries that partition
-// as before. The floors are read after, as after the Queries
-// (datastore.ChangesOfHeads).
+// stages it) at its path's last position in the run, or past the head
+// read (a commit since, whose change the next read returns, and which the
+// Query leaves out too): then it is what the Query would have returned. An
+// item gone (a purged tombstone), staged, or at a position the run does
+// not give its path, and the reader queries that partition as before. The
+// floors are read after, as after the Queries (datastore.ChangesOfHeads).
 //
 // A path the run names for a position that was another path's cannot be
 // told from a path changed twice in the run, whose first change is behind
@@ -209,8 +209,13 @@ func (d *Driver) ChangesOfKeys(ctx context.Context, heads []datastore.Head, afte
 		whole := true
 		for p, pos := range w.last {
 			it := byKey[itemID(key(d.filePK(w.h.Partition), p))]
+			if it != nil && getS(it, attrTx) == "" && getN(it, attrPos) > w.h.Seq {
+				// Changed since the head was read: past the window, as
+				// the Query would leave it; the next read has it.
+				continue
+			}
 			if it == nil || getS(it, attrTx) != "" || getN(it, attrPos) != pos {
-				whole = false // gone, staged, moved since, or not the run's
+				whole = false // gone, staged, or not the run's
 				break
 			}
 			ch = append(ch, fileInfo(it))
