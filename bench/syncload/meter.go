@@ -2,6 +2,7 @@ package syncload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -67,6 +68,21 @@ func (m *meter) DropPartition(ctx context.Context, fence *datastore.Fence, parti
 	st, err := m.Driver.DropPartition(ctx, fence, partition, now)
 	m.note("prune", t, st.Files+st.Tombstones, st.Files+st.Tombstones, partKey(partition))
 	return st, err
+}
+
+// DropPartitionIfDeleted implements datastore.GuardedDropper: the
+// driver's, if it has it (DynamoDB's and S3's check the guard in the
+// drop's own reads), counted as DropPartition is; over a driver without
+// it, unsupported, at no request (the datastore reads the guard first).
+func (m *meter) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fence, partition, guard string, now time.Time) (datastore.DropStats, bool, error) {
+	gd, ok := m.Driver.(datastore.GuardedDropper)
+	if !ok {
+		return datastore.DropStats{}, false, errors.ErrUnsupported
+	}
+	t := time.Now()
+	st, dropped, err := gd.DropPartitionIfDeleted(ctx, fence, partition, guard, now)
+	m.note("prune", t, st.Files+st.Tombstones, st.Files+st.Tombstones, partKey(partition))
+	return st, dropped, err
 }
 
 // Reclaim is the lifecycle's periodic reclaim of the namespace (and of the

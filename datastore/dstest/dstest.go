@@ -52,6 +52,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"ReaderRacesWriter", testReaderRacesWriter},
 		{"Namespaces", testNamespaces},
 		{"DropPartition", testDropPartition},
+		{"DropPartitionIfDeleted", testDropIfDeleted}, // dropguard.go
 		{"Close", testClose},
 		{"CommitProvedAgainstUpload", testCommitProved},
 		{"ChunksImmutable", testChunksImmutable},

@@ -2,6 +2,7 @@ package dynamofs
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -31,10 +32,29 @@ const dropRoom = 100 - 1 - 2
 // read with those of the partitions it claimed (one BatchGetItem), and the
 // last transaction also removes it from their subs (forgetClaims).
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
-	var st datastore.DropStats
+	st, _, err := d.drop(ctx, fence, partition, "", now)
+	return st, err
+}
+
+var _ datastore.GuardedDropper = (*Driver)(nil)
+
+// DropPartitionIfDeleted implements datastore.GuardedDropper: the drop's
+// Query of the partition's files says whether guard is live (the files
+// come in path order: once the Query passes guard's place, it is known),
+// and nothing is removed before it does. guard's item, deleted, is
+// removed under a condition on its position as every file is, and the
+// head under one on its seq: a commit that defines it again after the
+// Query makes the drop fail its condition.
+func (d *Driver) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fence, partition, guard string, now time.Time) (datastore.DropStats, bool, error) {
+	return d.drop(ctx, fence, partition, guard, now)
+}
+
+// drop is DropPartition, unless guard ("": none) is a live file of
+// partition: then it removes nothing and dropped is false.
+func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, partition, guard string, now time.Time) (st datastore.DropStats, dropped bool, err error) {
 	head, forget, err := d.dropHeads(ctx, partition) // claims.go
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	room := dropRoom - max(0, len(forget)-1)
 	var batch []types.TransactWriteItem
@@ -48,22 +68,57 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 		batch, pending = batch[:0], datastore.DropStats{}
 		return nil
 	}
-	err = d.dropFiles(ctx, partition, now, func(ops []types.TransactWriteItem, tomb bool) error {
-		if len(batch)+len(ops) > room {
+	place := func(r removal) error {
+		if len(batch)+len(r.ops) > room {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		batch = append(batch, ops...)
-		if tomb {
+		batch = append(batch, r.ops...)
+		if r.tomb {
 			pending.Tombstones++
 		} else {
 			pending.Files++
 		}
 		return nil
+	}
+	// The removals read before guard's place in the path order are held
+	// until the Query reaches it: nothing goes before guard is known.
+	var held []removal
+	decided, live := guard == "", false
+	err = d.dropFiles(ctx, partition, now, func(r removal) error {
+		if !decided {
+			switch {
+			case r.path == guard:
+				decided, live = true, !r.tomb
+			case r.path > guard:
+				decided = true
+			default:
+				held = append(held, r)
+				return nil
+			}
+			if live {
+				return errGuardLive
+			}
+			for _, h := range held {
+				if err := place(h); err != nil {
+					return err
+				}
+			}
+			held = nil
+		}
+		return place(r)
 	})
+	if errors.Is(err, errGuardLive) {
+		return datastore.DropStats{}, false, nil
+	}
 	if err != nil {
-		return st, err
+		return st, false, err
+	}
+	for _, h := range held { // guard absent, after every path
+		if err := place(h); err != nil {
+			return st, false, err
+		}
 	}
 	if head != nil {
 		seq := getN(head, "seq")
@@ -73,7 +128,7 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 		}
 		c, err := build(expression.NewBuilder().WithCondition(cond))
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		batch = append(batch, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: d.headKey(partition),
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
@@ -84,14 +139,14 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 		// unregistered (registry.go).
 		w, err := d.noSeqCheck(partition)
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		batch = append(batch, w)
 	}
 	u, err := build(expression.NewBuilder().WithUpdate(expression.Delete(expression.Name("parts"),
 		expression.Value(&types.AttributeValueMemberSS{Value: []string{partition}}))))
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	batch = append(batch, types.TransactWriteItem{Update: &types.Update{TableName: &d.table, Key: d.registryKey(shard(partition)),
 		UpdateExpression: u.Update(), ExpressionAttributeNames: u.Names(), ExpressionAttributeValues: u.Values()}})
@@ -102,14 +157,25 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 	d.registered.Delete(d.regKey(partition))
 	err = flush()
 	d.registered.Delete(d.regKey(partition))
-	return st, err
+	return st, err == nil, err
 }
 
-// dropFiles queries the partition's files and calls add with the items of
-// the transaction that removes each: the file's delete, conditioned on its
-// position, and its tombstone's purge entry's delete (tomb) or its live
-// version's reclaim entry.
-func (d *Driver) dropFiles(ctx context.Context, partition string, now time.Time, add func(ops []types.TransactWriteItem, tomb bool) error) error {
+// removal is what removes one file of a dropped partition: its path, the
+// transaction's items (its delete, conditioned on its position, and its
+// tombstone's purge entry's delete or its live version's reclaim entry),
+// and whether it is a tombstone.
+type removal struct {
+	path string
+	ops  []types.TransactWriteItem
+	tomb bool
+}
+
+// errGuardLive stops a guarded drop's read: its guard is a live file.
+var errGuardLive = errors.New("lake: the drop's guard is live")
+
+// dropFiles queries the partition's files, in path order, and calls add
+// with the removal of each.
+func (d *Driver) dropFiles(ctx context.Context, partition string, now time.Time, add func(removal) error) error {
 	kc := expression.Key(attrPK).Equal(expression.Value(d.filePK(partition)))
 	proj := expression.NamesList(expression.Name(attrSK), expression.Name(attrPos), expression.Name("del"),
 		expression.Name("ver"), expression.Name("chunks"), expression.Name("t"))
@@ -144,7 +210,7 @@ func (d *Driver) dropFiles(ctx context.Context, partition string, now time.Time,
 				g["chunks"] = num(getN(it, "chunks"))
 				ops = append(ops, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: g}})
 			}
-			if err := add(ops, tomb); err != nil {
+			if err := add(removal{path: path, ops: ops, tomb: tomb}); err != nil {
 				return err
 			}
 		}

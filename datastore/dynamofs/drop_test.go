@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,5 +250,77 @@ func TestDropPartitionInNamespace(t *testing.T) {
 	}
 	if p, err := a.Partitions(ctx); err != nil || len(p) != 0 {
 		t.Fatalf("alpha's partitions after its drop = %v, %v", p, err)
+	}
+}
+
+// TestGuardedDropReadsNoDefinitionFirst (issue 31): the lifecycle's drop
+// of a model whose definition is deleted judges the definition by the
+// drop's own Query of the model: a Query and one transaction, no read of
+// the definition before them (a TransactGetItems, when the datastore
+// checked it with a Stat first). The hostile peer: a writer that defines
+// the model again between the drop's Query and its transaction makes the
+// transaction fail its conditions: a conflict, and nothing of the model
+// removed.
+func TestGuardedDropReadsNoDefinitionFirst(t *testing.T) {
+	ctx := t.Context()
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
+	var before atomic.Pointer[func()]
+	api := faultapi.New(ddb.NewClient(ddblocal.Config(t), ""), func(op, _ string) faultapi.Fault {
+		if f := before.Load(); f != nil && op == "TransactWriteItems" {
+			before.Store(nil)
+			(*f)()
+		}
+		return faultapi.None
+	})
+	d, err := dynamofs.Open(ctx, api, dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	od, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := datastore.New(od)
+	model := func(name string) {
+		t.Helper()
+		for _, p := range []string{"model.yaml", "out0/1/raw", "out1/1/raw"} {
+			if _, err := s.Put(ctx, "data/m/"+name+"/"+p, strings.NewReader(p), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Delete(ctx, "data/m/"+name+"/model.yaml"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model("gone")
+	was := d.Stats()
+	st, dropped, err := s.DropPartitionIfDeleted(ctx, nil, "m/gone", "data/m/gone/model.yaml")
+	cost := d.Stats().Sub(was)
+	if err != nil || !dropped || st.Files != 2 {
+		t.Fatalf("DropPartitionIfDeleted = %+v, %v, %v; want the model's 2 files dropped", st, dropped, err)
+	}
+	if cost.Requests["TransactGetItems"] != 0 || cost.Requests["GetItem"] != 0 || cost.Requests["Query"] != 1 || cost.Requests["TransactWriteItems"] != 1 {
+		t.Errorf("a guarded drop sent %v; want one Query and one TransactWriteItems, no read of the definition", cost.Requests)
+	}
+
+	model("back")
+	redefine := func() {
+		if _, err := other.Put(ctx, "data/m/back/model.yaml", strings.NewReader("again"), nil); err != nil {
+			t.Errorf("redefine: %v", err)
+		}
+	}
+	before.Store(&redefine)
+	_, dropped, err = s.DropPartitionIfDeleted(ctx, nil, "m/back", "data/m/back/model.yaml")
+	if !errors.Is(err, metastore.ErrConflict) || dropped {
+		t.Fatalf("a drop whose guard was defined again meanwhile: dropped %v, %v; want a conflict", dropped, err)
+	}
+	files, err := s.ListAll(ctx, "data/m/back/")
+	if err != nil || len(files) != 3 {
+		t.Fatalf("after the refused drop the model lists %d files, %v; want its 3", len(files), err)
+	}
+	if _, dropped, err = s.DropPartitionIfDeleted(ctx, nil, "m/back", "data/m/back/model.yaml"); err != nil || dropped {
+		t.Fatalf("dropping the model defined again: dropped %v, %v; want skipped", dropped, err)
 	}
 }

@@ -114,8 +114,9 @@ type Stats struct {
 }
 
 // Apply carries out actions in ns (all of ns's namespace), each fenced by
-// fence. Before dropping a model it checks again, with a fresh read, that
-// its definition is still deleted; a model defined again is skipped.
+// fence. A model is dropped only if its definition is still deleted when
+// the drop reads it (datastore.Store.DropPartitionIfDeleted); a model
+// defined again is skipped.
 func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, actions []Action) (Stats, error) {
 	var st Stats
 	for _, a := range actions {
@@ -124,17 +125,15 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 		}
 		switch a.Kind {
 		case DropModel:
-			defs, err := ns.StatMany(ctx, []string{catalog.DefinitionPath(a.Model)})
-			if err != nil {
-				return st, err
-			}
-			if d, ok := defs[catalog.DefinitionPath(a.Model)]; ok && !d.Deleted {
-				st.Skipped++
-				continue
-			}
-			ds, err := ns.DropPartition(ctx, fence, a.Model)
+			// The definition is checked by the drop's own read of the
+			// model where the driver can, by a read before it elsewhere.
+			ds, dropped, err := ns.DropPartitionIfDeleted(ctx, fence, a.Model, catalog.DefinitionPath(a.Model))
 			if err != nil {
 				return st, fmt.Errorf("drop model %s: %w", a.Model, err)
+			}
+			if !dropped {
+				st.Skipped++
+				continue
 			}
 			removed, err := catalog.Remove(ctx, ns, fence, ns.NamespaceName(), a.Model)
 			if err != nil {

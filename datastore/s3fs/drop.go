@@ -43,7 +43,24 @@ const maxDropPasses = 4
 // log object during it is dropped too. One that lands after the last pass
 // is left without a head (see docs/s3.md, "Dropping a partition").
 func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part string, now time.Time) (datastore.DropStats, error) {
-	var st datastore.DropStats
+	st, _, err := d.drop(ctx, fence, part, "", now)
+	return st, err
+}
+
+var _ datastore.GuardedDropper = (*Driver)(nil)
+
+// DropPartitionIfDeleted implements datastore.GuardedDropper: guard's
+// index entry is read after the first pass's roll-forward (which puts
+// every change of the log in the index) and before anything is removed;
+// the read is the one its removal needs (its ETag, its version).
+func (d *Driver) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fence, part, guard string, now time.Time) (datastore.DropStats, bool, error) {
+	return d.drop(ctx, fence, part, guard, now)
+}
+
+// drop is DropPartition, unless guard ("": none) is a live file of part
+// when its first pass reads it: then it removes nothing and dropped is
+// false.
+func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard string, now time.Time) (st datastore.DropStats, dropped bool, err error) {
 	d.c.handoff.Drop(d.prefix + part) // a Stat's tail of the log that goes (handoff.go)
 	// The lock record is read right before the first removal (or write),
 	// not also first (issue 31: one GET a drop): what comes before it,
@@ -72,49 +89,60 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 	for pass := 0; pass < maxDropPasses; pass++ {
 		t, err := d.readTail(ctx, part, true)
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		if ft != nil && ft.Token != 0 && t.last != nil && t.last.Fences[ft.Key] > ft.Token {
 			// A newer holder fenced this log (a conflict), or no holder
 			// wrote that value (ignored, see newerFence).
 			if err := d.newerFence(ctx, fence); err != nil {
-				return st, err
+				return st, false, err
 			}
 		}
 		if t.exists {
 			if err := d.rollForward(ctx, part, t, now); err != nil {
-				return st, err
+				return st, false, err
 			}
 		}
 		logs, err := d.c.listAll(ctx, d.logPrefix(part), "")
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		files, err := d.partitionFiles(ctx, part)
 		if err != nil {
-			return st, err
+			return st, false, err
 		}
 		if !t.exists && len(logs) == 0 && len(files) == 0 {
 			if err := check(false); err != nil {
-				return st, err
+				return st, false, err
 			}
 			d.forgetClaims(ctx, part) // claims.go
-			return st, nil
+			return st, true, nil
+		}
+		var read map[string]readEntry // guard's, for its removal
+		if guard != "" && pass == 0 {
+			e, etag, err := d.readIndex(ctx, guard)
+			if err != nil {
+				return st, false, err
+			}
+			if e != nil && !e.Deleted {
+				return st, false, nil
+			}
+			read = map[string]readEntry{guard: {e, etag}}
 		}
 		if err := check(true); err != nil { // right before each pass's removals
-			return st, err
+			return st, false, err
 		}
-		if err := d.dropFiles(ctx, files, now, &st); err != nil {
-			return st, err
+		if err := d.dropFiles(ctx, files, read, now, &st); err != nil {
+			return st, false, err
 		}
 		if err := d.dropLogs(ctx, logs); err != nil {
-			return st, err
+			return st, false, err
 		}
 		if err := d.dropHead(ctx, part, headETag(t)); err != nil {
-			return st, err
+			return st, false, err
 		}
 	}
-	return st, metastore.Conflict(d.headKey(part), "the partition was written to throughout its drop; drop it again")
+	return st, false, metastore.Conflict(d.headKey(part), "the partition was written to throughout its drop; drop it again")
 }
 
 // dropParallel bounds the removals of one step of a drop sent at once (the
@@ -125,13 +153,26 @@ func (d *Driver) DropPartition(ctx context.Context, fence *datastore.Fence, part
 // a second call finishes, as before.
 const dropParallel = 16
 
-// dropFiles is dropFile of each of paths, dropParallel at once; st counts
-// those that went, whatever fails.
-func (d *Driver) dropFiles(ctx context.Context, paths []string, now time.Time, st *datastore.DropStats) error {
+// readEntry is an index entry and its ETag as a read returned them (nil:
+// absent).
+type readEntry struct {
+	e    *indexEntry
+	etag string
+}
+
+// dropFiles is dropFile of each of paths, dropParallel at once, taking
+// the first read of those in read from it; st counts those that went,
+// whatever fails.
+func (d *Driver) dropFiles(ctx context.Context, paths []string, read map[string]readEntry, now time.Time, st *datastore.DropStats) error {
 	var mu sync.Mutex
 	return untilFailure(len(paths), func(i int) error {
 		var one datastore.DropStats
-		err := d.dropFile(ctx, paths[i], now, &one)
+		var err error
+		if r, ok := read[paths[i]]; ok {
+			err = d.dropRead(ctx, paths[i], nil, r, now, &one)
+		} else {
+			err = d.dropFile(ctx, paths[i], now, &one)
+		}
 		mu.Lock()
 		st.Files += one.Files
 		st.Tombstones += one.Tombstones
@@ -202,10 +243,26 @@ func (d *Driver) dropFile(ctx context.Context, path string, now time.Time, st *d
 // dropFileIf is dropFile of path's entry only while it is the change want
 // (any change if want is nil).
 func (d *Driver) dropFileIf(ctx context.Context, path string, want *indexEntry, now time.Time, st *datastore.DropStats) error {
+	e, etag, err := d.readIndex(ctx, path)
+	if err != nil {
+		return err
+	}
+	return d.dropRead(ctx, path, want, readEntry{e, etag}, now, st)
+}
+
+// dropRead is dropFileIf with path's entry first as r says, read again
+// after a conflict.
+func (d *Driver) dropRead(ctx context.Context, path string, want *indexEntry, r readEntry, now time.Time, st *datastore.DropStats) error {
+	e, etag := r.e, r.etag
 	for attempt := 0; ; attempt++ {
-		e, etag, err := d.readIndex(ctx, path)
-		if err != nil || e == nil {
-			return err
+		if attempt > 0 {
+			var err error
+			if e, etag, err = d.readIndex(ctx, path); err != nil {
+				return err
+			}
+		}
+		if e == nil {
+			return nil
 		}
 		if want != nil && (e.Pos != want.Pos || e.Version != want.Version || e.Deleted != want.Deleted) {
 			return nil
@@ -215,7 +272,7 @@ func (d *Driver) dropFileIf(ctx context.Context, path string, want *indexEntry, 
 				return err
 			}
 		}
-		err = d.c.deleteIf(ctx, d.fileKey(path), etag)
+		err := d.c.deleteIf(ctx, d.fileKey(path), etag)
 		if errors.Is(err, metastore.ErrConflict) && attempt < maxConflictRetries {
 			if berr := backoff(ctx, attempt); berr != nil {
 				return berr
