@@ -249,20 +249,7 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 // does to the index (cursorover.go; nil if a head it moves is marked by a
 // staged commit).
 func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]types.TransactWriteItem, []role, []datastore.Info, *indexMove, error) {
-	shards := map[string]bool{}
-	var keys []item
-	for _, e := range entries {
-		keys = append(keys, key(d.filePK(d.partition(e.Path())), e.Path()))
-	}
-	for _, p := range parts {
-		keys = append(keys, d.headKey(p))
-		if !shards[shard(p)] {
-			shards[shard(p)] = true
-			keys = append(keys, d.counterKey(shard(p)))
-		}
-	}
-	keys = append(keys, d.clashKeys(entries)...) // clash.go
-	keys = append(keys, d.claimKeys(entries)...) // claims.go
+	keys := d.commitKeys(entries, parts)
 	// One snapshot (snapshot.go): the heads vouch for the rest.
 	var vouch, rest []item
 	for _, k := range keys {
@@ -492,6 +479,27 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 		return nil, nil, nil, nil, errTxTooBig
 	}
 	return items, roles, out, move, nil
+}
+
+// commitKeys are the items a commit of entries (in partitions parts)
+// reads: their file items, their partitions' heads and shard counters, and
+// what the clash checks and directory claims read.
+func (d *Driver) commitKeys(entries []datastore.Entry, parts []string) []item {
+	shards := map[string]bool{}
+	var keys []item
+	for _, e := range entries {
+		keys = append(keys, key(d.filePK(d.partition(e.Path())), e.Path()))
+	}
+	for _, p := range parts {
+		keys = append(keys, d.headKey(p))
+		if !shards[shard(p)] {
+			shards[shard(p)] = true
+			keys = append(keys, d.counterKey(shard(p)))
+		}
+	}
+	keys = append(keys, d.clashKeys(entries)...) // clash.go
+	keys = append(keys, d.claimKeys(entries)...) // claims.go
+	return keys
 }
 
 // casUpdate is an Update of k applying u only if attribute name still holds
