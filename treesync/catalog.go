@@ -130,6 +130,28 @@ func (t *Tree) saveCatalog(m map[string]catalog.Row) error {
 	return t.fs.writeState(CatalogFile, b)
 }
 
+// prefetchRows returns ctx asking the commit of push to read, with its own
+// read, what the catalog fold's commit of the rows of push's models will
+// read (datastore.Store.PrefetchCommit: on DynamoDB one TransactGetItems
+// fewer a sync that commits); ctx as it is without a catalog.
+func (t *Tree) prefetchRows(ctx context.Context, push []LocalChange) context.Context {
+	if t.opts.Catalog == CatalogOff || len(push) == 0 {
+		return ctx
+	}
+	cat, err := t.store.CatalogStore()
+	if err != nil {
+		return ctx // the fold reports it
+	}
+	var rows []string
+	for _, c := range push {
+		if m := t.store.Partition(c.Path); catalog.IsModel(m) {
+			rows = append(rows, catalog.RowPath(t.opts.Namespace, m))
+		}
+	}
+	slices.Sort(rows)
+	return cat.PrefetchCommit(ctx, slices.Compact(rows))
+}
+
 // maintain runs after the commit, under the lock and fenced by it: the fold
 // of the namespace's changes into the catalog (and into the tree's mirror),
 // then, if the namespace's lifecycle is enabled, the expiry of what it lets

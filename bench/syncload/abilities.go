@@ -24,6 +24,7 @@ import (
 var (
 	_ datastore.CursorAdvancer   = (*meter)(nil)
 	_ datastore.GuardedDropper   = (*meter)(nil)
+	_ datastore.CommitPrefetcher = (*meter)(nil)
 	_ datastore.ReadAheader      = aheadMeter{}
 	_ datastore.StatsReadAheader = aheadMeter{}
 	_ datastore.HeadFeeder       = headFeedMeter{}

@@ -70,6 +70,16 @@ func (m *meter) DropPartition(ctx context.Context, fence *datastore.Fence, parti
 	return st, err
 }
 
+// PrefetchCommit implements datastore.CommitPrefetcher: the driver's, if
+// it has it (DynamoDB's); ctx as it is otherwise. It sends nothing: the
+// next commit's read carries the keys.
+func (m *meter) PrefetchCommit(ctx context.Context, paths []string) context.Context {
+	if p, ok := m.Driver.(datastore.CommitPrefetcher); ok {
+		return p.PrefetchCommit(ctx, paths)
+	}
+	return ctx
+}
+
 // DropPartitionIfDeleted implements datastore.GuardedDropper: the
 // driver's, if it has it (DynamoDB's and S3's check the guard in the
 // drop's own reads), counted as DropPartition is; over a driver without

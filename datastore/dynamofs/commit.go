@@ -261,9 +261,17 @@ func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entrie
 	}
 	cur, predicted := d.predictStaging(ctx, entries, keys) // predict.go
 	if !predicted {
-		got, err := d.snapshotRead(ctx, vouch, rest)
+		cur, predicted = d.prefetched(ctx, keys) // prefetch.go: read by the commit before
+	}
+	if !predicted {
+		// A later commit's keys, read in the same snapshot (prefetch.go).
+		pf, later := d.prefetchToRead(ctx, len(vouch)+len(rest))
+		got, err := d.snapshotRead(ctx, append(vouch, later...), rest)
 		if err != nil {
 			return nil, nil, nil, nil, err
+		}
+		if pf != nil {
+			pf.keep(got)
 		}
 		cur = map[string]item{}
 		for _, it := range got {

@@ -39,6 +39,9 @@ type Stats struct {
 	// the paths their heads name (recentpaths.go), and FeedsByKeysMissed
 	// those whose items were not what the head said, left to a Query.
 	FeedsByKeys, FeedsByKeysMissed int64
+	// CommitsPrefetched counts the commits built on a read the commit
+	// before them made (prefetch.go).
+	CommitsPrefetched int64
 }
 
 // Sub returns s minus before.
@@ -47,7 +50,8 @@ func (s Stats) Sub(before Stats) Stats {
 		ReadUnits: s.ReadUnits - before.ReadUnits, WriteUnits: s.WriteUnits - before.WriteUnits,
 		ItemsWritten: s.ItemsWritten - before.ItemsWritten, CommitRaces: s.CommitRaces - before.CommitRaces,
 		TransactRetries: s.TransactRetries - before.TransactRetries, ShardsKnown: s.ShardsKnown - before.ShardsKnown,
-		FeedsByKeys: s.FeedsByKeys - before.FeedsByKeys, FeedsByKeysMissed: s.FeedsByKeysMissed - before.FeedsByKeysMissed}
+		FeedsByKeys: s.FeedsByKeys - before.FeedsByKeys, FeedsByKeysMissed: s.FeedsByKeysMissed - before.FeedsByKeysMissed,
+		CommitsPrefetched: s.CommitsPrefetched - before.CommitsPrefetched}
 }
 
 // meter counts the driver's requests in the shared DynamoDB meter, and

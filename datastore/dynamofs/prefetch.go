@@ -1,0 +1,125 @@
+package dynamofs
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/lakemeta/lake/datastore"
+)
+
+// A commit's read made by the commit before it (issue 31). A sync commits
+// its files, then the catalog fold commits the rows of the models they
+// changed, in another namespace of the same table: two commits, each a
+// TransactGetItems of what it is about to write and a TransactWriteItems.
+// The rows' paths are known before the first commit, and the fold's keys
+// (the rows' items, the catalog partition's head and shard counter, what
+// the clash checks read) are none of the items the first commit writes.
+// So the first commit's TransactGetItems reads them too, in the same
+// snapshot, and the fold's commit builds on that read instead of reading.
+//
+// Why an earlier read cannot make the fold's commit wrong: what makes a
+// commit's read good is not its age but the conditions its write makes on
+// it (snapshot.go): the heads' and counters' compare-and-swap, each new
+// file's absence, each file's position. A commit that changed any of it
+// between the read and the write moved a head or counter the write
+// conditions on, and the write fails; commitOnceIfLayout then reads again
+// (the prefetched read is used once). This is the read a fresh
+// TransactGetItems would have made a moment earlier, and as whole.
+
+// prefetchKey is the context key of a pending prefetch.
+type prefetchKey struct{}
+
+// prefetch is a later commit's read, to be made by the next commit of
+// another namespace.
+type prefetch struct {
+	pfx  string // the later commit's namespace
+	keys []item // what it reads, as commitKeys names them
+
+	mu   sync.Mutex
+	got  map[string]item // itemID → item (nil: absent), once read
+	used bool
+}
+
+var _ datastore.CommitPrefetcher = (*Driver)(nil)
+
+// PrefetchCommit implements datastore.CommitPrefetcher: the keys a commit
+// of paths in d's namespace reads (as puts: a delete of one reads fewer),
+// for the next commit in ctx of another namespace to read with its own.
+func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Context {
+	if len(paths) == 0 {
+		return ctx
+	}
+	var entries []datastore.Entry
+	var parts []string
+	for _, p := range paths {
+		entries = append(entries, datastore.Entry{Put: &datastore.Staged{Path: p}})
+		parts = append(parts, d.partition(p))
+	}
+	slices.Sort(parts)
+	return context.WithValue(ctx, prefetchKey{}, &prefetch{pfx: d.pfx, keys: dedupKeys(d.commitKeys(entries, slices.Compact(parts)))})
+}
+
+// prefetchToRead returns the keys of ctx's prefetch for a commit of d's
+// namespace to read with its own n keys (serializably: they are another
+// commit's vouching keys too), if one is pending for another namespace and
+// all fit one TransactGetItems.
+func (d *Driver) prefetchToRead(ctx context.Context, n int) (*prefetch, []item) {
+	pf, _ := ctx.Value(prefetchKey{}).(*prefetch)
+	if pf == nil || pf.pfx == d.pfx || n+len(pf.keys) > maxSnapshotKeys {
+		return nil, nil
+	}
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if pf.got != nil || pf.used {
+		return nil, nil
+	}
+	return pf, pf.keys
+}
+
+// keep records what the read that carried pf's keys found of them.
+func (pf *prefetch) keep(got []item) {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	in := map[string]bool{}
+	for _, k := range pf.keys {
+		in[itemID(k)] = true
+	}
+	pf.got = map[string]item{}
+	for _, it := range got {
+		if id := itemID(it); in[id] {
+			pf.got[id] = it
+		}
+	}
+}
+
+// prefetched returns the state of keys as ctx's prefetch read it for a
+// commit of d's namespace, once, if it read every one of them.
+func (d *Driver) prefetched(ctx context.Context, keys []item) (map[string]item, bool) {
+	pf, _ := ctx.Value(prefetchKey{}).(*prefetch)
+	if pf == nil || pf.pfx != d.pfx {
+		return nil, false
+	}
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if pf.got == nil || pf.used {
+		return nil, false
+	}
+	in := map[string]bool{}
+	for _, k := range pf.keys {
+		in[itemID(k)] = true
+	}
+	cur := map[string]item{}
+	for _, k := range keys {
+		id := itemID(k)
+		if !in[id] {
+			return nil, false // a key it did not read: the commit reads
+		}
+		if it := pf.got[id]; it != nil {
+			cur[id] = it
+		}
+	}
+	pf.used = true
+	d.meter.count(&d.meter.s.CommitsPrefetched)
+	return cur, true
+}
