@@ -256,7 +256,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		testHookCommit()
 	}
 	t.readConfigBeforeCommit(pctx, st) // policy.go
-	ctx = t.prefetchRows(ctx, push) // catalog.go: the fold's read, made by the commit's
+	ctx = t.prefetchRows(ctx, push)    // catalog.go: the fold's read, made by the commit's
 	commitStart := time.Now()
 	applied, cerr := t.commit(ctx, ls, st, push, up, sk)
 	if cerr == nil {
