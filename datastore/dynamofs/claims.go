@@ -270,15 +270,11 @@ func (d *Driver) claimFirst(ctx context.Context, claims []types.TransactWriteIte
 // it).
 func (d *Driver) dropHeads(ctx context.Context, x string) (item, []types.TransactWriteItem, error) {
 	hosts := d.layout.ClaimParts(x)
-	if len(hosts) == 0 {
-		h, err := d.getItem(ctx, d.headKey(x))
-		return h, nil, err
-	}
 	keys := []item{d.headKey(x)}
 	for _, a := range hosts {
 		keys = append(keys, d.headKey(a))
 	}
-	got, err := d.batchGet(ctx, dedupKeys(keys))
+	got, err := d.readCarrying(ctx, keys) // prefetch.go
 	if err != nil {
 		return nil, nil, err
 	}

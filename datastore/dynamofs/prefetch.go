@@ -123,3 +123,28 @@ func (d *Driver) prefetched(ctx context.Context, keys []item) (map[string]item, 
 	d.meter.count(&d.meter.s.CommitsPrefetched)
 	return cur, true
 }
+
+// readCarrying reads keys as a drop reads its heads (one request, no
+// snapshot needed), or, when ctx carries a pending prefetch that fits,
+// in one TransactGetItems with the prefetch's keys: the catalog row's
+// removal that follows a model's drop builds on it (lifecycle.Apply).
+func (d *Driver) readCarrying(ctx context.Context, keys []item) ([]item, error) {
+	keys = dedupKeys(keys)
+	pf, later := d.prefetchToRead(ctx, len(keys))
+	if pf == nil {
+		if len(keys) == 1 {
+			it, err := d.getItem(ctx, keys[0])
+			if it == nil {
+				return nil, err
+			}
+			return []item{it}, err
+		}
+		return d.batchGet(ctx, keys)
+	}
+	got, err := d.snapshotRead(ctx, append(keys, later...), nil)
+	if err != nil {
+		return nil, err
+	}
+	pf.keep(got)
+	return got, nil
+}

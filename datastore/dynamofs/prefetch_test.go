@@ -212,3 +212,27 @@ func TestPrefetchedReadGoneStale(t *testing.T) {
 	}
 	f.wantRow(t, "ns/t/m7", "row of data/t/m0/b")
 }
+
+// TestRowRemovalReadsWithTheDrop: the lifecycle's drop of a model, made
+// with a context that names the model's catalog row, reads the row's keys
+// with its own read of the heads (one TransactGetItems), and the row's
+// removal builds on it: no read of its own.
+func TestRowRemovalReadsWithTheDrop(t *testing.T) {
+	f := newPrefetchPair(t)
+	f.commitBoth(t, "data/t/m0/a", "ns/t/m0", nil)
+	ctx := f.cat.PrefetchCommit(t.Context(), []string{"ns/t/m0"})
+	f.reads.Store(0)
+	before := f.d.Stats()
+	if _, dropped, err := f.ns.DropPartitionIfDeleted(ctx, nil, "t/m0", "data/t/m0/model.yaml"); err != nil || !dropped {
+		t.Fatalf("drop: %v, %v", dropped, err)
+	}
+	if _, err := f.cat.Commit(ctx, nil, []datastore.Entry{{Delete: "ns/t/m0"}}); err != nil {
+		t.Fatal(err)
+	}
+	if reads, pre := f.reads.Load(), f.d.Stats().Sub(before).CommitsPrefetched; reads != 1 || pre != 1 {
+		t.Errorf("a drop and its row's removal: %d TransactGetItems, %d built on the prefetch; want 1 and 1", reads, pre)
+	}
+	if _, _, err := f.other.Get(t.Context(), "ns/t/m0"); err == nil {
+		t.Fatal("the row is still there")
+	}
+}

@@ -127,7 +127,13 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 		case DropModel:
 			// The definition is checked by the drop's own read of the
 			// model where the driver can, by a read before it elsewhere.
-			ds, dropped, err := ns.DropPartitionIfDeleted(ctx, fence, a.Model, catalog.DefinitionPath(a.Model))
+			// The row's removal that follows builds on the drop's read
+			// where the driver can (datastore.Store.PrefetchCommit).
+			rctx := ctx
+			if cat, err := ns.CatalogStore(); err == nil {
+				rctx = cat.PrefetchCommit(ctx, []string{catalog.RowPath(ns.NamespaceName(), a.Model)})
+			}
+			ds, dropped, err := ns.DropPartitionIfDeleted(rctx, fence, a.Model, catalog.DefinitionPath(a.Model))
 			if err != nil {
 				return st, fmt.Errorf("drop model %s: %w", a.Model, err)
 			}
@@ -135,7 +141,7 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 				st.Skipped++
 				continue
 			}
-			removed, err := catalog.Remove(ctx, ns, fence, ns.NamespaceName(), a.Model)
+			removed, err := catalog.Remove(rctx, ns, fence, ns.NamespaceName(), a.Model)
 			if err != nil {
 				return st, fmt.Errorf("remove model %s from the catalog: %w", a.Model, err)
 			}
