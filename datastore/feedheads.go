@@ -31,14 +31,17 @@ type HeadFeeder interface {
 // KeyFeeder is an optional ability of a HeadFeeder (DynamoDB): reading
 // the feeds of many partitions at once, in one request, by the keys of
 // their last changes that the heads just read name. ChangesOfHeads asks it
-// first and reads the partitions it leaves out one by one (ChangesUpTo);
-// the floors are read after both, as after ChangesUpTo alone.
+// first and reads the partitions it leaves out one by one (ChangesUpTo),
+// and reads the floors of those only: an answer of ChangesOfKeys is
+// proven whole by what it read.
 type KeyFeeder interface {
 	// ChangesOfKeys returns, for each partition of heads (as a
 	// ChangedPartitions call of the same driver just returned them) it
 	// can answer this way, what ChangesUpTo(partition, after[partition],
 	// head's Seq, limit) would; the others are left out of the map. It
-	// does not check the floors (see HeadFeeder.Floors).
+	// answers only where what it read shows that no change between the
+	// position and the head is missing (a purged tombstone, say), so that
+	// no floor need be read after it.
 	ChangesOfKeys(ctx context.Context, heads []Head, after map[string]uint64, limit int) (map[string]HeadChanges, error)
 }
 
@@ -81,7 +84,7 @@ type HeadChanges struct {
 // the read: what committed since is past the cursor the same
 // ChangedPartitions call returned, and the next call names it. A driver
 // that can read many feeds in one request by the keys the heads name
-// (KeyFeeder) reads those first. The feeds
+// (KeyFeeder) reads those first, proven whole without their floors. The feeds
 // are read at once (at most 8 in flight): a reader of many changed
 // partitions waits about one read for them, not one each.
 func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[string]uint64, limit int) (map[string]HeadChanges, error) {
@@ -115,8 +118,7 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 	}
 	var keyed map[string]HeadChanges
 	if kf, can := s.d.(KeyFeeder); ok && can {
-		// The partitions it answers are fed as by ChangesUpTo: their
-		// floors are read below.
+		// The partitions it answers need no floor: it proved them whole.
 		var err error
 		if keyed, err = kf.ChangesOfKeys(ctx, heads, after, limit); err != nil {
 			return nil, err
@@ -134,7 +136,7 @@ func (s *Store) ChangesOfHeads(ctx context.Context, heads []Head, after map[stri
 			continue
 		}
 		if hc, ok := keyed[h.Partition]; ok {
-			set(h.Partition, hc, true)
+			set(h.Partition, hc, false)
 			continue
 		}
 		g.Go(func() error {

@@ -37,8 +37,14 @@ import (
 // read (a commit since, whose change the next read returns, and which the
 // Query leaves out too): then it is what the Query would have returned. An
 // item gone (a purged tombstone), staged, or at a position the run does
-// not give its path, and the reader queries that partition as before. The
-// floors are read after, as after the Queries (datastore.ChangesOfHeads).
+// not give its path, and the reader queries that partition as before.
+//
+// Such an answer needs no floor (datastore.ChangesOfHeads reads the
+// floors after the Queries, for a tombstone purged while the feed was
+// read): every position of the window is a path whose item was found, at
+// that position, at a later one of the window or past the head; a
+// tombstone purged at a position with no later change would have left its
+// item gone, and the partition queried.
 //
 // A path the run names for a position that was another path's cannot be
 // told from a path changed twice in the run, whose first change is behind
