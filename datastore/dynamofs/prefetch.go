@@ -33,8 +33,9 @@ type prefetchKey struct{}
 // prefetch is a later commit's read, to be made by the next commit of
 // another namespace.
 type prefetch struct {
-	pfx  string // the later commit's namespace
-	keys []item // what it reads, as commitKeys names them
+	pfx  string          // the later commit's namespace
+	keys []item          // what it reads, as commitKeys names them
+	in   map[string]bool // their itemIDs
 
 	mu   sync.Mutex
 	got  map[string]item // itemID → item (nil: absent), once read
@@ -57,7 +58,11 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 		parts = append(parts, d.partition(p))
 	}
 	slices.Sort(parts)
-	return context.WithValue(ctx, prefetchKey{}, &prefetch{pfx: d.pfx, keys: dedupKeys(d.commitKeys(entries, slices.Compact(parts)))})
+	pf := &prefetch{pfx: d.pfx, keys: dedupKeys(d.commitKeys(entries, slices.Compact(parts))), in: map[string]bool{}}
+	for _, k := range pf.keys {
+		pf.in[itemID(k)] = true
+	}
+	return context.WithValue(ctx, prefetchKey{}, pf)
 }
 
 // prefetchToRead returns the keys of ctx's prefetch for a commit of d's
@@ -81,13 +86,9 @@ func (d *Driver) prefetchToRead(ctx context.Context, n int) (*prefetch, []item) 
 func (pf *prefetch) keep(got []item) {
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
-	in := map[string]bool{}
-	for _, k := range pf.keys {
-		in[itemID(k)] = true
-	}
 	pf.got = map[string]item{}
 	for _, it := range got {
-		if id := itemID(it); in[id] {
+		if id := itemID(it); pf.in[id] {
 			pf.got[id] = it
 		}
 	}
@@ -105,14 +106,10 @@ func (d *Driver) prefetched(ctx context.Context, keys []item) (map[string]item, 
 	if pf.got == nil || pf.used {
 		return nil, false
 	}
-	in := map[string]bool{}
-	for _, k := range pf.keys {
-		in[itemID(k)] = true
-	}
 	cur := map[string]item{}
 	for _, k := range keys {
 		id := itemID(k)
-		if !in[id] {
+		if !pf.in[id] {
 			return nil, false // a key it did not read: the commit reads
 		}
 		if it := pf.got[id]; it != nil {
