@@ -77,19 +77,21 @@ func (f *prefetchPair) commitBoth(t *testing.T, file, row string, between func()
 	f.reads.Store(0)
 	f.writes.Store(0)
 	before := f.d.Stats()
-	put := func(s *datastore.Store, path, content string) {
-		t.Helper()
-		st, err := s.Upload(ctx, path, strings.NewReader(content), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}}); err != nil {
-			t.Fatalf("commit of %s: %v", path, err)
-		}
-	}
-	put(f.ns, file, "data")
-	put(f.cat, row, "row of "+file)
+	commitFile(ctx, t, f.ns, file, "data")
+	commitFile(ctx, t, f.cat, row, "row of "+file)
 	return f.reads.Load(), f.d.Stats().Sub(before).CommitsPrefetched
+}
+
+// commitFile uploads content to path in s and commits it, with ctx.
+func commitFile(ctx context.Context, t *testing.T, s *datastore.Store, path, content string) {
+	t.Helper()
+	st, err := s.Upload(ctx, path, strings.NewReader(content), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}}); err != nil {
+		t.Fatalf("commit of %s: %v", path, err)
+	}
 }
 
 // wantRow wants path's content in cat, read by another process.
@@ -122,18 +124,8 @@ func TestFoldReadsWithTheCommitBefore(t *testing.T) {
 	// The later commit writes another path than the one named.
 	ctx := f.cat.PrefetchCommit(t.Context(), []string{"ns/t/m9"})
 	before := f.d.Stats()
-	for _, c := range []struct {
-		s    *datastore.Store
-		path string
-	}{{f.ns, "data/t/m1/a"}, {f.cat, "ns/t/m1"}} {
-		st, err := c.s.Upload(ctx, c.path, strings.NewReader("x"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.s.Commit(ctx, nil, []datastore.Entry{{Put: &st}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commitFile(ctx, t, f.ns, "data/t/m1/a", "x")
+	commitFile(ctx, t, f.cat, "ns/t/m1", "x")
 	if n := f.d.Stats().Sub(before).CommitsPrefetched; n != 0 {
 		t.Errorf("a later commit of a path not named built on the prefetch (%d)", n)
 	}
@@ -146,20 +138,8 @@ func TestFoldReadsWithTheCommitBefore(t *testing.T) {
 	}
 	ctx = f.cat.PrefetchCommit(t.Context(), rows)
 	before = f.d.Stats()
-	st, err := f.ns.Upload(ctx, "data/t/m2/a", strings.NewReader("x"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.ns.Commit(ctx, nil, []datastore.Entry{{Put: &st}}); err != nil {
-		t.Fatal(err)
-	}
-	st, err = f.cat.Upload(ctx, rows[0], strings.NewReader("x"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cat.Commit(ctx, nil, []datastore.Entry{{Put: &st}}); err != nil {
-		t.Fatal(err)
-	}
+	commitFile(ctx, t, f.ns, "data/t/m2/a", "x")
+	commitFile(ctx, t, f.cat, rows[0], "x")
 	if n := f.d.Stats().Sub(before).CommitsPrefetched; n != 0 {
 		t.Errorf("a prefetch too big for the first commit's read was used (%d)", n)
 	}
@@ -181,7 +161,7 @@ func TestPrefetchedReadGoneStale(t *testing.T) {
 			_, err = f.other.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
 		}
 		if err != nil {
-			t.Errorf("another process's commit: %v", err)
+			t.Errorf("another process's commit: %v", err) // not Fatal: this runs inside the client's hook
 		}
 	})
 	if pre != 1 || reads != 2 {
