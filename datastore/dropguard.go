@@ -31,7 +31,7 @@ type GuardedDropper interface {
 // false. Where the driver can (GuardedDropper), the drop's own read of the
 // partition says; elsewhere a Stat of guard before the drop does.
 func (s *Store) DropPartitionIfDeleted(ctx context.Context, fence *Fence, partition, guard string) (st DropStats, dropped bool, err error) {
-	if err := s.open(); err != nil {
+	if err := s.checkDrop(fence, partition); err != nil {
 		return DropStats{}, false, err
 	}
 	if err := ValidatePath(guard); err != nil {
@@ -41,14 +41,6 @@ func (s *Store) DropPartitionIfDeleted(ctx context.Context, fence *Fence, partit
 		return DropStats{}, false, fmt.Errorf("%w: path %q is in partition %q, not %q", metastore.ErrInvalidArgument, guard, p, partition)
 	}
 	if gd, ok := s.d.(GuardedDropper); ok {
-		if err := ValidatePartition(partition); err != nil {
-			return DropStats{}, false, err
-		}
-		if fence != nil {
-			if err := metastore.ValidateKey(fence.Key); err != nil {
-				return DropStats{}, false, fmt.Errorf("fence: %w", err)
-			}
-		}
 		st, dropped, err := gd.DropPartitionIfDeleted(ctx, fence, partition, guard, s.now())
 		if !errors.Is(err, errors.ErrUnsupported) {
 			return st, dropped, err

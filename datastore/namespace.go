@@ -282,16 +282,26 @@ func (s *Store) SetLifecycle(ctx context.Context, l Lifecycle) (NamespaceConfig,
 // DropPartition removes everything partition holds (see
 // Driver.DropPartition), fenced by fence if it is not nil.
 func (s *Store) DropPartition(ctx context.Context, fence *Fence, partition string) (DropStats, error) {
-	if err := s.open(); err != nil {
+	if err := s.checkDrop(fence, partition); err != nil {
 		return DropStats{}, err
 	}
+	return s.d.DropPartition(ctx, fence, partition, s.now())
+}
+
+// checkDrop opens s and refuses a drop of partition, fenced by fence,
+// that no driver should be asked for: a bad partition name, a bad fence
+// key.
+func (s *Store) checkDrop(fence *Fence, partition string) error {
+	if err := s.open(); err != nil {
+		return err
+	}
 	if err := ValidatePartition(partition); err != nil {
-		return DropStats{}, err
+		return err
 	}
 	if fence != nil {
 		if err := metastore.ValidateKey(fence.Key); err != nil {
-			return DropStats{}, fmt.Errorf("fence: %w", err)
+			return fmt.Errorf("fence: %w", err)
 		}
 	}
-	return s.d.DropPartition(ctx, fence, partition, s.now())
+	return nil
 }
