@@ -27,8 +27,38 @@ import (
 // (the prefetched read is used once). This is the read a fresh
 // TransactGetItems would have made a moment earlier, and as whole.
 
-// prefetchKey is the context key of a pending prefetch.
+// prefetchKey is the context key of the prefetches a context carries
+// ([]*prefetch, the latest last): at most one of them counts for each
+// namespace, the latest.
 type prefetchKey struct{}
+
+// prefetchesOf returns the prefetches ctx carries.
+func prefetchesOf(ctx context.Context) []*prefetch {
+	pfs, _ := ctx.Value(prefetchKey{}).([]*prefetch)
+	return pfs
+}
+
+// withPrefetch returns ctx carrying pf besides its other prefetches, in
+// place of any of pf's namespace.
+func withPrefetch(ctx context.Context, pf *prefetch) context.Context {
+	var next []*prefetch
+	for _, o := range prefetchesOf(ctx) {
+		if o.pfx != pf.pfx {
+			next = append(next, o)
+		}
+	}
+	return context.WithValue(ctx, prefetchKey{}, append(next, pf))
+}
+
+// prefetchFor returns ctx's prefetch of namespace pfx, if any.
+func prefetchFor(ctx context.Context, pfx string) *prefetch {
+	for _, pf := range prefetchesOf(ctx) {
+		if pf.pfx == pfx {
+			return pf
+		}
+	}
+	return nil
+}
 
 // prefetch is a later commit's read, to be made by the next commit of
 // another namespace.
@@ -62,7 +92,7 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 	for _, k := range pf.keys {
 		pf.in[itemID(k)] = true
 	}
-	return context.WithValue(ctx, prefetchKey{}, pf)
+	return withPrefetch(ctx, pf)
 }
 
 // prefetchToRead returns the keys of ctx's prefetch for a commit of d's
@@ -70,16 +100,18 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 // commit's vouching keys too), if one is pending for another namespace and
 // all fit one TransactGetItems.
 func (d *Driver) prefetchToRead(ctx context.Context, n int) (*prefetch, []item) {
-	pf, _ := ctx.Value(prefetchKey{}).(*prefetch)
-	if pf == nil || pf.pfx == d.pfx || n+len(pf.keys) > maxSnapshotKeys {
-		return nil, nil
+	for _, pf := range prefetchesOf(ctx) {
+		if pf.pfx == d.pfx || n+len(pf.keys) > maxSnapshotKeys {
+			continue
+		}
+		pf.mu.Lock()
+		pending := pf.got == nil && !pf.used
+		pf.mu.Unlock()
+		if pending {
+			return pf, pf.keys
+		}
 	}
-	pf.mu.Lock()
-	defer pf.mu.Unlock()
-	if pf.got != nil || pf.used {
-		return nil, nil
-	}
-	return pf, pf.keys
+	return nil, nil
 }
 
 // keep records what the read that carried pf's keys found of them.
@@ -97,8 +129,8 @@ func (pf *prefetch) keep(got []item) {
 // prefetched returns the state of keys as ctx's prefetch read it for a
 // commit of d's namespace, once, if it read every one of them.
 func (d *Driver) prefetched(ctx context.Context, keys []item) (map[string]item, bool) {
-	pf, _ := ctx.Value(prefetchKey{}).(*prefetch)
-	if pf == nil || pf.pfx != d.pfx {
+	pf := prefetchFor(ctx, d.pfx)
+	if pf == nil {
 		return nil, false
 	}
 	pf.mu.Lock()
