@@ -62,10 +62,11 @@ func (m *meter) Namespace(name string) (datastore.Driver, error) {
 }
 
 // DropPartition is the lifecycle's drop of a pruned model, counted as one
-// request of the prune step.
+// request of the prune step; its requests to the store are the worker's,
+// as every call's.
 func (m *meter) DropPartition(ctx context.Context, fence *datastore.Fence, partition string, now time.Time) (datastore.DropStats, error) {
 	t := time.Now()
-	st, err := m.Driver.DropPartition(ctx, fence, partition, now)
+	st, err := m.Driver.DropPartition(withTally(ctx, m), fence, partition, now)
 	m.note("prune", t, st.Files+st.Tombstones, st.Files+st.Tombstones, partKey(partition))
 	return st, err
 }
@@ -90,17 +91,18 @@ func (m *meter) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fen
 		return datastore.DropStats{}, false, errors.ErrUnsupported
 	}
 	t := time.Now()
-	st, dropped, err := gd.DropPartitionIfDeleted(ctx, fence, partition, guard, now)
+	st, dropped, err := gd.DropPartitionIfDeleted(withTally(ctx, m), fence, partition, guard, now)
 	m.note("prune", t, st.Files+st.Tombstones, st.Files+st.Tombstones, partKey(partition))
 	return st, dropped, err
 }
 
 // Reclaim is the lifecycle's periodic reclaim of the namespace (and of the
 // catalog's scope), counted as one request of the prune step: its time is
-// part of what expiring costs.
+// part of what expiring costs, and its requests to the store are the
+// worker's.
 func (m *meter) Reclaim(ctx context.Context, now time.Time, o datastore.ReclaimOptions) (datastore.ReclaimStats, error) {
 	t := time.Now()
-	st, err := m.Driver.Reclaim(ctx, now, o)
+	st, err := m.Driver.Reclaim(withTally(ctx, m), now, o)
 	n := st.Uploads + st.Versions + st.Tombstones
 	m.note("prune", t, n, n, "reclaim")
 	return st, err

@@ -21,7 +21,11 @@ import (
 // versitygw sees during the run, one a request however many keys it
 // addresses (a BatchGetItem of many keys, a TransactWriteItems of many
 // items). Counting a request once per key it addressed had tripled the
-// configuration 5's figure on DynamoDB.
+// configuration 5's figure on DynamoDB; leaving out the requests of the
+// lifecycle's drops and reclaims (the meter's DropPartition,
+// DropPartitionIfDeleted and Reclaim, which did not charge the worker) had
+// halved it, and cut S3's by a third, until this test ran configuration 5
+// itself, catalog and lifecycle on.
 func TestStoreRequestsAreTheWire(t *testing.T) {
 	t.Run("dynamodb", func(t *testing.T) {
 		cfg := ddblocal.Config(t)
@@ -58,14 +62,26 @@ func proxy(t *testing.T, target string) *reqcount.Proxy {
 	return p
 }
 
-// chargedIsWire runs configuration 5 (catalog and lifecycle on) on d, 2
-// workers × 4 iterations, and compares what the workers were charged with
+// chargedIsWire runs configuration 5 (catalog incremental, lifecycle on)
+// on d, 2 workers × 4 iterations, and compares what the workers were charged with
 // what p carried meanwhile.
 func chargedIsWire(t *testing.T, p *reqcount.Proxy, d datastore.Driver) {
 	t.Helper()
 	c := syncload.DefaultConfig()
 	c.Workers, c.Iterations, c.Duration, c.Files, c.FileSize, c.Interval = 2, 4, 0, 5, 64, time.Second
+	c.Catalog, c.Lifecycle = syncload.CatalogIncremental, syncload.Seed004Lifecycle
+	// Each worker enables its namespace's lifecycle before its first
+	// iteration, charged to none: what that costs is counted here, on a
+	// namespace of its own, as the worker does it.
 	p.Take()
+	probe, err := datastore.New(d).Namespace("wire-setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.SetLifecycle(t.Context(), datastore.Lifecycle{Enabled: true, Horizon: syncload.LifecycleHorizon}); err != nil {
+		t.Fatal(err)
+	}
+	setup := int64(p.Take().Total())
 	samples, err := syncload.Run(t.Context(), c, syncload.Env{Driver: d}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +97,10 @@ func chargedIsWire(t *testing.T, p *reqcount.Proxy, d datastore.Driver) {
 	}
 	// Every request of the run is a worker's: the harness opens the
 	// store before it, and charges each worker's calls to it.
-	t.Logf("%d syncs: %d requests charged to the workers, %d on the wire: %s", syncs, charged, wire.Total(), wire)
-	if charged != int64(wire.Total()) {
-		t.Fatalf("charged %d store requests to the workers; the wire carried %d", charged, wire.Total())
+	// The lifecycle's drops and reclaims were once left out (issue 31:
+	// half of DynamoDB's requests and a third of S3's in this run).
+	t.Logf("%d syncs: %d requests charged to the workers, %d on the wire (%d setup a worker): %s", syncs, charged, wire.Total(), setup, wire)
+	if want := int64(wire.Total()) - setup*int64(c.Workers); charged != want {
+		t.Fatalf("charged %d store requests to the workers; the wire carried %d, %d of them the workers' setup", charged, wire.Total(), setup*int64(c.Workers))
 	}
 }
