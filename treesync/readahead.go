@@ -63,30 +63,67 @@ func (t *Tree) readAhead(ctx context.Context, st *state, unscoped, catalogRead b
 	return actx, nil
 }
 
-// readAheadAfterRun returns the context of the stat of the paths Run's
+// readAheadAfterRun returns the contexts of the stat of the paths Run's
 // function left dirty (found only after it ran, so not in the read-ahead
-// made before it): with their models' catalog rows in the same read where
-// the driver can (DynamoDB: one BatchGetItem instead of the stat's
-// TransactGetItems and the fold's own read of the rows, one request less
-// a `lake data run` or a bench loop's sync that commits, issue 31), those
-// rows kept for the sync's catalog fold as a Sync's read-ahead keeps them
-// (read under the lock, before the commit). Otherwise ctx as it is: the
-// stat and the fold read for themselves.
-func (t *Tree) readAheadAfterRun(ctx context.Context, dirty []LocalChange, rep *Report) context.Context {
-	stat := dirtyPaths(dirty)
-	paths := t.rowsAhead(stat)
-	if len(stat) == 0 || len(paths) == 0 {
-		return ctx
+// made before it) and of the commit of them: where the driver can
+// (DynamoDB, datastore.Store.ReadStatsForCommits), one TransactGetItems
+// reads their states, their models' catalog rows and what the sync's
+// commit and its catalog fold's commit read, instead of a stat's read and
+// a commit's (issue 31: one request less a `lake data run` or a bench
+// loop's sync that commits); else, where it can, the stat with the rows
+// (one BatchGetItem instead of the stat's and the fold's reads), the
+// commit reading for itself. The rows are kept for the sync's catalog fold
+// as a Sync's read-ahead keeps them (read under the lock, before the
+// commit). Otherwise ctx as it is, twice: each reads for itself.
+func (t *Tree) readAheadAfterRun(ctx context.Context, dirty []LocalChange, rep *Report) (stat, commit context.Context) {
+	paths := dirtyPaths(dirty)
+	rows := t.rowsAhead(paths)
+	if len(paths) == 0 {
+		return ctx, ctx
 	}
-	actx, rows, ok := t.readAheadRows(ctx, nil, nil, stat, paths)
+	keep := func(got map[string]datastore.Info) {
+		if rep.rows == nil && got != nil {
+			rep.rows = map[string]datastore.Info{}
+		}
+		maps.Copy(rep.rows, got) // read later than any read before the function ran
+	}
+	if sctx, cctx, got, ok := t.readForCommits(ctx, paths, rows); ok {
+		keep(got)
+		return sctx, cctx
+	}
+	if len(rows) == 0 {
+		return ctx, ctx
+	}
+	actx, got, ok := t.readAheadRows(ctx, nil, nil, paths, rows)
 	if !ok {
-		return ctx
+		return ctx, ctx
 	}
-	if rep.rows == nil && rows != nil {
-		rep.rows = map[string]datastore.Info{}
+	keep(got)
+	return actx, ctx
+}
+
+// readForCommits is datastore.Store.ReadStatsForCommits of the dirty
+// paths stat and of their models' catalog rows (none with the catalog
+// off), with the rows taken from it at once, for the fold. ok is false
+// when the driver did not read them.
+func (t *Tree) readForCommits(ctx context.Context, stat, paths []string) (sctx, cctx context.Context, rows map[string]datastore.Info, ok bool) {
+	stats := map[*datastore.Store][]string{t.store: stat}
+	var cat *datastore.Store
+	if len(paths) > 0 {
+		var err error
+		if cat, err = t.store.CatalogStore(); err != nil {
+			return ctx, ctx, nil, false
+		}
+		stats[cat] = paths
 	}
-	maps.Copy(rep.rows, rows) // read later than any read before the function ran
-	return actx
+	sctx, cctx, ok, err := t.store.ReadStatsForCommits(ctx, stats)
+	if err != nil || !ok {
+		return ctx, ctx, nil, false
+	}
+	if cat == nil {
+		return sctx, cctx, nil, true
+	}
+	return sctx, cctx, statRows(sctx, cat, paths), true
 }
 
 // maxKnownNamespaces bounds the catalog namespaces whose heads a
@@ -154,11 +191,18 @@ func (t *Tree) readAheadRows(ctx context.Context, scopes []*datastore.Store, rec
 	if err != nil || !ok {
 		return ctx, nil, false
 	}
-	got, err := cat.StatMany(actx, paths) // from the read-ahead: no request
+	return actx, statRows(actx, cat, paths), true
+}
+
+// statRows returns the catalog rows paths as read ahead in ctx (no
+// request), an absent one as deleted; nil if they cannot be had (the fold
+// then reads them).
+func statRows(ctx context.Context, cat *datastore.Store, paths []string) map[string]datastore.Info {
+	got, err := cat.StatMany(ctx, paths) // from the read-ahead: no request
 	if err != nil {
-		return actx, nil, true // the fold reads them
+		return nil
 	}
-	rows = map[string]datastore.Info{}
+	rows := map[string]datastore.Info{}
 	for _, p := range paths {
 		if info, ok := got[p]; ok {
 			rows[p] = info
@@ -166,5 +210,5 @@ func (t *Tree) readAheadRows(ctx context.Context, scopes []*datastore.Store, rec
 			rows[p] = datastore.Info{Path: p, Deleted: true}
 		}
 	}
-	return actx, rows, true
+	return rows
 }

@@ -240,7 +240,9 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 		rep.Dirty = len(dirty)
 		var dc []LocalChange
-		push, dc, derr = t.decide(t.readAheadAfterRun(ctx, dirty, &rep), st, dirty, up, &rep)
+		var sctx context.Context
+		sctx, ctx = t.readAheadAfterRun(ctx, dirty, &rep) // the commit's ctx carries the commits' reads
+		push, dc, derr = t.decide(sctx, st, dirty, up, &rep)
 		if derr != nil {
 			return rep, derr
 		}

@@ -29,6 +29,7 @@ var (
 	_ datastore.StatsReadAheader = aheadMeter{}
 	_ datastore.HeadFeeder       = headFeedMeter{}
 	_ datastore.KeyFeeder        = headFeedMeter{}
+	_ datastore.CommitStatReader = headFeedMeter{}
 	_ datastore.WholeFeeder      = wholeFeedMeter{}
 )
 
@@ -120,6 +121,23 @@ func (m headFeedMeter) ChangesOfKeys(ctx context.Context, heads []datastore.Head
 		m.note("pull", t, n, 0, keys...)
 	}
 	return out, err
+}
+
+// ReadStatsForCommits implements datastore.CommitStatReader: the
+// driver's (DynamoDB's stats the paths and reads for their commits in one
+// request), counted as a read-ahead; over a driver without it, nothing
+// read, at no request.
+func (m headFeedMeter) ReadStatsForCommits(ctx context.Context, stats map[string][]string) (stat, commit context.Context, ok bool, err error) {
+	r, isReader := m.Driver.(datastore.CommitStatReader)
+	if !isReader {
+		return ctx, ctx, false, nil
+	}
+	t := time.Now()
+	stat, commit, ok, err = r.ReadStatsForCommits(withTally(ctx, m.meter), stats)
+	if ok {
+		m.note("pull", t, 0, 0, "read-ahead")
+	}
+	return stat, commit, ok, err
 }
 
 // Floors implements datastore.HeadFeeder.

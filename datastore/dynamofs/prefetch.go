@@ -2,6 +2,7 @@ package dynamofs
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -81,6 +82,15 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 	if len(paths) == 0 {
 		return ctx
 	}
+	if pf := prefetchFor(ctx, d.pfx); pf != nil && pf.holds(d.newPrefetch(paths)) {
+		return ctx // read already (ReadStatsForCommits), not yet used
+	}
+	return withPrefetch(ctx, d.newPrefetch(paths))
+}
+
+// newPrefetch is a pending prefetch of what a commit of paths (as puts)
+// in d's namespace reads.
+func (d *Driver) newPrefetch(paths []string) *prefetch {
 	var entries []datastore.Entry
 	var parts []string
 	for _, p := range paths {
@@ -92,7 +102,80 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 	for _, k := range pf.keys {
 		pf.in[itemID(k)] = true
 	}
-	return withPrefetch(ctx, pf)
+	return pf
+}
+
+// holds reports that pf has been read, is not used yet and read every key
+// of o: o would read nothing more.
+func (pf *prefetch) holds(o *prefetch) bool {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if pf.got == nil || pf.used || pf.pfx != o.pfx {
+		return false
+	}
+	for id := range o.in {
+		if !pf.in[id] {
+			return false
+		}
+	}
+	return true
+}
+
+var _ datastore.CommitStatReader = (*Driver)(nil)
+
+// ReadStatsForCommits implements datastore.CommitStatReader with one
+// TransactGetItems (snapshotRead) of each namespace's paths and of what a
+// commit of them there reads (its file items are the stat's). Past 100
+// keys it reads nothing: the stat's BatchGetItem and each commit's own
+// read cost as few requests then.
+func (d *Driver) ReadStatsForCommits(ctx context.Context, stats map[string][]string) (stat, commit context.Context, ok bool, err error) {
+	ra := &readAhead{table: d.table, items: map[string]item{}, parts: map[string]bool{}}
+	var vouch, rest []item
+	var pfs []*prefetch
+	for _, name := range slices.Sorted(maps.Keys(stats)) {
+		paths := stats[name]
+		if len(paths) == 0 {
+			continue
+		}
+		nd, err := d.Namespace(name)
+		if err != nil {
+			return ctx, ctx, false, err
+		}
+		n := nd.(*Driver)
+		pf := n.newPrefetch(paths)
+		pfs = append(pfs, pf)
+		for _, p := range paths {
+			k := key(n.filePK(n.partition(p)), p)
+			ra.items[itemID(k)] = nil
+			rest = append(rest, k)
+		}
+		ra.parts["stat\x00"+n.pfx] = true
+		for _, k := range pf.keys {
+			if n.vouches(k) {
+				vouch = append(vouch, k)
+			} else {
+				rest = append(rest, k)
+			}
+		}
+	}
+	if len(pfs) == 0 || len(dedupKeys(append(slices.Clone(vouch), rest...))) > maxSnapshotKeys {
+		return ctx, ctx, false, nil
+	}
+	got, err := d.snapshotRead(ctx, vouch, rest)
+	if err != nil {
+		return ctx, ctx, false, err
+	}
+	for _, it := range got {
+		if _, held := ra.items[itemID(it)]; held {
+			ra.items[itemID(it)] = it
+		}
+	}
+	commit = ctx
+	for _, pf := range pfs {
+		pf.keep(got)
+		commit = withPrefetch(commit, pf)
+	}
+	return context.WithValue(ctx, readAheadKey{}, ra), commit, true, nil
 }
 
 // prefetchToRead returns the keys of ctx's prefetch for a commit of d's

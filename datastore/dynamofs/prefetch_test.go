@@ -103,6 +103,21 @@ func (f *prefetchPair) wantRow(t *testing.T, path, content string) {
 	}
 }
 
+// putRawRow puts row's item in cat with a raw SDK client, as a writer
+// that is not lake would (not Fatal: it may run inside the client's hook).
+func (f *prefetchPair) putRawRow(t *testing.T, row string) {
+	t.Helper()
+	_, err := f.raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &f.table, Item: map[string]types.AttributeValue{
+		"pk":  &types.AttributeValueMemberS{Value: "s#cat#f#ns"},
+		"sk":  &types.AttributeValueMemberS{Value: row},
+		"pos": &types.AttributeValueMemberN{Value: "99"},
+		"ver": &types.AttributeValueMemberS{Value: "foreign"},
+	}})
+	if err != nil {
+		t.Errorf("raw PutItem: %v", err)
+	}
+}
+
 // TestFoldReadsWithTheCommitBefore (issue 31, prefetch.go): a commit in
 // one namespace made with a context that names a later commit's paths in
 // another reads that commit's keys in its own TransactGetItems, and the
@@ -176,17 +191,7 @@ func TestPrefetchedReadGoneStale(t *testing.T) {
 
 	// A raw client puts the row itself between: the later commit's
 	// absence condition fails, it reads the foreign item and puts over it.
-	reads, pre = f.commitBoth(t, "data/t/m0/b", "ns/t/m7", func() {
-		_, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: &f.table, Item: map[string]types.AttributeValue{
-			"pk":  &types.AttributeValueMemberS{Value: "s#cat#f#ns"},
-			"sk":  &types.AttributeValueMemberS{Value: "ns/t/m7"},
-			"pos": &types.AttributeValueMemberN{Value: "99"},
-			"ver": &types.AttributeValueMemberS{Value: "foreign"},
-		}})
-		if err != nil {
-			t.Errorf("raw PutItem: %v", err)
-		}
-	})
+	reads, pre = f.commitBoth(t, "data/t/m0/b", "ns/t/m7", func() { f.putRawRow(t, "ns/t/m7") })
 	if pre != 1 || reads != 2 {
 		t.Errorf("a raw put of the row between: %d built on the prefetch, %d TransactGetItems; want 1 and 2", pre, reads)
 	}
