@@ -433,6 +433,9 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			if t.rolled != "" && t.blocked == nil {
 				d.c.moves.Record(d.prefix, obj.infos(part), []headMove{{part: part, from: hetag, to: t.rolled, created: t.created,
 					head: datastore.Head{Partition: part, Seq: obj.last(), Floor: t.h.Floor}}}) // cursorover.go
+				// The head this commit wrote, for the partition's next
+				// commit in this process (handoff.go).
+				d.handOff(part, &tail{h: t.rolledHead, hetag: t.rolled, exists: true})
 			}
 		}
 		return obj.infos(part), nil

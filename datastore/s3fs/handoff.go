@@ -18,6 +18,13 @@ import (
 // fences a writer carries on), one GET instead of a GET, a LIST and the
 // entries.
 //
+// A commit hands on the head it wrote the same way, to the partition's
+// next commit in this process (a sync's catalog fold commits a model's row,
+// and the lifecycle then removes the row of the model it dropped, both in
+// the namespace's one catalog partition): that commit reads neither the
+// head nor the log (TestCommitHandsItsHeadToTheNext; a GET and a LIST a
+// sync that drops a model).
+//
 // Nothing is trusted that the commit does not vouch for: its create is
 // conditional on the position the tail names, so a tail that moved since
 // the Stat costs a lost race and a fresh read, never a decision on stale
@@ -26,12 +33,12 @@ import (
 // position). A tail older than handoffAge is not taken, so a lost race
 // stays rare.
 
-// handoffAge bounds how old a Stat's tail a commit starts from.
+// handoffAge bounds how old a tail handed on a commit starts from.
 const handoffAge = 5 * time.Second
 
-// handOff offers t, part's tail just read by a Stat, to the next commit.
-// Every Stat offers (a reader's too, which no commit takes): the shelf
-// drops the ones too old to be taken.
+// handOff offers t, part's tail just read by a Stat (or the head a commit
+// just wrote), to the next commit. Every Stat offers (a reader's too,
+// which no commit takes): the shelf drops the ones too old to be taken.
 func (d *Driver) handOff(part string, t *tail) {
 	d.c.handoff.Put(d.prefix+part, t)
 }

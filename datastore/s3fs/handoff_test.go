@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +189,70 @@ func TestHandoffTailToStagedCommit(t *testing.T) {
 	ch, _, err := other.Changes(ctx, "s/3", 0, 100)
 	if err != nil || len(ch) != 3 || ch[0].Path != "data/s/3/x" {
 		t.Fatalf("s/3's feed = %v, %v; want x, then the commit's two files", ch, err)
+	}
+}
+
+// TestCommitHandsItsHeadToTheNext (issue 31): a commit hands the head it
+// wrote to the partition's next commit in this process (as a sync's
+// catalog fold and then the removal of a dropped model's row commit to one
+// partition, one after the other), which starts from it: no GET of the
+// head, no LIST of the log. When another process committed to the
+// partition in between, that head is stale: the next commit loses the
+// position, reads again and lands after the other's change, each file
+// read back as its last commit left it, the feed in commit order.
+func TestCommitHandsItsHeadToTheNext(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &getsAPI{API: &logListsAPI{API: c}}
+	_, s := openStore(t, api, bucket, "hn")
+	_, other := openStore(t, c, bucket, "hn") // another process
+	ctx := t.Context()
+	put := func(s *datastore.Store, p, body string) {
+		t.Helper()
+		if _, err := s.Put(ctx, p, strings.NewReader(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lists := api.API.(*logListsAPI)
+	headGets := func() (n int) {
+		for _, k := range api.take() {
+			if strings.Contains(k, "/h/m%2F1") {
+				n++
+			}
+		}
+		return n
+	}
+	put(s, "data/m/1/a", "one") // the model's first commit, staged with its claim (claims.go)
+	put(s, "data/m/1/a", "two")
+	headGets()
+	lists.takeLists()
+	put(s, "data/m/1/b", "two")
+	put(s, "data/m/1/a", "three")
+	if h, l := headGets(), lists.takeLists(); h != 0 || l != 0 {
+		t.Fatalf("two commits right after another of the partition read its head %d times and listed its log %d times; want neither", h, l)
+	}
+
+	put(s, "data/m/1/c", "mine, first")
+	put(other, "data/m/1/c", "the other's")
+	put(s, "data/m/1/d", "mine, after the other's") // over a stale head: lost race, read again
+	if h, l := headGets(), lists.takeLists(); h == 0 && l == 0 {
+		t.Fatalf("a commit over a head another process moved read nothing again")
+	}
+	for p, want := range map[string]string{"data/m/1/a": "three", "data/m/1/b": "two", "data/m/1/c": "the other's", "data/m/1/d": "mine, after the other's"} {
+		for _, st := range []*datastore.Store{s, other} {
+			if _, got, err := st.Get(ctx, p); err != nil || string(got) != want {
+				t.Fatalf("%s = %q, %v; want %q", p, got, err, want)
+			}
+		}
+	}
+	ch, _, err := other.Changes(ctx, "m/1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range ch {
+		order = append(order, c.Path)
+	}
+	if want := []string{"data/m/1/b", "data/m/1/a", "data/m/1/c", "data/m/1/d"}; !slices.Equal(order, want) {
+		t.Fatalf("the feed: %v; want %v", order, want)
 	}
 }
