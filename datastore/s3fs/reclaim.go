@@ -272,7 +272,11 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	if err := d.rollForward(ctx, part, t, now); err != nil {
 		return err
 	}
-	keys, err := d.c.listAll(ctx, d.logPrefix(part), "")
+	stored, markETag, err := d.loadMark(ctx, part)
+	if err != nil {
+		return err
+	}
+	keys, err := d.compactionKeys(ctx, part, stored, o.Grace)
 	if err != nil {
 		return err
 	}
@@ -280,10 +284,6 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	// of them, whatever foreign key sorts after it.
 	keys = d.positions(part, keys)
 	mark := examinedMark{}
-	stored, markETag, err := d.loadMark(ctx, part)
-	if err != nil {
-		return err
-	}
 	// Trust the mark only if its object is still the one it read.
 	if i := slices.IndexFunc(keys, func(k listed) bool { return k.key == stored.Key }); stored.Key != "" && i >= 0 && keys[i].mod.Equal(stored.Mod) {
 		mark = stored
@@ -402,6 +402,58 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		}
 	}
 	return nil
+}
+
+// compactPage is the page in which compactionKeys lists a log's start: a
+// reclaim every few seconds finds there the objects that grew older than
+// the grace period since the last one, and stops at the first younger one.
+const compactPage = 64
+
+// compactionKeys lists what compact reads of part's log (issue 31). With
+// a mark (stored) it lists the log from its start only while the objects
+// are older than grace (the ones compact may delete), a page of
+// compactPage at a time, then from the mark's object on (the mark, then
+// the objects compact has not read): the objects between, which an
+// earlier compact read and which are too young to delete, are not listed.
+// A reclaim every few seconds (the lifecycle's) so lists what changed
+// since the last one, not the last hour of the log's commits. A log that
+// fits the first page, or a mark whose object is not the one it read
+// (compact then trusts it no more), is listed whole, as without a mark.
+func (d *Driver) compactionKeys(ctx context.Context, part string, stored examinedMark, grace time.Duration) ([]listed, error) {
+	prefix := d.logPrefix(part)
+	first, ok := d.posOf(part, stored.Key)
+	if !ok {
+		return d.c.listAll(ctx, prefix, "")
+	}
+	var keys []listed
+	start := ""
+	for {
+		page, more, err := d.c.list(ctx, prefix, start, compactPage)
+		if err != nil {
+			return nil, err
+		}
+		for i, l := range page {
+			if l.key < stored.Key && d.c.clock.now().Sub(l.mod) > grace {
+				keys = append(keys, l)
+				continue
+			}
+			if !more {
+				return append(keys, page[i:]...), nil // the rest of the log
+			}
+			rest, err := d.c.listAll(ctx, prefix, d.logKey(part, first-1))
+			if err != nil {
+				return nil, err
+			}
+			if len(rest) == 0 || rest[0].key != stored.Key || !rest[0].mod.Equal(stored.Mod) {
+				return d.c.listAll(ctx, prefix, "") // not the mark's object: read whole
+			}
+			return append(keys, rest...), nil
+		}
+		if !more || len(page) == 0 {
+			return keys, nil
+		}
+		start = page[len(page)-1].key
+	}
 }
 
 func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) error {
