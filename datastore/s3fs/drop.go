@@ -118,21 +118,25 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 			d.forgetClaims(ctx, part) // claims.go
 			return st, true, nil
 		}
-		var read map[string]readEntry // guard's, for its removal
+		read := d.knownEntries(ctx, part, logs, files) // dropknown.go
 		if guard != "" && pass == 0 {
-			e, etag, err := d.readIndex(ctx, guard)
-			if err != nil {
-				return st, false, err
+			r, ok := read[guard]
+			if !ok {
+				e, etag, err := d.readIndex(ctx, guard)
+				if err != nil {
+					return st, false, err
+				}
+				r = readEntry{e, etag}
+				read[guard] = r
 			}
-			if e != nil && !e.Deleted {
+			if r.e != nil && !r.e.Deleted {
 				return st, false, nil
 			}
-			read = map[string]readEntry{guard: {e, etag}}
 		}
 		if err := check(true); err != nil { // right before each pass's removals
 			return st, false, err
 		}
-		if err := d.dropFiles(ctx, files, read, now, &st); err != nil {
+		if err := d.dropFiles(ctx, pathsOf(files), read, now, &st); err != nil {
 			return st, false, err
 		}
 		if err := d.dropLogs(ctx, logs); err != nil {
@@ -215,22 +219,31 @@ func untilFailure(n int, f func(i int) error) error {
 	return g.Wait()
 }
 
-// partitionFiles returns the paths of part that have an index entry: a
-// LIST of the index under the partition's path prefix (which, for the
-// partition "data", also holds the models' paths, filtered out).
-func (d *Driver) partitionFiles(ctx context.Context, part string) ([]string, error) {
+// partitionFiles returns the paths of part that have an index entry, with
+// their ETags: a LIST of the index under the partition's path prefix
+// (which, for the partition "data", also holds the models' paths, filtered
+// out).
+func (d *Driver) partitionFiles(ctx context.Context, part string) ([]fileListed, error) {
 	dir := d.prefix + "f/"
 	keys, err := d.c.listAll(ctx, dir+escape(datastore.PartitionPrefix(part)), "")
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []fileListed
 	for _, k := range keys {
 		if p := unleaf(trimPrefix(k.key, dir)); d.partition(p) == part {
-			out = append(out, p)
+			out = append(out, fileListed{p, k.etag})
 		}
 	}
 	return out, nil
+}
+
+func pathsOf(files []fileListed) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.path
+	}
+	return out
 }
 
 // dropFile deletes path's index entry, first handing a live version to
