@@ -3,6 +3,7 @@ package s3fs
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +88,7 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 		return nil
 	}
 	for pass := 0; pass < maxDropPasses; pass++ {
-		t, err := d.readTail(ctx, part, true)
+		t, logs, err := d.dropTail(ctx, part)
 		if err != nil {
 			return st, false, err
 		}
@@ -102,10 +103,6 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 			if err := d.rollForward(ctx, part, t, now); err != nil {
 				return st, false, err
 			}
-		}
-		logs, err := d.c.listAll(ctx, d.logPrefix(part), "")
-		if err != nil {
-			return st, false, err
 		}
 		files, err := d.partitionFiles(ctx, part)
 		if err != nil {
@@ -147,6 +144,35 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 		}
 	}
 	return st, false, metastore.Conflict(d.headKey(part), "the partition was written to throughout its drop; drop it again")
+}
+
+// dropTail reads part's head and lists its whole log, what a drop pass
+// starts with, and returns the writer's tail they make and the listing:
+// when the head holds the fences of the object it ends at and no object
+// listed lies after it (a partition rolled forward, as a drop nearly
+// always finds it), the listing stands for the tail's LIST of the objects
+// after the head (issue 31: one LIST a drop fewer); otherwise the tail is
+// read as readTail reads it. A commit that lands after the listing is the
+// next pass's, as one that lands after a tail read.
+func (d *Driver) dropTail(ctx context.Context, part string) (*tail, []listed, error) {
+	h, etag, ok, err := d.readHead(ctx, part)
+	if err != nil {
+		return nil, nil, err
+	}
+	logs, err := d.c.listAll(ctx, d.logPrefix(part), "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok && h.knownFences() && !slices.ContainsFunc(logs, func(k listed) bool {
+		pos, isPos := d.posOf(part, k.key)
+		return isPos && pos > h.Applied
+	}) {
+		t := &tail{h: h, hetag: etag, exists: true, withLast: true, base: headBase(h)}
+		t.last = t.base
+		return t, logs, nil
+	}
+	t, err := d.tailOf(ctx, part, h, etag, ok, true)
+	return t, logs, err
 }
 
 // dropParallel bounds the removals of one step of a drop sent at once (the

@@ -221,3 +221,53 @@ func TestRollForwardCutShort(t *testing.T) {
 		}
 	}
 }
+
+// TestDropRollsForwardFirst: a drop of a partition whose last commit's
+// roll-forward was cut short (its log object after the head's watermark,
+// some of its index entries unwritten) rolls it forward before it removes
+// anything (dropTail's path when its listing shows an object past the
+// head), so every file of that commit is removed, its chunked version
+// handed to Reclaim, and nothing of the partition is left.
+func TestDropRollsForwardFirst(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &cutIndexAPI{API: c, index: "dr/f/", allowed: -1}
+	d, s := openStore(t, api, bucket, "dr")
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "data/m/1/first", strings.NewReader("first"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var es []datastore.Entry
+	for i := range 8 {
+		body := fmt.Sprintf("f%d", i)
+		if i == 7 {
+			body = oneChunk(body)
+		}
+		st, err := s.Upload(ctx, fmt.Sprintf("data/m/1/f%d", i), strings.NewReader(body), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, datastore.Entry{Put: &st})
+	}
+	api.allow(2)
+	_, err := s.Commit(ctx, nil, es)
+	api.allow(-1)
+	t.Logf("commit cut short: %v", err)
+
+	_, s2 := openStore(t, c, bucket, "dr") // another process, no tail in memory
+	st, err := s2.DropPartition(ctx, nil, "m/1")
+	if err != nil || st.Files != 9 {
+		t.Fatalf("drop = %+v, %v; want the 9 files", st, err)
+	}
+	for _, pre := range []string{"dr/f/", "dr/l/m%2F1/", "dr/h/m%2F1"} {
+		out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(pre)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Contents) != 0 {
+			t.Fatalf("after the drop %s holds %d objects (%s…)", pre, len(out.Contents), aws.ToString(out.Contents[0].Key))
+		}
+	}
+	if got, err := d.HandedToReclaim(ctx, es[7].Put.Version); err != nil || !got {
+		t.Fatalf("the chunked version handed to Reclaim: %v, %v; want true", got, err)
+	}
+}
