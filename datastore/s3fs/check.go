@@ -602,7 +602,7 @@ func (c *checker) rollForward(ctx context.Context, part string) error {
 func (c *checker) rollForwardAll(ctx context.Context, part string, pl *partLog) error {
 	for _, info := range pl.latest {
 		e := logEntry{Path: info.Path, Deleted: info.Deleted, Version: info.Version, Size: info.Size, Chunks: info.Chunks, SHA256: info.SHA256, Meta: info.Meta, Inline: info.Inline}
-		if err := c.d.updateIndex(ctx, e, info.Pos, info.Time, c.o.Now, nil); err != nil {
+		if _, err := c.d.updateIndex(ctx, e, info.Pos, info.Time, c.o.Now, nil); err != nil {
 			return err
 		}
 	}

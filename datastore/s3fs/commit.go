@@ -435,7 +435,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 					head: datastore.Head{Partition: part, Seq: obj.last(), Floor: t.h.Floor}}}) // cursorover.go
 				// The head this commit wrote, for the partition's next
 				// commit in this process (handoff.go).
-				d.handOff(part, &tail{h: t.rolledHead, hetag: t.rolled, exists: true})
+				d.handOff(part, &tail{h: t.rolledHead, hetag: t.rolled, exists: true, hints: t.wrote})
 			}
 		}
 		return obj.infos(part), nil

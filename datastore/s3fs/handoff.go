@@ -18,12 +18,13 @@ import (
 // fences a writer carries on), one GET instead of a GET, a LIST and the
 // entries.
 //
-// A commit hands on the head it wrote the same way, to the partition's
-// next commit in this process (a sync's catalog fold commits a model's row,
-// and the lifecycle then removes the row of the model it dropped, both in
-// the namespace's one catalog partition): that commit reads neither the
-// head nor the log (TestCommitHandsItsHeadToTheNext; a GET and a LIST a
-// sync that drops a model).
+// A commit hands on the head it wrote the same way, with the index entries
+// its roll-forward wrote as hints, to the partition's next commit in this
+// process (a sync's catalog fold commits a model's row, and the lifecycle
+// then removes the row of the model it dropped, both in the namespace's
+// one catalog partition): that commit reads neither the head, nor the log,
+// nor those entries (TestCommitHandsItsHeadToTheNext; two GETs and a LIST
+// a sync that drops a model).
 //
 // Nothing is trusted that the commit does not vouch for: its create is
 // conditional on the position the tail names, so a tail that moved since

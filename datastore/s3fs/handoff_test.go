@@ -230,6 +230,21 @@ func TestCommitHandsItsHeadToTheNext(t *testing.T) {
 	if h, l := headGets(), lists.takeLists(); h != 0 || l != 0 {
 		t.Fatalf("two commits right after another of the partition read its head %d times and listed its log %d times; want neither", h, l)
 	}
+	// The entries a commit's roll-forward wrote go with its head: a
+	// delete of the file just put reads no entry (as the removal of a
+	// model's catalog row right after the fold wrote it).
+	put(s, "data/m/1/e", "to delete")
+	api.take()
+	if _, err := s.Delete(ctx, "data/m/1/e"); err != nil {
+		t.Fatal(err)
+	}
+	if gets := api.take(); len(gets) != 0 {
+		t.Fatalf("a delete right after the put of its file read %v; want nothing", gets)
+	}
+	if _, _, err := other.Get(ctx, "data/m/1/e"); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("the deleted file reads: %v", err)
+	}
+	lists.takeLists()
 
 	put(s, "data/m/1/c", "mine, first")
 	put(other, "data/m/1/c", "the other's")
@@ -252,7 +267,7 @@ func TestCommitHandsItsHeadToTheNext(t *testing.T) {
 	for _, c := range ch {
 		order = append(order, c.Path)
 	}
-	if want := []string{"data/m/1/b", "data/m/1/a", "data/m/1/c", "data/m/1/d"}; !slices.Equal(order, want) {
+	if want := []string{"data/m/1/b", "data/m/1/a", "data/m/1/e", "data/m/1/c", "data/m/1/d"}; !slices.Equal(order, want) {
 		t.Fatalf("the feed: %v; want %v", order, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
@@ -173,18 +174,37 @@ func (d *Driver) updateIndexes(ctx context.Context, o *logObject, t *tail, now t
 		}
 		rounds[k] = append(rounds[k], change{e, o.First + uint64(i), t.takeHint(e.Path)})
 	}
+	var mu sync.Mutex
+	wrote := func(path string, h *indexHint) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t.wrote == nil {
+			t.wrote = map[string]indexHint{}
+		}
+		if h == nil {
+			delete(t.wrote, path)
+		} else {
+			t.wrote[path] = *h
+		}
+	}
 	for _, round := range rounds {
 		if len(round) == 1 { // no goroutine for the common one-file commit
 			c := round[0]
-			if err := d.updateIndex(ctx, c.e, c.pos, o.Time, now, c.hint); err != nil {
+			h, err := d.updateIndex(ctx, c.e, c.pos, o.Time, now, c.hint)
+			if err != nil {
 				return err
 			}
+			wrote(c.e.Path, h)
 			continue
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(indexParallel)
 		for _, c := range round {
-			g.Go(func() error { return d.updateIndex(gctx, c.e, c.pos, o.Time, now, c.hint) })
+			g.Go(func() error {
+				h, err := d.updateIndex(gctx, c.e, c.pos, o.Time, now, c.hint)
+				wrote(c.e.Path, h)
+				return err
+			})
 		}
 		if err := g.Wait(); err != nil {
 			return err
@@ -196,16 +216,17 @@ func (d *Driver) updateIndexes(ctx context.Context, o *logObject, t *tail, now t
 // updateIndex moves path's index entry up to the change at pos, and marks
 // the version it replaces for Reclaim. With a hint (what this commit read
 // of the entry, indexHint) its first write is conditional on that instead
-// of a read.
-func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, now time.Time, hint *indexHint) error {
+// of a read. It returns the entry it wrote and its ETag (nil if it wrote
+// none), a hint for the partition's next commit (handoff.go).
+func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, now time.Time, hint *indexHint) (*indexHint, error) {
 	next := indexEntry{logEntry: e, Pos: pos, Time: at}
 	body, err := json.Marshal(next)
 	if err != nil {
-		return fmt.Errorf("lake: encode index entry: %v", err)
+		return nil, fmt.Errorf("lake: encode index entry: %v", err)
 	}
 	for attempt := 0; ; attempt++ {
 		if attempt == maxCommitAttempts {
-			return fmt.Errorf("%w: s3 index entry %q changed under each of %d writes", metastore.ErrUnavailable, d.fileKey(e.Path), attempt)
+			return nil, fmt.Errorf("%w: s3 index entry %q changed under each of %d writes", metastore.ErrUnavailable, d.fileKey(e.Path), attempt)
 		}
 		var cur *indexEntry
 		var etag string
@@ -213,31 +234,35 @@ func (d *Driver) updateIndex(ctx context.Context, e logEntry, pos uint64, at, no
 		if attempt == 0 && hint != nil {
 			cur, etag = hint.e, hint.etag
 		} else if cur, etag, err = d.readIndex(ctx, e.Path); err != nil {
-			return err
+			return nil, err
 		}
 		if cur != nil && cur.Pos >= pos {
-			return nil // already there, or further
+			return nil, nil // already there, or further
 		}
+		var wrote string
 		if cur == nil {
-			_, err = d.c.create(ctx, d.fileKey(e.Path), body)
+			wrote, err = d.c.create(ctx, d.fileKey(e.Path), body)
 		} else {
-			_, err = d.c.replace(ctx, d.fileKey(e.Path), etag, body)
+			wrote, err = d.c.replace(ctx, d.fileKey(e.Path), etag, body)
 		}
 		if errors.Is(err, metastore.ErrConflict) {
 			if berr := backoff(ctx, attempt); berr != nil {
-				return berr
+				return nil, berr
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cur != nil && !cur.Deleted && cur.Version != e.Version {
 			if err := d.markReplaced(ctx, e.Path, cur.Version, cur.Chunks, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		if wrote == "" {
+			return nil, nil
+		}
+		return &indexHint{&next, wrote}, nil
 	}
 }
 

@@ -184,6 +184,9 @@ type tail struct {
 	// created: this tail's head was created by the writer that read it
 	// (register), so hetag is the ETag of that create.
 	created bool
+	// wrote are the index entries this tail's roll-forward wrote, with
+	// their ETags: hints for the partition's next commit (handoff.go).
+	wrote map[string]indexHint
 }
 
 // rollTo is the position up to which t's log is decided.
