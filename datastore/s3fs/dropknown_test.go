@@ -2,7 +2,6 @@ package s3fs_test
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -48,19 +47,7 @@ func TestDropKnowsEntriesByTheirETags(t *testing.T) {
 			if foreign {
 				// Another writer's bytes for f2's entry: the same entry,
 				// written again with a trailing newline (another ETag).
-				key := testPrefix + "f/data/m/1/f2~"
-				out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(key)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, err := io.ReadAll(out.Body)
-				out.Body.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader(string(body) + "\n")}); err != nil {
-					t.Fatal(err)
-				}
+				rawRewrite(t, c, bucket, testPrefix+"f/data/m/1/f2~", "\n")
 			}
 			api.take()
 			st, dropped, err := s.DropPartitionIfDeleted(ctx, nil, "m/1", "data/m/1/model.yaml")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,22 @@ func rawPut(t *testing.T, c *s3.Client, bucket, key, body string) {
 	if _, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: bytes.NewReader([]byte(body))}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rawRewrite writes key again with a raw SDK client, its bytes followed by
+// tail: the same object to lake's parser, another ETag.
+func rawRewrite(t *testing.T, c *s3.Client, bucket, key, tail string) {
+	t.Helper()
+	o, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(o.Body)
+	o.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawPut(t, c, bucket, key, string(raw)+tail)
 }
 
 // TestForeignObjectAtNextPosition (issue 28, row 3): a foreign object at a
