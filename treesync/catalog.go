@@ -181,7 +181,7 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	cursor := st.FoldCursor
 	st.FoldCursor = ""
 	fold := func(before map[string]datastore.Info, committed []datastore.Info, rows map[string]datastore.Info) error {
-		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows})
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows, Pulled: rep.pulled})
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -25,8 +26,11 @@ type pullPlan struct {
 	// cursor is the next unscoped cursor, set by an unscoped pull only.
 	cursor   string
 	unscoped bool
-	read     int
-	sk       *skips
+	// pulled is the unscoped pull's ChangedPartitions read, for the
+	// catalog fold (catalog.FoldOptions.Pulled); nil for a scoped pull.
+	pulled *catalog.Pulled
+	read   int
+	sk     *skips
 	// layout is the datastore's, which a change's path must agree with.
 	layout datastore.Layout
 }
@@ -55,6 +59,7 @@ func (t *Tree) plan(ctx context.Context, st *state, models, dropped []string, sk
 			return nil, err
 		}
 		pl.cursor, pl.unscoped = next, true
+		pl.pulled = &catalog.Pulled{From: cur, Heads: heads, Next: next}
 		parts = nil
 		var changed []datastore.Head
 		for _, h := range heads {

@@ -177,6 +177,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if err != nil {
 		return rep, err
 	}
+	rep.pulled = pl.pulled
 	rep.Pull = time.Since(pullStart)
 	rep.Partitions, rep.Changes = len(pl.positions), pl.read
 	isDirty := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/datastore/dslock"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
@@ -156,6 +157,9 @@ type Report struct {
 	// rows are the catalog rows of the dirty models read ahead under the
 	// lock, for the catalog fold (catalog.FoldOptions.Rows).
 	rows map[string]datastore.Info
+	// pulled is the unscoped pull's read of the namespace's changed
+	// partitions, for the catalog fold (catalog.FoldOptions.Pulled).
+	pulled *catalog.Pulled
 }
 
 // ErrPartial is matched by a sync or run that did everything but skip some

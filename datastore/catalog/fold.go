@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
@@ -133,6 +134,58 @@ type FoldOptions struct {
 	// read (or are the caller's commit) whatever P is. Only the first
 	// pass of FoldWith uses it.
 	Rows map[string]datastore.Info
+	// Pulled is a ChangedPartitions read of the namespace the caller made
+	// under its lock before its commit (a sync's pull). When the fold's
+	// cursor is the one that read started from, the fold takes its
+	// answer, moved past the caller's commit (datastore.CursorAdvancer),
+	// instead of reading the index again: the fold's cursor and the
+	// pull's part whenever something besides this process's commits moved
+	// the index since their last read (a lifecycle's drop: the pull reads
+	// again, the fold's cursor stays), and the fold read again in the next
+	// sync for nothing (issue 31). Not trusted beyond what a read is: the
+	// answer is that of a ChangedPartitions of this cursor made at the
+	// pull's instant, and the move past the commit is proved by the store,
+	// as the fold's own move is; if it cannot be, the fold reads.
+	Pulled *Pulled
+}
+
+// Pulled is a ChangedPartitions call's cursor (From) and answer (Heads,
+// Next), for FoldOptions.Pulled.
+type Pulled struct {
+	From  string
+	Heads []datastore.Head
+	Next  string
+}
+
+// pulledOver returns o.Pulled's answer moved past o.Committed, when the
+// fold's cursor old is the one it started from.
+func pulledOver(ns *datastore.Store, old string, o FoldOptions) ([]datastore.Head, string, bool) {
+	p := o.Pulled
+	if p == nil || p.From != old {
+		return nil, "", false
+	}
+	if len(o.Committed) == 0 {
+		return p.Heads, p.Next, true
+	}
+	moved, next, ok := ns.ChangedPartitionsOver(p.Next, o.Committed)
+	if !ok {
+		return nil, "", false
+	}
+	byPart := map[string]datastore.Head{}
+	var order []string
+	for _, h := range append(slices.Clone(p.Heads), moved...) {
+		if _, seen := byPart[h.Partition]; !seen {
+			order = append(order, h.Partition)
+		}
+		if cur, seen := byPart[h.Partition]; !seen || h.Seq >= cur.Seq {
+			byPart[h.Partition] = h
+		}
+	}
+	heads := make([]datastore.Head, len(order))
+	for i, part := range order {
+		heads[i] = byPart[part]
+	}
+	return heads, string(next), true
 }
 
 // FoldWith is Fold with options.
@@ -186,6 +239,8 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	heads, next, over := ns.ChangedPartitionsOver(string(old), o.Committed)
 	if over {
 		st.CursorOver, err = true, nil
+	} else if ph, pn, ok := pulledOver(ns, string(old), o); ok {
+		heads, next, st.CursorOver, err = ph, pn, true, nil
 	} else {
 		heads, next, err = ns.ChangedPartitions(ctx, string(old))
 	}
