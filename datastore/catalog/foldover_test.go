@@ -3,8 +3,6 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,10 +35,6 @@ func TestFoldCursorOverOwnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fence := &datastore.Fence{Key: lock, Token: []byte("t")}
-	cat, err := ns.CatalogStore()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// mine and sameShard share a shard; elsewhere has its own.
 	var mine, sameShard, elsewhere string
 	for i := 0; sameShard == "" || elsewhere == ""; i++ {
@@ -56,68 +50,27 @@ func TestFoldCursorOverOwnCommit(t *testing.T) {
 			elsewhere = m
 		}
 	}
-	n := 0
-	put := func(s *datastore.Store, model string) []datastore.Info {
-		t.Helper()
-		n++
-		st, err := s.Upload(ctx, fmt.Sprintf("data/%s/e/v/f%d", model, n), strings.NewReader("x"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	files := map[string]int{}
-	var cursor string
+	r := newFoldRun(t, ns, fence)
+	put := r.put
 	fold := func(committed []datastore.Info, wantOver bool, wantRows ...string) {
 		t.Helper()
-		st, err := FoldWith(ctx, ns, fence, FoldOptions{Cursor: cursor, Committed: committed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cursor = st.Cursor
-		var got []string
-		for _, r := range st.Written {
-			got = append(got, r.Model)
-		}
-		slices.Sort(got)
-		slices.Sort(wantRows)
-		if st.CursorOver != wantOver || strings.Join(got, ",") != strings.Join(wantRows, ",") {
-			t.Fatalf("fold: over %v, rows %v; want over %v, rows %v", st.CursorOver, got, wantOver, wantRows)
-		}
-		for _, m := range wantRows {
-			if r, ok := readRow(t, cat, "over", m); !ok || r.Files != files[m] {
-				t.Fatalf("row of %s %+v (%v); want %d files", m, r, ok, files[m])
-			}
-		}
+		r.fold(FoldOptions{Committed: committed}, wantOver, wantRows...)
 	}
-	pull := func() { // a sync's pull: the index read by this process
-		t.Helper()
-		if _, _, err := ns.ChangedPartitions(ctx, cursor); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pull := func() { t.Helper(); r.pull() }
 	for _, m := range []string{mine, sameShard, elsewhere} {
 		put(ns, m)
-		files[m]++
 	}
 	fold(nil, false, mine, sameShard, elsewhere)
 
 	pull()
 	own := put(ns, mine)
-	files[mine]++
 	fold(own, true, mine)
 
 	// Another process's commit on another shard in between: the fold
 	// over the commit leaves it; the next fold folds it.
 	pull()
 	put(other, elsewhere)
-	files[elsewhere]++
 	own = put(ns, mine)
-	files[mine]++
 	fold(own, true, mine)
 	pull()
 	fold(nil, false, elsewhere)
@@ -125,9 +78,7 @@ func TestFoldCursorOverOwnCommit(t *testing.T) {
 	// On the commit's own shard: the fold reads, and folds both.
 	pull()
 	put(other, sameShard)
-	files[sameShard]++
 	own = put(ns, mine)
-	files[mine]++
 	fold(own, false, mine, sameShard)
 }
 

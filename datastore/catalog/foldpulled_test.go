@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -64,64 +62,16 @@ func TestFoldTakesThePullsRead(t *testing.T) {
 			ns := open()
 			f := newFoldFixture(t, ns.Root())
 			other := open()
-			cat, err := ns.CatalogStore()
-			if err != nil {
-				t.Fatal(err)
-			}
-			files := map[string]int{}
-			n := 0
-			put := func(s *datastore.Store, model string) []datastore.Info {
-				t.Helper()
-				n++
-				st, err := s.Upload(ctx, fmt.Sprintf("data/%s/e/v/f%d", model, n), strings.NewReader("x"), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := s.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				files[model]++
-				return out
-			}
-			var cursor string
-			fold := func(o FoldOptions, wantOver bool, wantRows ...string) {
-				t.Helper()
-				o.Cursor = cursor
-				st, err := FoldWith(ctx, ns, f.fence, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cursor = st.Cursor
-				var got []string
-				for _, r := range st.Written {
-					got = append(got, r.Model)
-				}
-				if st.CursorOver != wantOver || strings.Join(slices.Sorted(slices.Values(got)), ",") != strings.Join(slices.Sorted(slices.Values(wantRows)), ",") {
-					t.Fatalf("fold: over %v, rows %v; want over %v, rows %v", st.CursorOver, got, wantOver, wantRows)
-				}
-				for _, m := range wantRows {
-					if r, ok := readRow(t, cat, "cur", m); !ok || r.Files != files[m] {
-						t.Fatalf("row of %s %+v (%v); want %d files", m, r, ok, files[m])
-					}
-				}
-			}
-			pull := func() *Pulled {
-				t.Helper()
-				heads, next, err := ns.ChangedPartitions(ctx, cursor)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return &Pulled{From: cursor, Heads: heads, Next: next}
-			}
+			r := newFoldRun(t, ns, f.fence)
+			put, fold, pull := r.put, r.fold, r.pull
 			mine, theirs, later := pickModels(b)
 			// A first fold, no cursor recorded yet: the pull's read from
 			// the start, moved past the commit; the record written.
 			p := pull()
 			own := put(ns, mine)
 			fold(FoldOptions{Committed: own, Pulled: p}, true, mine)
-			if f.record() != cursor {
-				t.Fatalf("the cursor's record %q; want the fold's %q", f.record(), cursor)
+			if f.record() != r.cursor {
+				t.Fatalf("the cursor's record %q; want the fold's %q", f.record(), r.cursor)
 			}
 
 			// Another process commits; the pull reads it; then this
