@@ -180,8 +180,13 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	// completed.
 	cursor := st.FoldCursor
 	st.FoldCursor = ""
+	// The pull's read of the index serves the first fold only: the
+	// lifecycle writes after it, and a later fold must read past those
+	// writes (FoldOptions.Pulled).
+	pulled := rep.pulled
 	fold := func(before map[string]datastore.Info, committed []datastore.Info, rows map[string]datastore.Info) error {
-		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows, Pulled: rep.pulled})
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows, Pulled: pulled})
+		pulled = nil
 		if err != nil {
 			return fmt.Errorf("catalog fold: %w", err)
 		}

@@ -1,6 +1,7 @@
 package treesync_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,6 +129,40 @@ func TestCatalogAndLifecycle(t *testing.T) {
 		// Beta's own index never held alpha's files.
 		if files, err := s.ListAll(ctx, "data/"); err != nil || len(files) != 0 {
 			t.Fatalf("the default namespace lists %d files, want none", len(files))
+		}
+	})
+}
+
+// TestPrunedVersionsFoldedInTheirSync: a sync that commits nothing but
+// whose lifecycle deletes versions folds their rows in the same sync
+// (its second fold reads past the lifecycle's deletes): the catalog row
+// names only the versions kept, read right after the sync. The first fold
+// may take the pull's read (catalog.FoldOptions.Pulled); the second may
+// not, since the lifecycle wrote after the pull.
+func TestPrunedVersionsFoldedInTheirSync(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *datastore.Store) {
+		ctx := t.Context()
+		a := newTree(t, s, &treesync.Options{Namespace: "pv"})
+		write(t, a, "data/m/keep/model.yaml", "type: m\n")
+		for i := 1; i <= 3; i++ {
+			write(t, a, fmt.Sprintf("data/m/keep/out/%d/raw", i), fmt.Sprintf("v%d", i))
+		}
+		sync(t, a, treesync.Scope{})
+		sync(t, a, treesync.Scope{})
+		ns, err := s.Namespace("pv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ns.SetLifecycle(ctx, datastore.Lifecycle{Enabled: true, KeepLast: 2}); err != nil {
+			t.Fatal(err)
+		}
+		rep := sync(t, a, treesync.Scope{})
+		if rep.Committed != 0 || rep.PrunedVersions != 1 {
+			t.Fatalf("the lifecycle's sync committed %d and pruned %d versions; want 0 and 1", rep.Committed, rep.PrunedVersions)
+		}
+		r, ok, err := catalog.Get(ctx, s, "pv", "m/keep")
+		if err != nil || !ok || len(r.Entries) != 1 || len(r.Entries[0].Versions) != 2 || r.Files != 3 {
+			t.Fatalf("the row right after the sync: %+v, %v, %v; want 3 files, out's 2 versions kept", r, ok, err)
 		}
 	})
 }

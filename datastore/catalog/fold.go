@@ -145,7 +145,10 @@ type FoldOptions struct {
 	// sync for nothing (issue 31). Not trusted beyond what a read is: the
 	// answer is that of a ChangedPartitions of this cursor made at the
 	// pull's instant, and the move past the commit is proved by the store,
-	// as the fold's own move is; if it cannot be, the fold reads.
+	// as the fold's own move is; if it cannot be, the fold reads. The
+	// caller must have written nothing to the namespace since that read
+	// but Committed: a later write (the lifecycle's) would be in neither,
+	// and its rows would wait for the next fold.
 	Pulled *Pulled
 }
 
