@@ -251,14 +251,7 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 func (d *Driver) buildCommit(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string) ([]types.TransactWriteItem, []role, []datastore.Info, *indexMove, error) {
 	keys := d.commitKeys(entries, parts)
 	// One snapshot (snapshot.go): the heads vouch for the rest.
-	var vouch, rest []item
-	for _, k := range keys {
-		if d.vouches(k) {
-			vouch = append(vouch, k)
-		} else {
-			rest = append(rest, k)
-		}
-	}
+	vouch, rest := d.splitVouching(keys)
 	cur, predicted := d.predictStaging(ctx, entries, keys) // predict.go
 	if !predicted {
 		cur, predicted = d.prefetched(ctx, keys) // prefetch.go: read by the commit before

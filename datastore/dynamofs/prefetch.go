@@ -82,10 +82,11 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 	if len(paths) == 0 {
 		return ctx
 	}
-	if pf := prefetchFor(ctx, d.pfx); pf != nil && pf.holds(d.newPrefetch(paths)) {
+	next := d.newPrefetch(paths)
+	if pf := prefetchFor(ctx, d.pfx); pf != nil && pf.holds(next) {
 		return ctx // read already (ReadStatsForCommits), not yet used
 	}
-	return withPrefetch(ctx, d.newPrefetch(paths))
+	return withPrefetch(ctx, next)
 }
 
 // newPrefetch is a pending prefetch of what a commit of paths (as puts)
@@ -144,19 +145,12 @@ func (d *Driver) ReadStatsForCommits(ctx context.Context, stats map[string][]str
 		n := nd.(*Driver)
 		pf := n.newPrefetch(paths)
 		pfs = append(pfs, pf)
-		for _, p := range paths {
-			k := key(n.filePK(n.partition(p)), p)
+		for _, k := range ra.holdStat(n, paths) {
 			ra.items[itemID(k)] = nil
 			rest = append(rest, k)
 		}
-		ra.parts["stat\x00"+n.pfx] = true
-		for _, k := range pf.keys {
-			if n.vouches(k) {
-				vouch = append(vouch, k)
-			} else {
-				rest = append(rest, k)
-			}
-		}
+		v, r := n.splitVouching(pf.keys)
+		vouch, rest = append(vouch, v...), append(rest, r...)
 	}
 	if len(pfs) == 0 || len(dedupKeys(append(slices.Clone(vouch), rest...))) > maxSnapshotKeys {
 		return ctx, ctx, false, nil

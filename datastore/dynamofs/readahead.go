@@ -64,11 +64,7 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 		if err != nil {
 			return ctx, err
 		}
-		n := nd.(*Driver)
-		for _, p := range paths {
-			keys = append(keys, key(n.filePK(n.partition(p)), p))
-		}
-		ra.parts["stat\x00"+n.pfx] = true
+		keys = append(keys, ra.holdStat(nd.(*Driver), paths)...)
 	}
 	if len(keys)+len(vouch) == 0 {
 		return ctx, nil
@@ -108,6 +104,17 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 		ra.items[itemID(it)] = it
 	}
 	return context.WithValue(ctx, readAheadKey{}, ra), nil
+}
+
+// holdStat names the Stat of paths in n's namespace as a part of ra and
+// returns the keys it reads.
+func (ra *readAhead) holdStat(n *Driver, paths []string) []item {
+	keys := make([]item, len(paths))
+	for i, p := range paths {
+		keys[i] = key(n.filePK(n.partition(p)), p)
+	}
+	ra.parts["stat\x00"+n.pfx] = true
+	return keys
 }
 
 func itemID(it item) string { return getS(it, attrPK) + "\x00" + getS(it, attrSK) }

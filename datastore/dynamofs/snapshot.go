@@ -119,6 +119,19 @@ func (d *Driver) transactGet(ctx context.Context, keys []item) ([]item, error) {
 
 // vouches reports whether k is a key other reads rely on: a partition's
 // head or a shard's counter.
+// splitVouching returns keys split into those that vouch for the rest
+// (vouches) and the rest, in their order: snapshotRead's two arguments.
+func (d *Driver) splitVouching(keys []item) (vouch, rest []item) {
+	for _, k := range keys {
+		if d.vouches(k) {
+			vouch = append(vouch, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	return vouch, rest
+}
+
 func (d *Driver) vouches(k item) bool {
 	pk := getS(k, attrPK)
 	return strings.HasPrefix(pk, d.pk("x#")) || strings.HasPrefix(pk, d.pk("n#"))
