@@ -167,9 +167,7 @@ func (d *Driver) dropTail(ctx context.Context, part string) (*tail, []listed, er
 		pos, isPos := d.posOf(part, k.key)
 		return isPos && pos > h.Applied
 	}) {
-		t := &tail{h: h, hetag: etag, exists: true, withLast: true, base: headBase(h)}
-		t.last = t.base
-		return t, logs, nil
+		return writerTail(&tail{h: h, hetag: etag, exists: true}), logs, nil
 	}
 	t, err := d.tailOf(ctx, part, h, etag, ok, true)
 	return t, logs, err

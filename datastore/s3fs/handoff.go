@@ -60,12 +60,7 @@ func (d *Driver) takeHandoff(ctx context.Context, part string) (*tail, error) {
 		return t, nil
 	}
 	if t.h.knownFences() {
-		t.base = headBase(t.h) // what a writer needs of it, without a GET
-		if t.last == nil {
-			t.last = t.base
-		}
-		t.withLast = true
-		return t, nil
+		return writerTail(t), nil // what a writer needs of it, without a GET
 	}
 	if t.h.Base == 0 || t.h.Base > t.h.Applied {
 		return nil, nil
