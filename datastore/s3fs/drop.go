@@ -62,7 +62,11 @@ func (d *Driver) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fe
 // when its first pass reads it: then it removes nothing and dropped is
 // false.
 func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard string, now time.Time) (st datastore.DropStats, dropped bool, err error) {
-	d.c.handoff.Drop(d.prefix + part) // a Stat's tail of the log that goes (handoff.go)
+	// The head this process's last commit to part wrote, or its Stat read,
+	// a moment ago (handoff.go): the first pass starts from it instead of
+	// reading it (dropTail). Taken, so that no commit starts from a tail
+	// of the log that goes.
+	known, _ := d.c.handoff.Take(d.prefix + part)
 	// The lock record is read right before the first removal (or write),
 	// not also first (issue 31: one GET a drop): what comes before it,
 	// the reads and the roll-forward, any reader may do.
@@ -88,7 +92,8 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 		return nil
 	}
 	for pass := 0; pass < maxDropPasses; pass++ {
-		t, logs, err := d.dropTail(ctx, part)
+		t, logs, err := d.dropTail(ctx, part, known)
+		known = nil
 		if err != nil {
 			return st, false, err
 		}
@@ -115,7 +120,7 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 			d.forgetClaims(ctx, part) // claims.go
 			return st, true, nil
 		}
-		read := d.knownEntries(ctx, part, logs, files) // dropknown.go
+		read := d.knownEntries(ctx, part, t.h, logs, files) // dropknown.go
 		if guard != "" && pass == 0 {
 			r, ok := read[guard]
 			if !ok {
@@ -154,20 +159,47 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 // after the head (issue 31: one LIST a drop fewer); otherwise the tail is
 // read as readTail reads it. A commit that lands after the listing is the
 // next pass's, as one that lands after a tail read.
-func (d *Driver) dropTail(ctx context.Context, part string) (*tail, []listed, error) {
-	h, etag, ok, err := d.readHead(ctx, part)
-	if err != nil {
-		return nil, nil, err
+//
+// known, if not nil, is part's tail as this process's last commit wrote it
+// or its Stat read it (handoff.go): when it is a head that holds its
+// fences, the listing is made without reading the head first (issue 31:
+// the delete sync of the seed's loop dropped the model whose head its
+// commit had just written, one GET). It is a guess the listing checks: an
+// object past its watermark reads the head after all. A head that moved
+// without a new object (a reclaim raising its floor, a repair) costs what
+// a head read between a drop's listing and its removals costs: its
+// conditional delete fails and reads it (dropHead). A newer holder's fence
+// entry is an object past it while listed, and rolled forward or
+// compacted the lock record read before the removals refuses the drop.
+func (d *Driver) dropTail(ctx context.Context, part string, known *tail) (*tail, []listed, error) {
+	var h head
+	var etag string
+	ok := false
+	if known != nil && known.exists && known.hetag != "" && known.h.knownFences() {
+		h, etag, ok = known.h, known.hetag, true
+	} else {
+		known = nil
+		var err error
+		if h, etag, ok, err = d.readHead(ctx, part); err != nil {
+			return nil, nil, err
+		}
 	}
 	logs, err := d.c.listAll(ctx, d.logPrefix(part), "")
 	if err != nil {
 		return nil, nil, err
 	}
-	if ok && h.knownFences() && !slices.ContainsFunc(logs, func(k listed) bool {
+	past := slices.ContainsFunc(logs, func(k listed) bool {
 		pos, isPos := d.posOf(part, k.key)
 		return isPos && pos > h.Applied
-	}) {
+	})
+	if ok && h.knownFences() && !past {
 		return writerTail(&tail{h: h, hetag: etag, exists: true}), logs, nil
+	}
+	if known != nil {
+		// The head the process knew is behind the log: read it.
+		if h, etag, ok, err = d.readHead(ctx, part); err != nil {
+			return nil, nil, err
+		}
 	}
 	t, err := d.tailOf(ctx, part, h, etag, ok, true)
 	return t, logs, err

@@ -24,6 +24,14 @@ import (
 // one, an ETag that is no MD5, as under SSE-KMS, a change the objects read
 // do not hold) is read as before; its removal stays conditional on the
 // ETag either way, and one that changed since the listing is read again.
+//
+// The head the drop reads carries copies of the log's last objects
+// (recent.go): an object it copies is not read either (a delete sync's
+// drop of the seed's loop read the definition's tombstone, which its own
+// commit had just written, one GET). A copy is only ever compared with
+// the entries' ETags, like an object read: one that differs from its
+// object (a foreign rewrite of either) builds entries whose ETags do not
+// match, and those entries are read.
 
 // fileListed is an index entry's path and its ETag in a listing.
 type fileListed struct {
@@ -32,14 +40,16 @@ type fileListed struct {
 
 // loggedEntries returns, for each path the log objects logs (a listing of
 // part's log, in position order) change, the index entry the roll-forward
-// of its latest change there writes, one GET an object; an object that
-// cannot be read is left out (an entry built without it is refused by its
-// ETag).
-func (d *Driver) loggedEntries(ctx context.Context, part string, logs []listed) map[string]indexEntry {
+// of its latest change there writes, one GET an object not in copies (by
+// position); an object that cannot be read is left out (an entry built
+// without it is refused by its ETag).
+func (d *Driver) loggedEntries(ctx context.Context, part string, logs []listed, copies map[uint64]*logObject) map[string]indexEntry {
 	objs := make([]*logObject, len(logs))
 	_ = untilFailure(len(logs), func(i int) error {
 		if pos, ok := d.posOf(part, logs[i].key); ok {
-			if o, err := d.readLog(ctx, part, logs[i].key, pos); err == nil {
+			if c := copies[pos]; c != nil {
+				objs[i] = c
+			} else if o, err := d.readLog(ctx, part, logs[i].key, pos); err == nil {
 				objs[i] = o
 			}
 		}
@@ -60,12 +70,24 @@ func (d *Driver) loggedEntries(ctx context.Context, part string, logs []listed) 
 // knownEntries returns the entries of files (a listing of part's index)
 // that the log objects logs say they hold, by their ETags (see above), as
 // reads; none when reading the log would cost more GETs than the entries.
-func (d *Driver) knownEntries(ctx context.Context, part string, logs []listed, files []fileListed) map[string]readEntry {
+// h is the partition's head as the drop read it, whose copies of the last
+// objects are taken for those objects.
+func (d *Driver) knownEntries(ctx context.Context, part string, h head, logs []listed, files []fileListed) map[string]readEntry {
 	out := map[string]readEntry{}
-	if len(logs) >= len(files) {
+	copies := map[uint64]*logObject{}
+	for _, o := range d.validRecent(part, h) {
+		copies[o.First] = o
+	}
+	reads := 0
+	for _, l := range logs {
+		if pos, ok := d.posOf(part, l.key); !ok || copies[pos] == nil {
+			reads++
+		}
+	}
+	if reads >= len(files) {
 		return out
 	}
-	logged := d.loggedEntries(ctx, part, logs)
+	logged := d.loggedEntries(ctx, part, logs, copies)
 	for _, f := range files {
 		if e, ok := logged[f.path]; ok && etagOf(e) == strings.Trim(f.etag, `"`) {
 			out[f.path] = readEntry{&e, f.etag}

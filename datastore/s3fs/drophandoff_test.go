@@ -1,0 +1,77 @@
+package s3fs_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+)
+
+// TestDropStartsFromItsCommitsHead (issue 31, drop.go's dropTail): a drop
+// of a partition this process has just committed to starts from the head
+// that commit wrote (handoff.go) and reads one head fewer than another
+// process's drop of the same partition. The head is a guess the drop's
+// listing checks: a head another writer rewrote since (a raw client, the
+// same head under another ETag) and a commit another process landed after
+// this one's (an object past the head this process knew) are both dropped
+// with the rest, nothing of the partition left.
+func TestDropStartsFromItsCommitsHead(t *testing.T) {
+	api, s, c, bucket := readsStore(t)
+	ctx := t.Context()
+	other := func() *datastore.Store {
+		d, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := datastore.New(d)
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	b := other()
+	commit := func(st *datastore.Store, model string, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := st.Put(ctx, fmt.Sprintf("data/m/%s/f%d", model, i), strings.NewReader("x"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	drop := func(st *datastore.Store, model string) map[string]int {
+		t.Helper()
+		api.take()
+		ds, err := st.DropPartition(ctx, nil, "m/"+model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := api.take()
+		if page, err := b.List(ctx, "data/m/"+model+"/", 100, ""); err != nil || len(page.Files) != 0 {
+			t.Fatalf("after the drop of m/%s the model lists %v, %v", model, page.Files, err)
+		}
+		if ds.Files == 0 {
+			t.Fatalf("the drop of m/%s dropped no file: %+v", model, ds)
+		}
+		return reads
+	}
+	commit(s, "1", 3)
+	own := drop(s, "1")
+	commit(s, "2", 3)
+	foreign := drop(b, "2")
+	if own["h"] != foreign["h"]-1 {
+		t.Fatalf("the committing process's drop read %d heads, another process's %d; want one fewer", own["h"], foreign["h"])
+	}
+	// The head rewritten by another writer after this process's commit.
+	commit(s, "3", 3)
+	rawRewrite(t, c, bucket, testPrefix+"h/m%2F3", " ")
+	drop(s, "3")
+	// Another process's commit after this one's.
+	commit(s, "4", 3)
+	commit(b, "4", 1)
+	if ds, err := s.DropPartition(ctx, nil, "m/4"); err != nil || ds.Files != 3 {
+		t.Fatalf("drop of m/4 after another process's commit: %+v, %v; want its 3 files", ds, err)
+	}
+	if page, err := b.List(ctx, "data/m/4/", 100, ""); err != nil || len(page.Files) != 0 {
+		t.Fatalf("after the drop of m/4 the model lists %v, %v", page.Files, err)
+	}
+}
