@@ -67,7 +67,7 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 	if len(puts) == 0 {
 		return nil, nil
 	}
-	known, dir, err := d.indexKeysBelow(ctx, puts)
+	known, dir, err := d.keysBelowOnce(ctx, t, puts)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +167,41 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 		}
 	}
 	return fresh, nil
+}
+
+// keysBelowOnce is indexKeysBelow, made once for t: a commit of one log
+// object that finds it needs claims is made again, staged, from the same
+// tail (claims.go's errNeedParts), and its first attempt takes the listing
+// the first made instead of listing again (issue 31: a LIST in each first
+// commit of a model). The listing was made after t was read, as the
+// staged attempt's own would be, which is all it needs: a commit in t's
+// partition since takes the position the create needs (the create fails,
+// and the next attempt reads a new tail and lists afresh).
+func (d *Driver) keysBelowOnce(ctx context.Context, t *tail, puts []string) (map[string]bool, string, error) {
+	if l := t.keysBelow; l != nil && l.dir != "" && allUnder(puts, l.dir) && len(puts) >= 2 {
+		return l.known, l.dir, nil
+	}
+	known, dir, err := d.indexKeysBelow(ctx, puts)
+	if err == nil && known != nil {
+		t.keysBelow = &listedBelow{dir: dir, known: known}
+	}
+	return known, dir, err
+}
+
+// listedBelow is a listing of the index below dir: the paths with an entry.
+type listedBelow struct {
+	dir   string
+	known map[string]bool
+}
+
+// allUnder reports whether every path of paths lies below dir.
+func allUnder(paths []string, dir string) bool {
+	for _, p := range paths {
+		if !strings.HasPrefix(p, dir) {
+			return false
+		}
+	}
+	return true
 }
 
 // indexKeysBelow lists the index below the deepest directory that holds

@@ -187,6 +187,9 @@ type tail struct {
 	// wrote are the index entries this tail's roll-forward wrote, with
 	// their ETags: hints for the partition's next commit (handoff.go).
 	wrote map[string]indexHint
+	// keysBelow is the listing of the index below the puts of the commit
+	// that read this tail, made after it (clash.go's keysBelowOnce).
+	keysBelow *listedBelow
 }
 
 // rollTo is the position up to which t's log is decided.
