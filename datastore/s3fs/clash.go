@@ -122,7 +122,7 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 	var got map[string]datastore.Info
 	if len(others) > 0 {
 		var read map[string]*tail
-		if got, read, err = d.statTails(ctx, others); err != nil {
+		if got, read, err = d.statOthers(ctx, others); err != nil {
 			return nil, err
 		}
 		maps.Copy(tails, read)
@@ -167,6 +167,30 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 		}
 	}
 	return fresh, nil
+}
+
+// statOthers is the Stat of the directories above a commit's puts in other
+// partitions. A partition that holds only claims (claimsonly.go: "data",
+// above every model) and whose head this process read a moment ago with
+// nothing after its watermark (ChangedPartitions, beside the heads
+// listing: read.go) is not read again (issue 31: a model's first commit,
+// one in each delete-and-create iteration of the seed's loop, read data's
+// head and listed its log right after its sync's pull had read that head).
+// It holds no file, so none of those directories is a live file there; a
+// file put there since is met by the claim the commit then makes in that
+// partition, whose create is conditional on the position this tail names
+// and whose check (checkReq) reads the partition as that create's tail: a
+// tail that moved since costs a lost race and a fresh read. A model that
+// already claimed it is guarded by any put there since (claims.go).
+func (d *Driver) statOthers(ctx context.Context, dirs []string) (map[string]datastore.Info, map[string]*tail, error) {
+	return d.statTailsFrom(ctx, dirs, func(part string) *tail {
+		t, ok := d.c.handoff.Get(d.prefix + part)
+		if !ok || t == nil || !t.exists || !t.h.ClaimsOnly || len(t.objects) > 0 || t.blocked != nil {
+			return nil
+		}
+		c := *t // the shelf's copy stays as it was offered
+		return &c
+	})
 }
 
 // keysBelowOnce is indexKeysBelow, made once for t: a commit of one log

@@ -70,6 +70,12 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 
 // statTails is Stat, with the tail it read of each partition.
 func (d *Driver) statTails(ctx context.Context, paths []string) (map[string]datastore.Info, map[string]*tail, error) {
+	return d.statTailsFrom(ctx, paths, nil)
+}
+
+// statTailsFrom is statTails, starting from the tail known returns for a
+// partition instead of reading it, where known (if not nil) returns one.
+func (d *Driver) statTailsFrom(ctx context.Context, paths []string, known func(part string) *tail) (map[string]datastore.Info, map[string]*tail, error) {
 	byPart := map[string][]string{}
 	for _, p := range paths {
 		part := d.partition(p)
@@ -78,9 +84,15 @@ func (d *Driver) statTails(ctx context.Context, paths []string) (map[string]data
 	out := map[string]datastore.Info{}
 	tails := map[string]*tail{}
 	for part, ps := range byPart {
-		t, err := d.readTail(ctx, part, false)
-		if err != nil {
-			return nil, nil, err
+		var t *tail
+		if known != nil {
+			t = known(part)
+		}
+		var err error
+		if t == nil {
+			if t, err = d.readTail(ctx, part, false); err != nil {
+				return nil, nil, err
+			}
 		}
 		tails[part] = t
 		m, err := d.statTail(ctx, t, ps)
@@ -399,10 +411,15 @@ func (d *Driver) ChangedPartitions(ctx context.Context, cursor []byte) ([]datast
 	g.SetLimit(headsParallel)
 	for i, part := range changed {
 		g.Go(func() error {
-			h, _, exists, err := d.readHead(gctx, part)
+			h, etag, exists, err := d.readHead(gctx, part)
 			read[i].h, read[i].exists = h, exists
 			if err == nil && exists {
 				d.offerRecent(part, h) // for the feed read of it (recent.go)
+				if h.ClaimsOnly && d.cleanIn(keys, part, etag) {
+					// A claims host's whole tail, for the clash check
+					// of the sync's new model (clash.go's statOthers).
+					d.handOff(part, &tail{h: h, hetag: etag, exists: true})
+				}
 			}
 			return err
 		})

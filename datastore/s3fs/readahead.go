@@ -218,8 +218,19 @@ func (d *Driver) listedClean(ctx context.Context, part, etag string) bool {
 	case <-ctx.Done():
 		return false
 	}
+	return d.cleanIn(l.keys, part, etag)
+}
+
+// cleanIn reports whether keys, a listing of the heads with the pending
+// marks beside them (listSettledHeads), shows part's head with etag and
+// no pending mark of part: the head read with etag is then the whole
+// tail as of the listing, nothing after its watermark.
+func (d *Driver) cleanIn(keys []listed, part, etag string) bool {
+	if etag == "" || !d.marksBesideHeads() {
+		return false
+	}
 	hk, clean := d.headKey(part), false
-	for _, k := range l.keys {
+	for _, k := range keys {
 		if k.key == hk {
 			clean = k.etag == etag
 		} else if p, _, ok := d.pendingOf(k.key); ok && p == part {

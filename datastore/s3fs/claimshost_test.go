@@ -1,0 +1,144 @@
+package s3fs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/dstest"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// requestLogAPI records, in order, the key of each GetObject and the prefix of each
+// ListObjectsV2.
+type requestLogAPI struct {
+	s3fs.API
+	mu   sync.Mutex
+	seen []string
+}
+
+func (k *requestLogAPI) note(s string) {
+	k.mu.Lock()
+	k.seen = append(k.seen, s)
+	k.mu.Unlock()
+}
+
+func (k *requestLogAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	k.note("GET " + aws.ToString(in.Key))
+	return k.API.GetObject(ctx, in, o...)
+}
+
+func (k *requestLogAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	k.note("LIST " + aws.ToString(in.Prefix))
+	return k.API.ListObjectsV2(ctx, in, o...)
+}
+
+func (k *requestLogAPI) take() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := k.seen
+	k.seen = nil
+	return out
+}
+
+// TestNewModelTakesThePullsClaimsHost (issue 31, clash.go's statOthers): a
+// model's first commit checks the directories above its files in "data",
+// a partition of claims only, and claims it there. Right after this
+// process's ChangedPartitions read data's head with nothing after its
+// watermark, the commit neither reads that head again nor lists data's
+// log. The head is a guess the claim's create checks: a file another
+// process puts at one of the new model's directories in data in between
+// takes the position the claim's create needs, and the commit is refused
+// as the clash, nothing of it applied; another process's claim of its own
+// model in between costs the commit a lost race, and both models land.
+func TestNewModelTakesThePullsClaimsHost(t *testing.T) {
+	ctx := t.Context()
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &requestLogAPI{API: c}
+	_, s := openDatastore(t, api, bucket, "ch")
+	_, other := openDatastore(t, c, bucket, "ch") // another process
+	commitModels(t, s, "a/m")                     // its claim makes data a claims-only partition
+	cur := dstest.ReadCursor(t, s)
+	pull := func() {
+		t.Helper()
+		var err error
+		if _, cur, err = s.ChangedPartitions(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dataReads := func() (n int) {
+		for _, k := range api.take() {
+			if strings.HasSuffix(k, "/h/data") || strings.HasSuffix(k, "/l/data/") {
+				n++
+			}
+		}
+		return n
+	}
+	first := func(model string) error {
+		t.Helper()
+		var es []datastore.Entry
+		for _, f := range []string{"x", "y"} {
+			st, err := s.Upload(ctx, "data/"+model+"/"+f, strings.NewReader(model+f), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, datastore.Entry{Put: &st})
+		}
+		_, err := s.Commit(ctx, nil, es)
+		return err
+	}
+
+	commitModels(t, other, "a/x") // moves data's head: the next pull reads it
+	pull()
+	api.take()
+	if err := first("t/n"); err != nil {
+		t.Fatal(err)
+	}
+	if n := dataReads(); n != 0 {
+		t.Fatalf("the first commit of t/n read data's head or listed its log %d times right after the pull read the head; want none", n)
+	}
+
+	// Another process's file at a directory of the next new model.
+	commitModels(t, other, "a/y")
+	pull()
+	if _, err := other.Put(ctx, "data/u", strings.NewReader("theirs"), nil); err != nil {
+		t.Fatal(err)
+	}
+	api.take()
+	err := first("u/n")
+	if cl, ok := datastore.AsClash(err); !ok || !errors.Is(err, metastore.ErrConflict) || cl.Other != "data/u" {
+		t.Fatalf("a first commit below a file another process put since the pull: %v; want the clash with data/u", err)
+	}
+	if dataReads() == 0 {
+		t.Fatal("the commit found the clash without reading data again: it did not start from the pull's head")
+	}
+	if _, _, err := other.Get(ctx, "data/u/n/x"); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("data/u/n/x after the refused commit: %v; want not found", err)
+	}
+
+	// Another process's claim of its own model since the pull.
+	commitModels(t, other, "a/z")
+	pull()
+	commitModels(t, other, "v/o")
+	if err := first("v/n"); err != nil {
+		t.Fatalf("a first commit after another process's claim since the pull: %v", err)
+	}
+	for _, p := range []string{"data/v/n/x", "data/v/n/y", "data/v/o/g", "data/t/n/x"} {
+		if _, _, err := other.Get(ctx, p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	// Both claims are in data: a file at either model's directory is refused.
+	for _, p := range []string{"data/v/n", "data/v/o"} {
+		if _, err := other.Put(ctx, p, strings.NewReader("over a model"), nil); !errors.Is(err, metastore.ErrConflict) {
+			t.Fatalf("a put at %s, a model's directory: %v; want a clash", p, err)
+		}
+	}
+}
