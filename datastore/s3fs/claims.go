@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/metastore"
 )
 
 // Directory claims: a path is a file or a directory, never both, across
@@ -357,17 +358,7 @@ func (d *Driver) neededParts(ctx context.Context, entries []datastore.Entry, ord
 // the head's tail (rolled forward again later) or, rolled forward, came
 // with x's head, which the staged commit registered before it flipped.
 func (d *Driver) forgetClaims(ctx context.Context, x string) {
-	type naming struct {
-		part, etag string
-		h          head
-	}
-	var hosts []naming
-	for _, a := range d.layout.ClaimParts(x) {
-		h, etag, ok, err := d.readHead(ctx, a)
-		if err == nil && ok && slices.Contains(h.Subs, x) {
-			hosts = append(hosts, naming{a, etag, h})
-		}
-	}
+	hosts := d.claimHosts(ctx, x, false)
 	if len(hosts) == 0 {
 		return
 	}
@@ -376,8 +367,61 @@ func (d *Driver) forgetClaims(ctx context.Context, x string) {
 	if _, _, again, err := d.readHead(ctx, x); err != nil || again {
 		return
 	}
+	d.forgetIn(ctx, x, hosts)
+}
+
+// heldClaim is an ancestor partition's head that names a model among its
+// claims, as read (or offered: known), with its ETag.
+type heldClaim struct {
+	part, etag string
+	h          head
+	known      bool
+}
+
+// claimHosts returns the heads of x's ancestor partitions that name x
+// among their claims. With offered, a head this process read a moment ago
+// (handoff.go: the pull reads the claims host "data" whenever a model's
+// first commit or drop moved it) is taken instead of a read: its replace
+// is conditional on the ETag it was read with, and forgetOffered reads
+// again where that no longer holds.
+func (d *Driver) claimHosts(ctx context.Context, x string, offered bool) []heldClaim {
+	var hosts []heldClaim
+	for _, a := range d.layout.ClaimParts(x) {
+		if offered {
+			if t, ok := d.c.handoff.Get(d.prefix + a); ok && t != nil && t.exists && t.hetag != "" {
+				if slices.Contains(t.h.Subs, x) {
+					hosts = append(hosts, heldClaim{a, t.hetag, t.h, true})
+				}
+				continue
+			}
+		}
+		h, etag, ok, err := d.readHead(ctx, a)
+		if err == nil && ok && slices.Contains(h.Subs, x) {
+			hosts = append(hosts, heldClaim{a, etag, h, false})
+		}
+	}
+	return hosts
+}
+
+// forgetIn removes x from the Subs of hosts, read before x's head was read
+// absent; it reports whether a host taken as offered had moved since
+// (its replace refused), which then still names x.
+func (d *Driver) forgetIn(ctx context.Context, x string, hosts []heldClaim) (stale bool) {
 	for _, n := range hosts {
-		n.h.Subs = slices.DeleteFunc(n.h.Subs, func(s string) bool { return s == x })
-		_, _ = d.replaceHead(ctx, n.part, n.etag, n.h)
+		n.h.Subs = slices.DeleteFunc(slices.Clone(n.h.Subs), func(s string) bool { return s == x })
+		if _, err := d.replaceHead(ctx, n.part, n.etag, n.h); err != nil && n.known && errors.Is(err, metastore.ErrConflict) {
+			stale = true
+		}
+	}
+	return stale
+}
+
+// forgetOffered is forgetClaims after a drop pass that read the hosts
+// (claimHosts with offered) before it read x's head absent: no read of x's
+// head again. A host offered that moved since is read again, with x's
+// head after it, as forgetClaims reads them.
+func (d *Driver) forgetOffered(ctx context.Context, x string, hosts []heldClaim) {
+	if len(hosts) > 0 && d.forgetIn(ctx, x, hosts) {
+		d.forgetClaims(ctx, x)
 	}
 }

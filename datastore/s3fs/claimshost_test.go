@@ -2,7 +2,9 @@ package s3fs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,5 +142,71 @@ func TestNewModelTakesThePullsClaimsHost(t *testing.T) {
 		if _, err := other.Put(ctx, p, strings.NewReader("over a model"), nil); !errors.Is(err, metastore.ErrConflict) {
 			t.Fatalf("a put at %s, a model's directory: %v; want a clash", p, err)
 		}
+	}
+}
+
+// TestDropForgetsClaimsFromItsCommitsHost (issue 31, claims.go's
+// claimHosts): a drop forgets the model's claim in data from the head of
+// data that the model's first commit in this process wrote (its claim
+// rolled in), read before the drop's last pass read the model's head
+// absent, so neither is read again: no GET of data's head, and the
+// model's head read once a pass. Another process's claim in data since
+// that commit moves data's head: the forget's conditional replace is
+// refused, data and then the model's head are read again, and the claim
+// is forgotten all the same, the other's kept.
+func TestDropForgetsClaimsFromItsCommitsHost(t *testing.T) {
+	ctx := t.Context()
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	api := &requestLogAPI{API: c}
+	_, s := openDatastore(t, api, bucket, "fh")
+	_, other := openDatastore(t, c, bucket, "fh") // another process
+	subs := func() []string {
+		t.Helper()
+		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("fh/h/data")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Body.Close()
+		var h struct{ Subs []string }
+		if err := json.NewDecoder(out.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h.Subs
+	}
+	gets := func(seen []string, key string) (n int) {
+		for _, k := range seen {
+			if k == "GET fh/h/"+key {
+				n++
+			}
+		}
+		return n
+	}
+	commitModels(t, s, "a/keep", "m/1")
+	api.take()
+	if _, err := s.DropPartition(ctx, nil, "m/1"); err != nil {
+		t.Fatal(err)
+	}
+	seen := api.take()
+	if got := gets(seen, "data"); got != 0 {
+		t.Fatalf("the drop read data's head %d times; want none, its commit wrote it", got)
+	}
+	if got := gets(seen, "m%2F1"); got != 2 {
+		t.Fatalf("the drop read the model's head %d times; want twice, once a pass", got)
+	}
+	if got := subs(); !slices.Equal(got, []string{"a/keep"}) {
+		t.Fatalf("data's Subs after the drop = %v; want a/keep", got)
+	}
+
+	commitModels(t, s, "m/2")
+	commitModels(t, other, "o/1") // moves data's head: the head s knows is stale
+	api.take()
+	if _, err := s.DropPartition(ctx, nil, "m/2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := gets(api.take(), "data"); got != 1 {
+		t.Fatalf("the drop over a head of data another process moved read it %d times; want once, after its replace was refused", got)
+	}
+	if got := subs(); !slices.Equal(got, []string{"a/keep", "o/1"}) {
+		t.Fatalf("data's Subs after the drop = %v; want a/keep and o/1", got)
 	}
 }

@@ -91,7 +91,15 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 		}
 		return nil
 	}
+	// From the second pass on, which normally finds the partition empty,
+	// the heads that hold the model's claims are read before its head, so
+	// that forgetting the claims needs no read of that head again
+	// (forgetOffered; issue 31).
+	var hosts []heldClaim
 	for pass := 0; pass < maxDropPasses; pass++ {
+		if pass > 0 {
+			hosts = d.claimHosts(ctx, part, true)
+		}
 		t, logs, err := d.dropTail(ctx, part, known)
 		known = nil
 		if err != nil {
@@ -117,7 +125,11 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 			if err := check(false); err != nil {
 				return st, false, err
 			}
-			d.forgetClaims(ctx, part) // claims.go
+			if pass > 0 {
+				d.forgetOffered(ctx, part, hosts) // claims.go
+			} else {
+				d.forgetClaims(ctx, part)
+			}
 			return st, true, nil
 		}
 		read := d.knownEntries(ctx, part, t.h, logs, files) // dropknown.go

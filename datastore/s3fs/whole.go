@@ -349,6 +349,12 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 		case hetag != "" && t.rolled != "" && t.blocked == nil:
 			moves = append(moves, headMove{part: part, from: hetag, to: t.rolled, created: t.created, claimsOnly: t.rolledHead.ClaimsOnly,
 				head: datastore.Head{Partition: part, Seq: t.rolledHead.Applied, Floor: t.h.Floor}})
+			if t.rolledHead.ClaimsOnly {
+				// The claims host's head this commit wrote, with its
+				// claim rolled in: the head a drop of the model reads
+				// to forget that claim (claims.go's claimHosts).
+				d.handOff(part, &tail{h: t.rolledHead, hetag: t.rolled, exists: true})
+			}
 		default:
 			whole = false
 		}
