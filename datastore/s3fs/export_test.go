@@ -44,3 +44,10 @@ func (d *Driver) HandedToReclaim(ctx context.Context, version string) (bool, err
 // so that readers read the log: for the tests of the log reads. Call it
 // before the first commit.
 func (d *Driver) WithoutRecent() { d.c.noRecent = true }
+
+// RecentObjects and RecentBytes bound the copies of its last log objects
+// a head carries (recent.go), for the tests that go past them.
+const (
+	RecentObjects = recentObjects
+	RecentBytes   = recentBytes
+)

@@ -46,11 +46,11 @@ import (
 const (
 	// recentObjects bounds the copies a head carries: a reader more
 	// commits behind reads the log.
-	recentObjects = 8
+	recentObjects = 16
 	// recentBytes bounds their encoded size: a head is read on every
 	// ChangedPartitions that finds it moved, and a commit of many files,
 	// or of inline content, is better read from the log once.
-	recentBytes = 4096
+	recentBytes = 16384
 )
 
 // validRecent returns h's copies if they are a run with no gap ending at

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
 )
 
 // rawHead reads the head of partition m/1 under fh/ as a raw S3 client
@@ -94,27 +95,37 @@ func TestHeadCopiesServeTheFeed(t *testing.T) {
 
 	// More commits than the head keeps copies of: a reader from before
 	// them reads the log.
-	for i := range 9 {
+	for i := range s3fs.RecentObjects + 1 {
 		put(t, s, fmt.Sprintf("data/m/1/e%d", i))
 	}
-	if ch, reads := fromHeads(after); len(ch) != 12 || reads == 0 {
-		t.Fatalf("ChangesOfHeads from before the copies: %d changes, %d log reads; want 12 read from the log", len(ch), reads)
+	if ch, reads := fromHeads(after); len(ch) != 3+s3fs.RecentObjects+1 || reads == 0 {
+		t.Fatalf("ChangesOfHeads from before the copies: %d changes, %d log reads; want %d read from the log", len(ch), reads, 3+s3fs.RecentObjects+1)
 	}
-	// A commit too big to copy (inline content of 3 KiB) leaves copies
-	// only of what follows it; a reader from before it reads the log.
+	// A commit too big to copy (inline content of more than the copies'
+	// bytes) leaves copies only of what follows it; a reader from before
+	// it reads the log.
 	before, _, err := s.Changes(ctx, "m/1", 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := before[len(before)-1].Pos
-	if _, err := s.Put(ctx, "data/m/1/big", strings.NewReader(strings.Repeat("x", 3000)), nil); err != nil {
+	var big []datastore.Entry
+	for i := range s3fs.RecentBytes/3000 + 1 {
+		st, err := s.Upload(ctx, fmt.Sprintf("data/m/1/big%02d", i), strings.NewReader(strings.Repeat("x", 3000)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		big = append(big, datastore.Entry{Put: &st})
+	}
+	if _, err := s.Commit(ctx, nil, big); err != nil {
 		t.Fatal(err)
 	}
 	put(t, s, "data/m/1/f")
-	if ch, reads := fromHeads(at); len(ch) != 2 || reads == 0 {
-		t.Fatalf("ChangesOfHeads from before a big commit: %v, %d log reads; want big and f, read from the log", changeList(ch), reads)
+	if ch, reads := fromHeads(at); len(ch) != len(big)+1 || reads == 0 {
+		t.Fatalf("ChangesOfHeads from before a big commit: %v, %d log reads; want its files and f, read from the log", changeList(ch), reads)
 	}
-	if ch, reads := fromHeads(at + 1); fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/f@%d del=false]", at+2) || reads != 0 {
+	last := at + uint64(len(big))
+	if ch, reads := fromHeads(last); fmt.Sprint(changeList(ch)) != fmt.Sprintf("[data/m/1/f@%d del=false]", last+1) || reads != 0 {
 		t.Fatalf("ChangesOfHeads from after the big commit: %v, %d log reads; want f, from the head", changeList(ch), reads)
 	}
 }
