@@ -39,6 +39,7 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 	}
 	stamp := readStamp(now)
 	mark := parseDueMark(markItem, time.Now().UnixMilli())
+	var due []dueTomb // the tombstones past the horizon, purged after the walk
 	kinds := []struct {
 		kind  string
 		grace time.Duration
@@ -81,14 +82,11 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			return false, d.batchDelete(ctx, keys)
 		}},
 		{"t#", o.Horizon, func(pk string, it item) (bool, error) {
-			purged, err := d.purgeTombstone(ctx, getS(it, "path"), getN(it, "p"))
-			if err != nil {
-				return false, err
-			}
-			if purged {
-				st.Tombstones++
-			}
-			return false, d.batchDelete(ctx, []item{key(pk, getS(it, attrSK))})
+			// Purged after the walk, those of one partition together
+			// (purgeTombstones): an entry left by a failure is read
+			// again, since the mark is written only after them.
+			due = append(due, dueTomb{entry: key(pk, getS(it, attrSK)), path: getS(it, "path"), pos: getN(it, "p")})
+			return false, nil
 		}},
 	}
 	read := false
@@ -106,6 +104,11 @@ func (d *Driver) Reclaim(ctx context.Context, now time.Time, o datastore.Reclaim
 			mark.saw(k.kind, sh, stamp, earliest, left)
 			read = true
 		}
+	}
+	purged, err := d.purgeTombstones(ctx, due)
+	st.Tombstones += purged
+	if err != nil {
+		return st, err
 	}
 	if read {
 		if err := d.putDueMark(ctx, mark); err != nil {
@@ -139,6 +142,148 @@ func (d *Driver) deleteAllChunks(ctx context.Context, version string) (int, erro
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 	return len(keys), d.batchDelete(ctx, keys)
+}
+
+// dueTomb is a tombstone past the horizon: its reclaim entry (t#…), its
+// path and its position.
+type dueTomb struct {
+	entry item
+	path  string
+	pos   uint64
+}
+
+// tombsPerTx is the most tombstones one purge transaction carries: two
+// items each (the tombstone, its reclaim entry) and the head's floor.
+const tombsPerTx = 45
+
+// purgeTombstones purges due, those of one partition in one transaction
+// (issue 31: the catalog's reclaim in the seed's loop of ten workers
+// purged each removed row's tombstone with a GetItem of its head, a
+// transaction and a BatchWriteItem, 1.5 requests a sync): the heads of
+// their partitions in one BatchGetItem, then per partition the tombstones'
+// deletes, each conditioned on its position and on being a tombstone, their
+// reclaim entries' deletes and the floor raised to the highest position,
+// under a condition on the floor read. A tombstone replaced since (a path
+// put again) fails its transaction: that partition's are purged one by
+// one, as before, and the rest stand. It returns the tombstones purged.
+func (d *Driver) purgeTombstones(ctx context.Context, due []dueTomb) (int, error) {
+	if len(due) == 0 {
+		return 0, nil
+	}
+	var order []string
+	byPart := map[string][]dueTomb{}
+	for _, t := range due {
+		part := d.partition(t.path)
+		if _, ok := byPart[part]; !ok {
+			order = append(order, part)
+		}
+		byPart[part] = append(byPart[part], t)
+	}
+	keys := make([]item, len(order))
+	for i, part := range order {
+		keys[i] = d.headKey(part)
+	}
+	got, err := d.batchGet(ctx, keys)
+	if err != nil {
+		return 0, err
+	}
+	floors := map[string]uint64{} // by partition: a head's sort key is its partition
+	for _, it := range got {
+		floors[getS(it, attrSK)] = getN(it, "floor")
+	}
+	purged := 0
+	for _, part := range order {
+		ts := byPart[part]
+		for len(ts) > 0 {
+			n := min(len(ts), tombsPerTx)
+			k, floor, err := d.purgeTogether(ctx, part, floors[part], ts[:n])
+			purged += k
+			floors[part] = floor
+			if err != nil {
+				return purged, err
+			}
+			ts = ts[n:]
+		}
+	}
+	return purged, nil
+}
+
+// purgeTogether purges ts, tombstones of part, in one transaction over the
+// floor read (floor), or, if one of them was replaced since, one by one. It
+// returns the tombstones purged and the floor as it left it.
+func (d *Driver) purgeTogether(ctx context.Context, part string, floor uint64, ts []dueTomb) (int, uint64, error) {
+	// A path's latest tombstone alone is its item; an older entry of the
+	// same path only goes (its purge would find another position).
+	latest := map[string]uint64{}
+	var top uint64
+	for _, t := range ts {
+		latest[t.path] = max(latest[t.path], t.pos)
+		top = max(top, t.pos)
+	}
+	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
+		var items []types.TransactWriteItem
+		for _, t := range ts {
+			if latest[t.path] == t.pos {
+				del, err := build(expression.NewBuilder().WithCondition(expression.Name(attrPos).Equal(expression.Value(t.pos)).
+					And(expression.Name("del").Equal(expression.Value(true)))))
+				if err != nil {
+					return 0, floor, err
+				}
+				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: key(d.filePK(part), t.path),
+					ConditionExpression: del.Condition(), ExpressionAttributeNames: del.Names(), ExpressionAttributeValues: del.Values()}})
+			}
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: t.entry}})
+		}
+		floorAt := -1
+		if top > floor {
+			w, err := d.casUpdate(d.headKey(part), "floor", floor, expression.Set(expression.Name("floor"), expression.Value(top)))
+			if err != nil {
+				return 0, floor, err
+			}
+			floorAt = len(items)
+			items = append(items, w)
+		}
+		err := d.transact(ctx, items)
+		idx, ok := failedIndexes(err)
+		switch {
+		case err == nil:
+			return len(latest), max(floor, top), nil
+		case ok && len(idx) > 0 && idx[0] == floorAt:
+			// The floor moved: read it again.
+			h, err := d.getItem(ctx, d.headKey(part))
+			if err != nil {
+				return 0, floor, err
+			}
+			floor = getN(h, "floor")
+			continue
+		case ok && len(idx) > 0:
+			// One of them was replaced: one by one, each reading the
+			// floor it raises.
+			n, err := d.purgeEach(ctx, ts)
+			return n, 0, err
+		default:
+			return 0, floor, d.classify(err, part)
+		}
+	}
+	return 0, floor, errors.New("lake: tombstone purge kept racing the floor")
+}
+
+// purgeEach purges ts one by one (purgeTombstone) and deletes their
+// reclaim entries.
+func (d *Driver) purgeEach(ctx context.Context, ts []dueTomb) (int, error) {
+	purged := 0
+	entries := make([]item, 0, len(ts))
+	for _, t := range ts {
+		ok, err := d.purgeTombstone(ctx, t.path, t.pos)
+		if err != nil {
+			return purged, err
+		}
+		if ok {
+			purged++
+		}
+		entries = append(entries, t.entry)
+	}
+	return purged, d.batchDelete(ctx, entries)
 }
 
 // purgeTombstone deletes path's tombstone at pos, if it is still the path's
