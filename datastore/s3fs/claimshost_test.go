@@ -1,54 +1,19 @@
 package s3fs_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
-	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 )
-
-// requestLogAPI records, in order, the key of each GetObject and the prefix of each
-// ListObjectsV2.
-type requestLogAPI struct {
-	s3fs.API
-	mu   sync.Mutex
-	seen []string
-}
-
-func (k *requestLogAPI) note(s string) {
-	k.mu.Lock()
-	k.seen = append(k.seen, s)
-	k.mu.Unlock()
-}
-
-func (k *requestLogAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	k.note("GET " + aws.ToString(in.Key))
-	return k.API.GetObject(ctx, in, o...)
-}
-
-func (k *requestLogAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	k.note("LIST " + aws.ToString(in.Prefix))
-	return k.API.ListObjectsV2(ctx, in, o...)
-}
-
-func (k *requestLogAPI) take() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := k.seen
-	k.seen = nil
-	return out
-}
 
 // TestNewModelTakesThePullsClaimsHost (issue 31, clash.go's statOthers): a
 // model's first commit checks the directories above its files in "data",
@@ -63,7 +28,7 @@ func (k *requestLogAPI) take() []string {
 func TestNewModelTakesThePullsClaimsHost(t *testing.T) {
 	ctx := t.Context()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &requestLogAPI{API: c}
+	api := &getsAPI{API: c}
 	_, s := openDatastore(t, api, bucket, "ch")
 	_, other := openDatastore(t, c, bucket, "ch") // another process
 	commitModels(t, s, "a/m")                     // its claim makes data a claims-only partition
@@ -157,7 +122,7 @@ func TestNewModelTakesThePullsClaimsHost(t *testing.T) {
 func TestDropForgetsClaimsFromItsCommitsHost(t *testing.T) {
 	ctx := t.Context()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	api := &requestLogAPI{API: c}
+	api := &getsAPI{API: c}
 	_, s := openDatastore(t, api, bucket, "fh")
 	_, other := openDatastore(t, c, bucket, "fh") // another process
 	subs := func() []string {
@@ -175,7 +140,7 @@ func TestDropForgetsClaimsFromItsCommitsHost(t *testing.T) {
 	}
 	gets := func(seen []string, key string) (n int) {
 		for _, k := range seen {
-			if k == "GET fh/h/"+key {
+			if k == "fh/h/"+key {
 				n++
 			}
 		}

@@ -114,22 +114,8 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	prefix := fmt.Sprintf("fence/%v/%v/%v/%v/%d", fence, same, early, staged, k)
-	p := newPauseAPI(api)
-	dA, err := s3fs.Open(ctx, p, s3fs.Options{Bucket: bucket, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dB, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sA, sB := datastore.New(dA), datastore.New(dB)
-	const tokA = 1<<32 | 1
-	fenceA := &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA)}
-	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA + 1)}
-	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fenceA.Token); err != nil {
-		t.Fatal(err)
-	}
+	h := openHolders(ctx, t, api, bucket, prefix)
+	p, sA, sB, fenceA, fenceB := h.p, h.sA, h.sB, h.fenceA, h.fenceB
 	for _, path := range []string{"data/m/1/a", "data/n/1/b"} {
 		st, err := sB.Upload(ctx, path, strings.NewReader("0"), nil)
 		if err != nil {
@@ -151,29 +137,11 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 		}
 		entriesA = append(entriesA, datastore.Entry{Put: &stA2})
 	}
-	p.arm(k)
-	done := make(chan error, 1)
-	go func() {
-		_, err := sA.Commit(ctx, fenceA, entriesA)
-		done <- err
-	}()
-	select {
-	case <-p.paused:
-		reached = true
-	case aErr = <-done:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return false, p.sent, "", aErr
+	done, reached, sent, aErr := h.commitA(ctx, k, entriesA)
+	if !reached {
+		return false, sent, "", aErr
 	}
-	// B takes over while A is paused.
-	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectValue(fenceA.Token), fenceB.Token); err != nil {
-		t.Fatal(err)
-	}
-	if fence {
-		if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
-			t.Fatalf("k=%d: FenceTakeover: %v", k, err)
-		}
-	}
+	h.takeOver(ctx, t, k, fence) // while A is paused
 	seen, err := sB.Stat(ctx, "data/m/1/a")
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +223,71 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 		violation = "A's acknowledged commit is not what a stat returns"
 	}
 	return reached, nil, violation, aErr
+}
+
+// holders are holder A's store, over a pauseAPI, and holder B's, over the
+// same bucket and prefix, with the lock record holding A's fence: the
+// setting of the paused-takeover tests.
+type holders struct {
+	p              *pauseAPI
+	dB             *s3fs.Driver
+	sA, sB         *datastore.Store
+	fenceA, fenceB *datastore.Fence
+}
+
+func openHolders(ctx context.Context, t *testing.T, api s3fs.API, bucket, prefix string) holders {
+	t.Helper()
+	h := holders{p: newPauseAPI(api)}
+	dA, err := s3fs.Open(ctx, h.p, s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.dB, err = s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	h.sA, h.sB = datastore.New(dA), datastore.New(h.dB)
+	const tokA = 1<<32 | 1
+	h.fenceA = &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA)}
+	h.fenceB = &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA + 1)}
+	if err := h.dB.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), h.fenceA.Token); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// commitA starts A's fenced commit of entries, paused before its request
+// k. reached is false if the commit ended first: then sent are its
+// requests and aErr its error; else done gives its error once released.
+func (h holders) commitA(ctx context.Context, k int, entries []datastore.Entry) (done chan error, reached bool, sent []string, aErr error) {
+	h.p.arm(k)
+	done = make(chan error, 1)
+	go func() {
+		_, err := h.sA.Commit(ctx, h.fenceA, entries)
+		done <- err
+	}()
+	select {
+	case <-h.p.paused:
+		return done, true, nil, nil
+	case aErr = <-done:
+		h.p.mu.Lock()
+		defer h.p.mu.Unlock()
+		return done, false, h.p.sent, aErr
+	}
+}
+
+// takeOver is B taking the lock over from A (its record written over A's)
+// and, with fence, fencing the namespace (FenceTakeover), as lake data
+// sync does after a takeover.
+func (h holders) takeOver(ctx context.Context, t *testing.T, k int, fence bool) {
+	t.Helper()
+	if err := h.dB.CASRecord(ctx, fenceKey, metastore.ExpectValue(h.fenceA.Token), h.fenceB.Token); err != nil {
+		t.Fatal(err)
+	}
+	if fence {
+		if _, err := h.sB.FenceTakeover(ctx, h.fenceB); err != nil {
+			t.Fatalf("k=%d: FenceTakeover: %v", k, err)
+		}
+	}
 }
 
 // TestPausedHolderAtEveryRequest (issue 28, row 1): holder A is paused

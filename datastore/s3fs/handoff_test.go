@@ -98,7 +98,8 @@ func TestHandoffTailMovedMeanwhile(t *testing.T) {
 	}
 }
 
-// getsAPI records the key of each GetObject.
+// getsAPI records the key of each GetObject and, as "LIST PREFIX", the
+// prefix of each listing.
 type getsAPI struct {
 	s3fs.API
 	mu   sync.Mutex
@@ -110,6 +111,13 @@ func (g *getsAPI) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...fun
 	g.gets = append(g.gets, aws.ToString(in.Key))
 	g.mu.Unlock()
 	return g.API.GetObject(ctx, in, o...)
+}
+
+func (g *getsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	g.mu.Lock()
+	g.gets = append(g.gets, "LIST "+aws.ToString(in.Prefix))
+	g.mu.Unlock()
+	return g.API.ListObjectsV2(ctx, in, o...)
 }
 
 func (g *getsAPI) take() []string {

@@ -59,22 +59,8 @@ func pausedFirstCommit(t *testing.T, api s3fs.API, bucket string, k int) (reache
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	prefix := fmt.Sprintf("first/%d", k)
-	p := newPauseAPI(api)
-	dA, err := s3fs.Open(ctx, p, s3fs.Options{Bucket: bucket, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dB, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sA, sB := datastore.New(dA), datastore.New(dB)
-	const tokA = 1<<32 | 1
-	fenceA := &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA)}
-	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA + 1)}
-	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fenceA.Token); err != nil {
-		t.Fatal(err)
-	}
+	h := openHolders(ctx, t, api, bucket, prefix)
+	p, sA, sB, fenceA, fenceB := h.p, h.sA, h.sB, h.fenceA, h.fenceB
 	// Another model first, so that data is a partition of claims.
 	st0, err := sB.Upload(ctx, "data/n/1/b", strings.NewReader("0"), nil)
 	if err != nil {
@@ -87,26 +73,11 @@ func pausedFirstCommit(t *testing.T, api s3fs.API, bucket string, k int) (reache
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.arm(k)
-	done := make(chan error, 1)
-	go func() {
-		_, err := sA.Commit(ctx, fenceA, []datastore.Entry{{Put: &stA}})
-		done <- err
-	}()
-	select {
-	case <-p.paused:
-		reached = true
-	case aErr = <-done:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return false, p.sent, "", aErr
+	done, reached, sent, aErr := h.commitA(ctx, k, []datastore.Entry{{Put: &stA}})
+	if !reached {
+		return false, sent, "", aErr
 	}
-	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectValue(fenceA.Token), fenceB.Token); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
-		t.Fatalf("k=%d: FenceTakeover: %v", k, err)
-	}
+	h.takeOver(ctx, t, k, true)
 	var sawA bool
 	if seen, err := sB.Stat(ctx, "data/k/1/c"); err == nil {
 		sawA = seen.Version == stA.Version

@@ -18,17 +18,24 @@ import (
 	"github.com/lakemeta/lake/internal/s3local"
 )
 
-// logListsAPI counts the listings of partition m/1's log and runs a hook
-// before each PutObject.
+// logListsAPI counts the listings of partition m/1's log (or of what match
+// names) and runs a hook before each PutObject.
 type logListsAPI struct {
 	s3fs.API
+	// match is what the listings counted have in their prefix: m/1's
+	// log ("/l/m%2F1/") when empty.
+	match     string
 	mu        sync.Mutex
 	logLists  int
 	beforePut func(key string)
 }
 
 func (a *logListsAPI) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	if strings.Contains(aws.ToString(in.Prefix), "/l/m%2F1/") {
+	match := a.match
+	if match == "" {
+		match = "/l/m%2F1/"
+	}
+	if strings.Contains(aws.ToString(in.Prefix), match) {
 		a.mu.Lock()
 		a.logLists++
 		a.mu.Unlock()
