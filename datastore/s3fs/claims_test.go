@@ -129,16 +129,7 @@ func TestDropForgetsClaims(t *testing.T) {
 	raw, bucket, s := rawStore(t, "lake/forget")
 	subs := func() string {
 		t.Helper()
-		out, err := raw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("lake/forget/h/data")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Body.Close()
-		var h struct{ Subs []string }
-		if err := json.NewDecoder(out.Body).Decode(&h); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(h.Subs, ",")
+		return strings.Join(rawSubs(t, raw, bucket, "lake/forget/h/data"), ",")
 	}
 	put := func(p string) error {
 		_, err := s.Put(ctx, p, strings.NewReader("x"), nil)
@@ -241,4 +232,20 @@ func TestClaimsOnlyHeadReadWithoutItsLog(t *testing.T) {
 	if heads, _, err := s.ChangedPartitions(ctx, next); err != nil || len(heads) != 0 {
 		t.Fatalf("the read after the answer: %s, %v; want nothing", dstest.HeadNames(heads), err)
 	}
+}
+
+// rawSubs reads the head at key with a raw S3 client and returns the
+// models it names among its claims (its Subs).
+func rawSubs(t *testing.T, raw *s3.Client, bucket, key string) []string {
+	t.Helper()
+	out, err := raw.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	var h struct{ Subs []string }
+	if err := json.NewDecoder(out.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Subs
 }

@@ -1,14 +1,11 @@
 package s3fs_test
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/internal/s3local"
@@ -125,19 +122,7 @@ func TestDropForgetsClaimsFromItsCommitsHost(t *testing.T) {
 	api := &getsAPI{API: c}
 	_, s := openDatastore(t, api, bucket, "fh")
 	_, other := openDatastore(t, c, bucket, "fh") // another process
-	subs := func() []string {
-		t.Helper()
-		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("fh/h/data")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Body.Close()
-		var h struct{ Subs []string }
-		if err := json.NewDecoder(out.Body).Decode(&h); err != nil {
-			t.Fatal(err)
-		}
-		return h.Subs
-	}
+	subs := func() []string { t.Helper(); return rawSubs(t, c, bucket, "fh/h/data") }
 	gets := func(seen []string, key string) (n int) {
 		for _, k := range seen {
 			if k == "fh/h/"+key {
