@@ -379,19 +379,20 @@ type heldClaim struct {
 }
 
 // claimHosts returns the heads of x's ancestor partitions that name x
-// among their claims. With offered, a head this process read a moment ago
-// (handoff.go: the pull reads the claims host "data" whenever a model's
-// first commit or drop moved it) is taken instead of a read: its replace
-// is conditional on the ETag it was read with, and forgetOffered reads
-// again where that no longer holds.
+// among their claims. With offered, a head this process read or wrote a
+// moment ago (handoff.go: a model's first commit hands on the claims host
+// "data" it rolled its claim into, and the pull reads it whenever another
+// commit or drop moved it) is taken instead of a read when it names x: its
+// replace is conditional on the ETag it was read with, and forgetOffered
+// reads again where that no longer holds. One that does not name x may be
+// older than x's claim, and is read again: a claim left behind would stay
+// for good, x being gone.
 func (d *Driver) claimHosts(ctx context.Context, x string, offered bool) []heldClaim {
 	var hosts []heldClaim
 	for _, a := range d.layout.ClaimParts(x) {
 		if offered {
-			if t, ok := d.c.handoff.Get(d.prefix + a); ok && t != nil && t.exists && t.hetag != "" {
-				if slices.Contains(t.h.Subs, x) {
-					hosts = append(hosts, heldClaim{a, t.hetag, t.h, true})
-				}
+			if t, ok := d.c.handoff.Get(d.prefix + a); ok && t != nil && t.exists && t.hetag != "" && slices.Contains(t.h.Subs, x) {
+				hosts = append(hosts, heldClaim{a, t.hetag, t.h, true})
 				continue
 			}
 		}

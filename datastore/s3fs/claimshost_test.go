@@ -115,7 +115,9 @@ func TestNewModelTakesThePullsClaimsHost(t *testing.T) {
 // model's head read once a pass. Another process's claim in data since
 // that commit moves data's head: the forget's conditional replace is
 // refused, data and then the model's head are read again, and the claim
-// is forgotten all the same, the other's kept.
+// is forgotten all the same, the other's kept. A head this process holds
+// that does not name the model (older than its claim, made by another
+// process) is not taken for the truth: data is read, the claim forgotten.
 func TestDropForgetsClaimsFromItsCommitsHost(t *testing.T) {
 	ctx := t.Context()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
@@ -158,5 +160,16 @@ func TestDropForgetsClaimsFromItsCommitsHost(t *testing.T) {
 	}
 	if got := subs(); !slices.Equal(got, []string{"a/keep", "o/1"}) {
 		t.Fatalf("data's Subs after the drop = %v; want a/keep and o/1", got)
+	}
+
+	// A model another process made, whose claim the head this process
+	// holds is older than: that head does not name it, and data is read.
+	commitModels(t, s, "m/3") // this process's head of data: a/keep, m/3, o/1
+	commitModels(t, other, "x/1")
+	if _, err := s.DropPartition(ctx, nil, "x/1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs(); !slices.Equal(got, []string{"a/keep", "m/3", "o/1"}) {
+		t.Fatalf("data's Subs after the drop of another process's model = %v; want a/keep, m/3 and o/1", got)
 	}
 }
