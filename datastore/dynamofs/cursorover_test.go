@@ -29,15 +29,8 @@ import (
 func TestChangedPartitionsOverOwnCommit(t *testing.T) {
 	ctx := t.Context()
 	raw := ddblocal.Client(t)
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, raw, dynamofs.TableInput(table))
-	open := func(maxCommit int) *datastore.Store {
-		d, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table, MaxCommit: maxCommit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return datastore.New(d)
-	}
+	table, opener := tableOpener(t)
+	open := func(maxCommit int) *datastore.Store { return datastore.New(opener(maxCommit)) }
 	s, other := open(0), open(0)
 	// Models sharing a shard, and one on another shard.
 	var same []string

@@ -31,6 +31,24 @@ func newDriverTB(t testing.TB) *dynamofs.Driver {
 	return d
 }
 
+// tableOpener creates a fresh table on DynamoDB Local and returns its name
+// and what opens a driver on it, each over a client of its own, as another
+// process would, committing at most maxCommit entries in one transaction
+// (0: the default).
+func tableOpener(t *testing.T) (string, func(maxCommit int) *dynamofs.Driver) {
+	t.Helper()
+	table := ddblocal.TableName(t)
+	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
+	return table, func(maxCommit int) *dynamofs.Driver {
+		t.Helper()
+		d, err := dynamofs.Open(t.Context(), ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table, MaxCommit: maxCommit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+}
+
 func newStore(t *testing.T) *datastore.Store {
 	s := datastore.New(newDriver(t))
 	t.Cleanup(func() { s.Close() })

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/dynamofs"
-	"github.com/lakemeta/lake/internal/ddb"
-	"github.com/lakemeta/lake/internal/ddblocal"
 )
 
 // TestReclaimPurgesAPartitionsTombstonesTogether (issue 31, reclaim.go's
@@ -26,18 +23,10 @@ import (
 // path put again stays live with its content, the others go.
 func TestReclaimPurgesAPartitionsTombstonesTogether(t *testing.T) {
 	ctx := t.Context()
-	table := ddblocal.TableName(t)
-	ddblocal.CreateTable(t, ddblocal.Client(t), dynamofs.TableInput(table))
-	open := func() *dynamofs.Driver {
-		d, err := dynamofs.Open(ctx, ddb.NewClient(ddblocal.Config(t), ""), dynamofs.Options{Table: table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	d := open()
+	_, open := tableOpener(t)
+	d := open(0)
 	s := datastore.New(d)
-	other := datastore.New(open()) // another client
+	other := datastore.New(open(0)) // another client
 	const horizon = time.Second
 	o := datastore.ReclaimOptions{Grace: time.Hour, UploadGrace: time.Hour, Horizon: horizon}
 	tombstones := func(part string, n int) uint64 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 )
 
@@ -22,16 +21,9 @@ func TestDropStartsFromItsCommitsHead(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	api := &getsAPI{API: c}
 	ctx := t.Context()
-	other := func() *datastore.Store {
-		d, err := s3fs.Open(ctx, api, s3fs.Options{Bucket: bucket, Prefix: strings.TrimSuffix(testPrefix, "/")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := datastore.New(d)
-		t.Cleanup(func() { o.Close() })
-		return o
-	}
-	s, b := other(), other()
+	prefix := strings.TrimSuffix(testPrefix, "/")
+	_, s := openStore(t, api, bucket, prefix)
+	_, b := openStore(t, api, bucket, prefix) // another process
 	commit := func(st *datastore.Store, model string, n int) {
 		t.Helper()
 		for i := range n {

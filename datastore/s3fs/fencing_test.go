@@ -115,16 +115,8 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 	defer cancel()
 	prefix := fmt.Sprintf("fence/%v/%v/%v/%v/%d", fence, same, early, staged, k)
 	h := openHolders(ctx, t, api, bucket, prefix)
-	p, sA, sB, fenceA, fenceB := h.p, h.sA, h.sB, h.fenceA, h.fenceB
-	for _, path := range []string{"data/m/1/a", "data/n/1/b"} {
-		st, err := sB.Upload(ctx, path, strings.NewReader("0"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := sB.Commit(ctx, fenceA, []datastore.Entry{{Put: &st}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p, sA, sB, fenceB := h.p, h.sA, h.sB, h.fenceB
+	h.seed(ctx, t, "data/m/1/a", "data/n/1/b")
 	stA, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +245,21 @@ func openHolders(ctx context.Context, t *testing.T, api s3fs.API, bucket, prefix
 		t.Fatal(err)
 	}
 	return h
+}
+
+// seed commits each of paths ("0") through B's store, a commit each, under
+// A's fence: what the datastore held before A's commit under test.
+func (h holders) seed(ctx context.Context, t *testing.T, paths ...string) {
+	t.Helper()
+	for _, path := range paths {
+		st, err := h.sB.Upload(ctx, path, strings.NewReader("0"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.sB.Commit(ctx, h.fenceA, []datastore.Entry{{Put: &st}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // commitA starts A's fenced commit of entries, paused before its request

@@ -60,15 +60,8 @@ func pausedFirstCommit(t *testing.T, api s3fs.API, bucket string, k int) (reache
 	defer cancel()
 	prefix := fmt.Sprintf("first/%d", k)
 	h := openHolders(ctx, t, api, bucket, prefix)
-	p, sA, sB, fenceA, fenceB := h.p, h.sA, h.sB, h.fenceA, h.fenceB
-	// Another model first, so that data is a partition of claims.
-	st0, err := sB.Upload(ctx, "data/n/1/b", strings.NewReader("0"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sB.Commit(ctx, fenceA, []datastore.Entry{{Put: &st0}}); err != nil {
-		t.Fatal(err)
-	}
+	p, sA, sB, fenceB := h.p, h.sA, h.sB, h.fenceB
+	h.seed(ctx, t, "data/n/1/b") // another model first, so that data is a partition of claims
 	stA, err := sA.Upload(ctx, "data/k/1/c", strings.NewReader("A"), nil)
 	if err != nil {
 		t.Fatal(err)
