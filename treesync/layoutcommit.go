@@ -10,7 +10,8 @@ import (
 // The remembered layout proved by the commit (issue 31). A Sync that has
 // something to do used to read the layout record before it uploaded,
 // pulled or committed: one request per sync. A Sync (not Run: its function
-// runs on the pulled tree, and may act outside it) now goes on with the
+// runs on the pulled tree, and may act outside it, so Run proves the
+// layout before it decides anything: runlayout.go) now goes on with the
 // layout its tree remembers and proves it at the first step that cannot be
 // undone:
 //

@@ -104,13 +104,6 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		return rep, err
 	}
 	quietCandidate := fn == nil && len(dirty) == 0 && len(sk.list) == 0
-	if !quietCandidate && fn != nil { // Sync proves it later (layoutcommit.go)
-		// A remembered layout serves only the quiet reads
-		// (layoutcache.go): read the record before anything else.
-		if err := t.verifyLayout(ctx); err != nil {
-			return rep, err
-		}
-	}
 	var up map[string]uploaded
 	if fn == nil {
 		// Phase one: the blobs, before the lock.
@@ -138,11 +131,6 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 			return rep, nil
 		}
 	}
-	if fn != nil { // Sync proves it later (layoutcommit.go)
-		if err := t.verifyLayout(ctx); err != nil {
-			return rep, err
-		}
-	}
 	start := time.Now()
 	t.seedLock() // lockseed.go
 	ls, err := t.locker.Acquire(ctx, t.LockName())
@@ -162,6 +150,15 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 
 	pctx, rows := t.readAhead(ctx, st, len(models) == 0, pre != nil && pre.catalogRead, dirtyPaths(dirty)) // readahead.go
 	rep.rows = rows
+	if fn != nil {
+		// Run's function acts on the pulled tree, maybe outside it: the
+		// layout is proved before anything computes a partition from a
+		// path, by the namespace's entry read ahead when it names the
+		// remembered layout, else by a read of the record (runlayout.go).
+		if err := t.runLayout(pctx, ctx, st); err != nil {
+			return rep, err
+		}
+	}
 	push, dirtyConflicts, err := t.decide(pctx, st, dirty, up, &rep)
 	if err != nil {
 		return rep, err

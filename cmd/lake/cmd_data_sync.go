@@ -167,26 +167,47 @@ SIGKILL after --grace, and nothing is committed. The report goes to stderr.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withData(cmd, false, func(s *datastore.Store) error {
-				t, err := o.open(s, g.namespace)
-				if err != nil {
-					return err
-				}
-				var status error
-				rep, err := t.Run(cmd.Context(), treesync.Scope{Models: o.models}, func(ctx context.Context, ls *lock.Lease) error {
-					status = runInTree(ctx, t.Dir(), ls, args, o.grace)
+			// As `lake data sync`: an unscoped run opens the datastore
+			// with the layout the tree remembers; Run proves it before
+			// CMD runs, and a stale one ends the run before CMD, which
+			// is then started once, with the record read.
+			var remembered *datastore.Layout
+			if len(o.models) == 0 {
+				remembered = treesync.RememberedLayout(o.dir)
+			}
+			opts := &dsurl.Options{Remembered: remembered}
+			ran := false
+			for {
+				err := g.openData(cmd, opts, func(s *datastore.Store) error {
+					t, err := o.open(s, g.namespace)
+					if err != nil {
+						return err
+					}
+					var status error
+					rep, err := t.Run(cmd.Context(), treesync.Scope{Models: o.models}, func(ctx context.Context, ls *lock.Lease) error {
+						ran = true
+						status = runInTree(ctx, t.Dir(), ls, args, o.grace)
+						return status
+					}, treesync.RunOptions{PushOnFailure: o.pushOnFailure})
+					if !ran && errors.Is(err, datastore.ErrStaleLayout) {
+						return err // before CMD: the caller runs again
+					}
+					printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
+					if err != nil && !errors.Is(err, status) && !errors.Is(err, treesync.ErrPartial) {
+						return err
+					}
+					printReport(cmd.ErrOrStderr(), rep)
+					if status == nil {
+						return err // nil, or the skipped paths (exit 9)
+					}
 					return status
-				}, treesync.RunOptions{PushOnFailure: o.pushOnFailure})
-				printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
-				if err != nil && !errors.Is(err, status) && !errors.Is(err, treesync.ErrPartial) {
-					return err
+				})
+				if !ran && opts.Remembered != nil && errors.Is(err, datastore.ErrStaleLayout) {
+					opts.Remembered = nil
+					continue
 				}
-				printReport(cmd.ErrOrStderr(), rep)
-				if status == nil {
-					return err // nil, or the skipped paths (exit 9)
-				}
-				return status
-			})
+				return err
+			}
 		},
 	}
 	o.addFlags(cmd, true)
