@@ -62,9 +62,16 @@ type result struct {
 // run runs lake in dir with args and stdin.
 func run(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
+	return runEnv(t, dir, stdin, nil, args...)
+}
+
+// runEnv is run with env added to lake's environment (an endpoint through
+// a counting proxy, say).
+func runEnv(t *testing.T, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(lakeBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LAKE_STORE=")
+	cmd.Env = append(append(os.Environ(), "LAKE_STORE="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -37,19 +37,7 @@ func TestRememberedLayoutStale(t *testing.T) {
 
 	// The datastore is deleted and made again, by another client, with
 	// the type-id layout.
-	if err := os.Remove(db); err != nil {
-		t.Fatal(err)
-	}
-	d, err := boltfs.Open(db, &boltfs.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := datastore.New(d).Records().CASRecord(t.Context(), datastore.LayoutKey, metastore.ExpectAbsent(), []byte("type-id")); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	recreateWithLayout(t, db, "type-id")
 	src := filepath.Join(dir, "raw")
 	if err := os.WriteFile(src, []byte("pulled\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -74,5 +62,24 @@ func TestRememberedLayoutStale(t *testing.T) {
 	ok(t, lake(tree, "data", "sync"))
 	if r := ok(t, lake(dir, "data", "stat", "data/a/b/c/d/1/raw")); !strings.Contains(r.stdout, `"partition":"a/b"`) || !strings.Contains(r.stdout, `"pos":2`) {
 		t.Fatalf("the pushed change: %s", r.stdout)
+	}
+}
+
+// recreateWithLayout deletes the bolt datastore db and makes it again as
+// another client would, recording layout before any lake process opens it.
+func recreateWithLayout(t *testing.T, db, layout string) {
+	t.Helper()
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	d, err := boltfs.Open(db, &boltfs.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := datastore.New(d).Records().CASRecord(t.Context(), datastore.LayoutKey, metastore.ExpectAbsent(), []byte(layout)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,10 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/datastore/dynamofs"
 	"github.com/lakemeta/lake/internal/ddblocal"
-	"github.com/lakemeta/lake/metastore"
 )
 
 // TestRememberedLayoutStaleAtTheCommit (issue 31): on DynamoDB a sync that
@@ -88,19 +86,7 @@ func TestRememberedLayoutStaleUnderAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok(t, lake(tree, "data", "sync"))
-	if err := os.Remove(db); err != nil {
-		t.Fatal(err)
-	}
-	d, err := boltfs.Open(db, &boltfs.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := datastore.New(d).Records().CASRecord(t.Context(), datastore.LayoutKey, metastore.ExpectAbsent(), []byte("type-id")); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	recreateWithLayout(t, db, "type-id")
 	if err := os.WriteFile(p, []byte("two\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -142,19 +140,7 @@ func measureSyncs(t *testing.T, p *reqcount.Proxy, store string, env []string, f
 	dir := t.TempDir()
 	lake := func(args ...string) result {
 		t.Helper()
-		cmd := exec.Command(lakeBin, append([]string{"--store", store}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "LAKE_STORE="), env...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return result{out.String(), errb.String(), code}
+		return runEnv(t, dir, "", env, append([]string{"--store", store}, args...)...)
 	}
 	ok(t, lake("data", "init"))
 	ok(t, lake("data", "lifecycle", "--namespace", "ns", "--enable"))

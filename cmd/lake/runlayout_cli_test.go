@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/lakemeta/lake/datastore"
-	"github.com/lakemeta/lake/datastore/boltfs"
 	"github.com/lakemeta/lake/internal/ddblocal"
 	"github.com/lakemeta/lake/internal/reqcount"
 	"github.com/lakemeta/lake/internal/s3local"
-	"github.com/lakemeta/lake/metastore"
 )
 
 // TestRunReadsNoLayoutRecord (issue 31): `lake data run` opens the
@@ -48,19 +43,7 @@ func runsWithoutLayoutRead(t *testing.T, p *reqcount.Proxy, store string, env []
 	dir, other := t.TempDir(), t.TempDir()
 	lake := func(wd string, args ...string) result {
 		t.Helper()
-		cmd := exec.Command(lakeBin, append([]string{"--store", store, "--namespace", "ns"}, args...)...)
-		cmd.Dir = wd
-		cmd.Env = append(append(os.Environ(), "LAKE_STORE="), env...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return result{out.String(), errb.String(), code}
+		return runEnv(t, wd, "", env, append([]string{"--store", store, "--namespace", "ns"}, args...)...)
 	}
 	layoutReads := func() (n int) {
 		for _, l := range p.Log() {
@@ -122,19 +105,7 @@ func TestRunRememberedLayoutStale(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(tree, ".lake", "layout")); err != nil || string(b) != "models" {
 		t.Fatalf("the tree remembers %q (%v), want models", b, err)
 	}
-	if err := os.Remove(db); err != nil {
-		t.Fatal(err)
-	}
-	d, err := boltfs.Open(db, &boltfs.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := datastore.New(d).Records().CASRecord(t.Context(), datastore.LayoutKey, metastore.ExpectAbsent(), []byte("type-id")); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	recreateWithLayout(t, db, "type-id")
 	src := filepath.Join(dir, "raw")
 	if err := os.WriteFile(src, []byte("pulled\n"), 0o644); err != nil {
 		t.Fatal(err)
