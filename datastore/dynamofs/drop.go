@@ -3,6 +3,7 @@ package dynamofs
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -59,8 +60,8 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, partition, gu
 	room := dropRoom - max(0, len(forget)-1)
 	var batch []types.TransactWriteItem
 	var pending datastore.DropStats
-	flush := func() error {
-		if err := d.dropTransact(ctx, fence, partition, batch); err != nil {
+	flush := func(rd *ride) error {
+		if err := d.dropTransact(ctx, fence, partition, batch, rd); err != nil {
 			return err
 		}
 		st.Files += pending.Files
@@ -70,7 +71,7 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, partition, gu
 	}
 	place := func(r removal) error {
 		if len(batch)+len(r.ops) > room {
-			if err := flush(); err != nil {
+			if err := flush(nil); err != nil {
 				return err
 			}
 		}
@@ -155,7 +156,9 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, partition, gu
 	// after: a commit of this process that follows the drop registers the
 	// partition again rather than trust a cache the drop made stale.
 	d.registered.Delete(d.regKey(partition))
-	err = flush()
+	// The last transaction carries the commit ctx offers, where it can
+	// (rider.go): the dropped model's catalog row removed with it.
+	err = flush(d.prepareRide(ctx, fence, batch))
 	d.registered.Delete(d.regKey(partition))
 	return st, err == nil, err
 }
@@ -222,23 +225,36 @@ func (d *Driver) dropFiles(ctx context.Context, partition string, now time.Time,
 }
 
 // dropTransact sends ops behind the fence's ConditionCheck in one
-// TransactWriteItems and explains a failed condition: the fence, or a
-// commit that changed the partition since the drop read it.
-func (d *Driver) dropTransact(ctx context.Context, fence *datastore.Fence, partition string, ops []types.TransactWriteItem) error {
-	items := ops
+// TransactWriteItems, with rd's items if rd is not nil, and explains a
+// failed condition: the fence, or a commit that changed the partition since
+// the drop read it. A transaction that failed only on rd's conditions (the
+// rider's paths changed since its read) is sent again without them: the
+// rider is then not carried, and its caller commits it.
+func (d *Driver) dropTransact(ctx context.Context, fence *datastore.Fence, partition string, ops []types.TransactWriteItem, rd *ride) error {
+	var items []types.TransactWriteItem
 	if fence != nil {
 		c, err := build(expression.NewBuilder().WithCondition(expression.Name("v").Equal(expression.Value(fence.Token))))
 		if err != nil {
 			return err
 		}
-		items = append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key),
-			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}}, ops...)
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &d.table, Key: recordKey(fence.Key),
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}})
+	}
+	items = append(items, ops...)
+	own := len(items)
+	if rd != nil {
+		items = append(items, rd.items...)
 	}
 	err := d.transact(ctx, items)
 	failed, ok := failedIndexes(err)
 	switch {
 	case err == nil:
+		if rd != nil {
+			rd.carried()
+		}
 		return nil
+	case rd != nil && ok && len(failed) > 0 && !slices.ContainsFunc(failed, func(i int) bool { return i < own }):
+		return d.dropTransact(ctx, fence, partition, ops, nil)
 	case !ok || len(failed) == 0:
 		return d.classify(err, partition)
 	case fence != nil && failed[0] == 0:

@@ -128,12 +128,17 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 			// The definition is checked by the drop's own read of the
 			// model where the driver can, by a read before it elsewhere.
 			// The row's removal that follows builds on the drop's read
-			// where the driver can (datastore.Store.PrefetchCommit).
+			// where the driver can (datastore.Store.PrefetchCommit), and
+			// rides in the drop's last write where the driver can
+			// (datastore.CommitRider: DynamoDB, a transaction fewer).
 			rctx := ctx
+			var rider *datastore.CommitRider
 			if cat, err := ns.CatalogStore(); err == nil {
-				rctx = cat.PrefetchCommit(ctx, []string{catalog.RowPath(ns.NamespaceName(), a.Model)})
+				row := catalog.RowPath(ns.NamespaceName(), a.Model)
+				rctx = cat.PrefetchCommit(ctx, []string{row})
+				rider = cat.CommitRider(fence, []string{row})
 			}
-			ds, dropped, err := ns.DropPartitionIfDeleted(rctx, fence, a.Model, catalog.DefinitionPath(a.Model))
+			ds, dropped, err := ns.DropPartitionIfDeleted(datastore.WithCommitRider(rctx, rider), fence, a.Model, catalog.DefinitionPath(a.Model))
 			if err != nil {
 				return st, fmt.Errorf("drop model %s: %w", a.Model, err)
 			}
@@ -141,9 +146,11 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 				st.Skipped++
 				continue
 			}
-			removed, err := catalog.Remove(rctx, ns, fence, ns.NamespaceName(), a.Model)
-			if err != nil {
-				return st, fmt.Errorf("remove model %s from the catalog: %w", a.Model, err)
+			removed, carried := rider.Carried()
+			if !carried {
+				if removed, err = catalog.Remove(rctx, ns, fence, ns.NamespaceName(), a.Model); err != nil {
+					return st, fmt.Errorf("remove model %s from the catalog: %w", a.Model, err)
+				}
 			}
 			if len(removed) > 0 {
 				st.Removed = append(st.Removed, removed)
