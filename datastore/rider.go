@@ -126,3 +126,23 @@ func CommitRiderOf(ctx context.Context) *CommitRider {
 	r, _ := ctx.Value(riderKey{}).(*CommitRider)
 	return r
 }
+
+// DriverUnwrapper is implemented by a Driver that wraps another and
+// forwards to it (a load harness's meter): Unwrap returns the wrapped one,
+// so that a driver can recognise one of its own kind behind it (a
+// CommitRider's).
+type DriverUnwrapper interface {
+	Unwrap() Driver
+}
+
+// UnwrapDriver returns the driver d wraps, through every DriverUnwrapper,
+// or d.
+func UnwrapDriver(d Driver) Driver {
+	for {
+		u, ok := d.(DriverUnwrapper)
+		if !ok {
+			return d
+		}
+		d = u.Unwrap()
+	}
+}

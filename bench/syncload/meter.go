@@ -61,6 +61,12 @@ func (m *meter) Namespace(name string) (datastore.Driver, error) {
 	return aheadDriver(&meter{Driver: d, cfg: r.cfg, namespace: r.namespace, full: r.full, parent: r}), nil
 }
 
+// Unwrap implements datastore.DriverUnwrapper: the driver m counts for, so
+// that a commit of one namespace carried by another's write
+// (datastore.CommitRider: a DynamoDB drop carrying its catalog row's
+// removal) is carried under the meter as without it.
+func (m *meter) Unwrap() datastore.Driver { return m.Driver }
+
 // DropPartition is the lifecycle's drop of a pruned model, counted as one
 // request of the prune step; its requests to the store are the worker's,
 // as every call's.

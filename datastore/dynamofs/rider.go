@@ -40,7 +40,7 @@ func (d *Driver) prepareRide(ctx context.Context, fence *datastore.Fence, base [
 	if _, done := r.Carried(); done {
 		return nil
 	}
-	rd, ok := r.Driver.(*Driver)
+	rd, ok := datastore.UnwrapDriver(r.Driver).(*Driver)
 	if !ok || rd.shared != d.shared || rd.pfx == d.pfx || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
 		return nil
 	}

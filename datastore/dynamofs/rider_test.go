@@ -144,3 +144,60 @@ func TestDropCarriesTheRowRemoval(t *testing.T) {
 	}
 	gone("m/c", st)
 }
+
+// forwarding is a driver that forwards to another and says so
+// (datastore.DriverUnwrapper), as a load harness's meter does; it has none
+// of the driver's optional abilities.
+type forwarding struct{ datastore.Driver }
+
+func (f forwarding) Unwrap() datastore.Driver { return f.Driver }
+
+func (f forwarding) Namespace(name string) (datastore.Driver, error) {
+	d, err := f.Driver.Namespace(name)
+	if err != nil {
+		return nil, err
+	}
+	return forwarding{d}, nil
+}
+
+// TestDropCarriesTheRowRemovalBehindAWrapper: a store whose driver is
+// wrapped (a load harness's meter) still has the removal carried: the
+// carrying drop recognises the rider's driver behind the wrapper
+// (datastore.UnwrapDriver). The wrapper hides the drop's own read of the
+// guard and the prefetch, so the guard is read first and the removal reads
+// for itself: still one transaction for the drop and the removal.
+func TestDropCarriesTheRowRemovalBehindAWrapper(t *testing.T) {
+	ctx := t.Context()
+	_, open := tableOpener(t)
+	d := open(0)
+	root := datastore.New(forwarding{d})
+	ns, err := root.Namespace("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Records().CASRecord(ctx, "rec/ns/sync", metastore.ExpectAbsent(), []byte("t")); err != nil {
+		t.Fatal(err)
+	}
+	fence := &datastore.Fence{Key: "rec/ns/sync", Token: []byte("t")}
+	st, err := ns.Upload(ctx, "data/m/w/out/1/raw", strings.NewReader("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Commit(ctx, fence, []datastore.Entry{{Put: &st}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Fold(ctx, ns, fence); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Stats()
+	got, err := lifecycle.Apply(ctx, ns, fence, []lifecycle.Action{{Kind: lifecycle.DropModel, Namespace: "ns", Model: "m/w"}})
+	if err != nil || got.Models != 1 || len(got.Removed) != 1 {
+		t.Fatalf("drop: %+v, %v", got, err)
+	}
+	if c := d.Stats().Sub(before); c.Requests["TransactWriteItems"] != 1 {
+		t.Fatalf("the drop behind a wrapper sent %v; want one TransactWriteItems", c.Requests)
+	}
+	if _, ok, err := catalog.Get(ctx, ns, "ns", "m/w"); err != nil || ok {
+		t.Fatalf("the row after the drop: %v, %v; want it removed", ok, err)
+	}
+}
