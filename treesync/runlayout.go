@@ -15,8 +15,9 @@ import "context"
 // names the layout the datastore recorded (datastore/layoutproof.go says
 // why that holds). Otherwise the record is read, as before. A stale layout
 // ends the run with datastore.ErrStaleLayout before the function ran,
-// having written nothing but the lock's acquisition and release, and the
-// tree forgets it (`lake data run` then opens the datastore again without
+// having written no file and nothing in the tree (only the lock's
+// acquisition and release, and a takeover's fence entries), and the tree
+// forgets it (`lake data run` then opens the datastore again without
 // it: TestRunRememberedLayoutStale).
 
 // runLayout proves the layout before Run decides anything with it: it
