@@ -56,6 +56,13 @@ const (
 	// the newer readers no longer look. Datastores recorded "models"
 	// before keep that record, and their drivers the older format.
 	LayoutModelsV2
+	// LayoutModelsV3 partitions exactly as LayoutModels too; it is what S3
+	// records for a new datastore since a partition's head holds its path
+	// index while the index is small (issue 31: a commit of a model's new
+	// files writes its head, not an index object a file). A lake that
+	// knows only LayoutModelsV2 refuses it: it would look for index
+	// objects that are not written.
+	LayoutModelsV3
 )
 
 // FreshLayouter is the optional ability of a driver whose new datastores
@@ -75,7 +82,7 @@ const DefinitionFile = "model.yaml"
 // finds none, with a create-only compare-and-swap, and never changed.
 const LayoutKey = "datastore/layout"
 
-var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2"}
+var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2", LayoutModelsV3: "models-v3"}
 
 // String returns the layout's stored name.
 func (l Layout) String() string {
@@ -94,7 +101,7 @@ func ParseLayout(name string) (Layout, error) {
 			return Layout(l), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2", metastore.ErrInvalidArgument, name)
+	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2, models-v3", metastore.ErrInvalidArgument, name)
 }
 
 // Model returns the model a valid path belongs to under l ("command/shell/u1"

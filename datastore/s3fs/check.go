@@ -394,9 +394,19 @@ func (c *checker) checkIndex(ctx context.Context, parts map[string]*partLog) err
 			continue
 		}
 		c.rep.Objects++
-		have[path] = true
 		part := c.d.partition(path)
 		pl := parts[part]
+		if pl != nil && pl.hasHead && pl.head.Indexed {
+			// Its head holds the partition's index (headindex.go): this
+			// object is no entry, what a move of the index out of the head
+			// left when cut short, or another client's.
+			fix, f := c.quarantine(k.key, k.etag)
+			if err := c.problem(ctx, k.key, fmt.Sprintf("an index object of partition %q, whose index is in its head (readers ignore it)", part), fix, f); err != nil {
+				return err
+			}
+			continue
+		}
+		have[path] = true
 		e, _, err := d.readIndex(ctx, path)
 		var de *datastore.DamageError
 		if errors.As(err, &de) {
@@ -445,6 +455,12 @@ func (c *checker) checkIndex(ctx context.Context, parts map[string]*partLog) err
 	}
 	for _, part := range slices.Sorted(maps.Keys(parts)) {
 		pl := parts[part]
+		if pl.hasHead && pl.head.Indexed {
+			if err := c.checkHeadIndex(ctx, part, pl); err != nil {
+				return err
+			}
+			continue
+		}
 		for _, path := range slices.Sorted(maps.Keys(pl.latest)) {
 			l := pl.latest[path]
 			if have[path] || (l.Deleted && l.Pos <= pl.head.Floor) {
@@ -463,6 +479,82 @@ func (c *checker) checkIndex(ctx context.Context, parts map[string]*partLog) err
 		}
 	}
 	return nil
+}
+
+// checkHeadIndex checks the index an Indexed head holds (headindex.go)
+// against the partition's log, as checkIndex checks index objects: each
+// entry names its path, none is behind the log's latest change of its
+// path, and every path whose latest change up to the head's watermark is
+// live has one. The repair writes the log's latest changes into the head.
+func (c *checker) checkHeadIndex(ctx context.Context, part string, pl *partLog) error {
+	var why []string
+	for _, path := range slices.Sorted(maps.Keys(pl.head.Files)) {
+		e, err := c.d.headEntry(part, pl.head, path)
+		var de *datastore.DamageError
+		switch {
+		case errors.As(err, &de):
+			why = append(why, de.Problem)
+			continue
+		case err != nil:
+			return err
+		}
+		c.rep.Objects++
+		if c.o.Chunks && !e.Deleted {
+			if err := c.checkChunks(ctx, c.d.headKey(part), e); err != nil {
+				return err
+			}
+		}
+		if l, ok := pl.latest[path]; ok && l.Pos > e.Pos && l.Pos <= pl.head.Applied {
+			why = append(why, fmt.Sprintf("its index entry of %q at position %d is behind the log's latest change of the path at %d", path, e.Pos, l.Pos))
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(pl.latest)) {
+		l := pl.latest[path]
+		if _, ok := pl.head.Files[path]; ok || l.Deleted || l.Pos > pl.head.Applied {
+			continue
+		}
+		why = append(why, fmt.Sprintf("its index holds no entry of %q, whose latest change in the log is at position %d (version %s): the file is not listed", path, l.Pos, l.Version))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return c.problem(ctx, c.d.headKey(part), strings.Join(why, "; "), "rebuild the head's index from the log", func(ctx context.Context) error {
+		return c.rebuildHeadIndex(ctx, part, pl)
+	})
+}
+
+// rebuildHeadIndex rewrites the entries of part's Indexed head that the
+// log's latest changes up to its watermark contradict, then rolls the log
+// forward.
+func (c *checker) rebuildHeadIndex(ctx context.Context, part string, pl *partLog) error {
+	h, etag, ok, err := c.d.readHead(ctx, part)
+	if err != nil || !ok || !h.Indexed {
+		return err
+	}
+	files := maps.Clone(h.Files)
+	if files == nil {
+		files = map[string]indexEntry{}
+	}
+	for path, e := range files {
+		if e.Path != path || e.Pos == 0 || (!e.Deleted && e.Version == "") {
+			delete(files, path)
+		}
+	}
+	for path, l := range pl.latest {
+		if l.Pos > h.Applied {
+			continue
+		}
+		if e, ok := files[path]; ok && e.Pos >= l.Pos {
+			continue
+		}
+		files[path] = indexEntry{logEntry: logEntry{Path: path, Deleted: l.Deleted, Version: l.Version, Size: l.Size, Chunks: l.Chunks,
+			SHA256: l.SHA256, Meta: l.Meta, Inline: l.Inline}, Pos: l.Pos, Time: l.Time}
+	}
+	h.Files = files
+	if _, err := c.d.replaceHead(ctx, part, etag, h); err != nil {
+		return err
+	}
+	return c.rollForward(ctx, part)
 }
 
 // checkChunks reports a live entry whose chunks are not all there.
@@ -488,7 +580,7 @@ func (c *checker) checkPending(ctx context.Context) error {
 		}
 		for _, k := range stray {
 			fix, f := c.quarantine(k.key, k.etag)
-			if err := c.problem(ctx, k.key, "a key under p/ in a datastore that keeps its pending marks beside the heads (layout models-v2)", fix, f); err != nil {
+			if err := c.problem(ctx, k.key, "a key under p/ in a datastore that keeps its pending marks beside the heads (layout models-v2 or models-v3)", fix, f); err != nil {
 				return err
 			}
 		}
@@ -563,7 +655,7 @@ func (c *checker) lowerFence(ctx context.Context, key, etag, k string, tok uint6
 // object, so the whole log is rolled forward again (each index entry only
 // moves up), floor just below it. etag is the damaged head's ("" if none).
 func (c *checker) rebuildHead(ctx context.Context, part string, pl *partLog, etag string) error {
-	h := head{}
+	h := head{Indexed: c.d.headIndexes()}
 	if len(pl.objs) > 0 {
 		h.Applied = pl.objs[0].First - 1
 		h.Floor = h.Applied

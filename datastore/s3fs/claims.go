@@ -279,7 +279,13 @@ func (d *Driver) checkReq(ctx context.Context, t *tail, part string, req *partRe
 				return datastore.Clash(p, q)
 			}
 		}
-		below, err := d.liveIndexBelow(ctx, p+"/", func(q string) bool { _, inTail := tailLive[q]; return inTail })
+		skip := func(q string) bool { _, inTail := tailLive[q]; return inTail }
+		var below string
+		if t.exists && t.h.Indexed {
+			below, err = d.liveHeadBelow(part, t.h, p+"/", skip)
+		} else {
+			below, err = d.liveIndexBelow(ctx, p+"/", skip)
+		}
 		if err != nil {
 			return err
 		}

@@ -154,9 +154,12 @@ func (d *Driver) checkClashInto(ctx context.Context, t *tail, part string, entri
 			}
 		}
 		var below string
-		if known != nil {
+		switch {
+		case t.exists && t.h.Indexed:
+			below, err = d.liveHeadBelow(part, t.h, p+"/", skip)
+		case known != nil:
 			below, err = d.liveKnownBelow(ctx, known, p+"/", skip)
-		} else {
+		default:
 			below, err = d.liveIndexBelow(ctx, p+"/", skip)
 		}
 		if err != nil {
@@ -202,6 +205,9 @@ func (d *Driver) statOthers(ctx context.Context, dirs []string) (map[string]data
 // partition since takes the position the create needs (the create fails,
 // and the next attempt reads a new tail and lists afresh).
 func (d *Driver) keysBelowOnce(ctx context.Context, t *tail, puts []string) (map[string]bool, string, error) {
+	if t.exists && t.h.Indexed {
+		return nil, "", nil // the head holds the index: nothing to list (headindex.go)
+	}
 	if l := t.keysBelow; l != nil && l.dir != "" && allUnder(puts, l.dir) && len(puts) >= 2 {
 		return l.known, l.dir, nil
 	}
@@ -325,6 +331,32 @@ func (d *Driver) liveIndexBelow(ctx context.Context, prefix string, skip func(st
 		start = keys[len(keys)-1].key
 	}
 	return "", fmt.Errorf("lake: more than %d pages of tombstones below %q", maxBelowPages, prefix)
+}
+
+// liveHeadBelow is liveIndexBelow over the index h holds (an Indexed head
+// of part, headindex.go): the first of its paths under prefix, in order,
+// whose entry is live and that skip does not decide, or "". Only part's
+// files: a deeper model's below prefix is another partition's, which its
+// claim in part keeps from clashing (claims.go), as it does for a
+// partition whose index is in f/.
+func (d *Driver) liveHeadBelow(part string, h head, prefix string, skip func(string) bool) (string, error) {
+	var cand []string
+	for q := range h.Files {
+		if strings.HasPrefix(q, prefix) && !skip(q) {
+			cand = append(cand, q)
+		}
+	}
+	slices.Sort(cand)
+	for _, q := range cand {
+		e, err := d.headEntry(part, h, q)
+		if err != nil {
+			return "", err
+		}
+		if e != nil && !e.Deleted {
+			return q, nil
+		}
+	}
+	return "", nil
 }
 
 // AtomicClashKind implements dstest.AtomicClashKinds: every clash across

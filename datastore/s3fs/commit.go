@@ -497,7 +497,7 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 	if _, err := d.checkFence(ctx, fence); err != nil {
 		return nil, err
 	}
-	h := head{ClaimsOnly: claimsOnly}
+	h := head{ClaimsOnly: claimsOnly, Indexed: d.headIndexes()}
 	body, _ := json.Marshal(h)
 	etag, err := d.c.create(ctx, d.headKey(part), body)
 	if err == nil {
@@ -551,7 +551,7 @@ func writerTail(t *tail) *tail {
 func (d *Driver) reregister(ctx context.Context, part string, obj *logObject, etag string, now time.Time) {
 	o, err := d.c.head(ctx, d.logKey(part, obj.First))
 	if err == nil && o.etag == etag {
-		body, _ := json.Marshal(head{})
+		body, _ := json.Marshal(head{Indexed: d.headIndexes()})
 		if _, err := d.c.create(ctx, d.headKey(part), body); err != nil && !errors.Is(err, metastore.ErrConflict) {
 			return
 		}

@@ -132,6 +132,31 @@ func (d *Driver) drop(ctx context.Context, fence *datastore.Fence, part, guard s
 			}
 			return st, true, nil
 		}
+		if t.exists && t.h.Indexed {
+			// The index is the head's (headindex.go): the guard is read
+			// there, and the entries go with the head.
+			if guard != "" && pass == 0 {
+				if live, err := d.headGuardLive(ctx, part, t, guard); err != nil || live {
+					return st, false, err
+				}
+			}
+			if err := check(true); err != nil { // right before each pass's removals
+				return st, false, err
+			}
+			// Index objects of an Indexed partition are no entries (a
+			// spill cut short, a foreign writer's): removed, not counted.
+			var leftover datastore.DropStats
+			if err := d.dropFiles(ctx, pathsOf(files), nil, now, &leftover); err != nil {
+				return st, false, err
+			}
+			if err := d.dropLogs(ctx, logs); err != nil {
+				return st, false, err
+			}
+			if err := d.dropIndexedHead(ctx, part, t, now, &st); err != nil {
+				return st, false, err
+			}
+			continue
+		}
 		read := d.knownEntries(ctx, part, t.h, logs, files) // dropknown.go
 		if guard != "" && pass == 0 {
 			r, ok := read[guard]
@@ -385,6 +410,69 @@ func headETag(t *tail) string {
 		return t.hetag // the roll-forward wrote nothing
 	}
 	return ""
+}
+
+// rolledHead returns part's head as t's roll-forward left it (the one it
+// wrote, or the one t read when it wrote none), or as read now.
+func (d *Driver) rolledHead(ctx context.Context, part string, t *tail) (head, string, bool, error) {
+	switch {
+	case t.rolled != "":
+		return t.rolledHead, t.rolled, true, nil
+	case t.last == nil || t.h.Applied >= t.rollTo():
+		return t.h, t.hetag, true, nil
+	}
+	return d.readHead(ctx, part)
+}
+
+// headGuardLive reports whether guard is a live file in the index of part's
+// Indexed head as t's roll-forward left it.
+func (d *Driver) headGuardLive(ctx context.Context, part string, t *tail, guard string) (bool, error) {
+	h, _, ok, err := d.rolledHead(ctx, part, t)
+	if err != nil || !ok || !h.Indexed {
+		return false, err
+	}
+	e, err := d.headEntry(part, h, guard)
+	return e != nil && !e.Deleted, err
+}
+
+// dropIndexedHead deletes part's Indexed head, the partition's index with
+// it: first each live version it names is handed to Reclaim (markReplaced,
+// as the drop of an index object does), then the head is deleted under
+// If-Match, and its entries counted in st once it is gone. A head that
+// changed meanwhile (a commit landed and rolled forward) is read and done
+// again; one gone is the next pass's to find.
+func (d *Driver) dropIndexedHead(ctx context.Context, part string, t *tail, now time.Time, st *datastore.DropStats) error {
+	h, etag, ok, err := d.rolledHead(ctx, part, t)
+	for attempt := 0; ; attempt++ {
+		if err != nil || !ok {
+			return err
+		}
+		for path, e := range h.Files {
+			if !e.Deleted {
+				if err := d.markReplaced(ctx, path, e.Version, e.Chunks, now); err != nil {
+					return err
+				}
+			}
+		}
+		err = d.c.deleteIf(ctx, d.headKey(part), etag)
+		if err == nil {
+			for _, e := range h.Files {
+				if e.Deleted {
+					st.Tombstones++
+				} else {
+					st.Files++
+				}
+			}
+			return nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) || attempt >= maxConflictRetries {
+			return err
+		}
+		if berr := backoff(ctx, attempt); berr != nil {
+			return berr
+		}
+		h, etag, ok, err = d.readHead(ctx, part)
+	}
 }
 
 // dropHead deletes part's head as it is now: if known (its ETag as this

@@ -87,9 +87,16 @@ var errHeadGone = errors.New("lake: s3 head of a partition vanished (the partiti
 func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time.Time) error {
 	var claims []string // claims.go
 	changes := false
+	// An Indexed head takes the changes in its own write (headindex.go).
+	indexed := t.exists && t.h.Indexed
+	var counted []*logObject
 	err := d.eachCounted(ctx, t, func(o *logObject) error {
 		claims = append(claims, o.Claims...)
 		changes = changes || len(o.Entries) > 0
+		if indexed {
+			counted = append(counted, o)
+			return nil
+		}
 		return d.updateIndexes(ctx, o, t, now)
 	})
 	if err != nil {
@@ -104,6 +111,24 @@ func (d *Driver) rollForward(ctx context.Context, part string, t *tail, now time
 		prev := h // as read: its run, if the rolled objects follow it
 		if attempt == maxCommitAttempts {
 			return fmt.Errorf("%w: s3 head %q: its watermark changed under each of %d writes", metastore.ErrUnavailable, d.headKey(part), attempt)
+		}
+		switch {
+		case h.Indexed:
+			if err := d.applyToHead(ctx, &h, counted, now); err != nil {
+				return err
+			}
+			if err := d.spillIfBig(ctx, &h, now); err != nil {
+				return err
+			}
+		case indexed:
+			// Another roll-forward moved the index out of the head
+			// since it was read: these changes go to f/ as there.
+			for _, o := range counted {
+				if err := d.updateIndexes(ctx, o, t, now); err != nil {
+					return err
+				}
+			}
+			indexed = false
 		}
 		h.Applied = target
 		h.Subs = addSubs(h.Subs, claims)
@@ -332,6 +357,16 @@ func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, kno
 	noIndex := !t.exists || t.h.ClaimsOnly
 	for _, p := range paths {
 		if _, ok := out[p]; ok || noIndex {
+			continue
+		}
+		if t.h.Indexed { // the index is in the head (headindex.go)
+			e, err := d.headEntry(part, t.h, p)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				out[p] = e.info(part, e.Pos, e.Time)
+			}
 			continue
 		}
 		if h, ok := t.hints[p]; ok {

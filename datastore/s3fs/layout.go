@@ -14,8 +14,13 @@ func (d *Driver) partition(path string) string { return d.layout.Partition(path)
 var _ datastore.FreshLayouter = (*Driver)(nil)
 
 // FreshLayout implements datastore.FreshLayouter: a new datastore on S3 is
-// recorded "models-v2", whose pending marks sit beside the heads (one LIST
-// reads both, pending.go); a lake that does not know that layout refuses
-// the datastore rather than mark its commits under p/, where this one's
-// readers no longer look.
-func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV2 }
+// recorded "models-v3": its pending marks sit beside the heads (one LIST
+// reads both, pending.go), as in "models-v2", and its heads hold their
+// partitions' path index while it is small (headindex.go). A lake that
+// does not know that layout refuses the datastore rather than write in a
+// format its readers do not read.
+func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV3 }
+
+// headIndexes reports whether d's datastore keeps a partition's path index
+// in its head while it is small (datastore.LayoutModelsV3, headindex.go).
+func (d *Driver) headIndexes() bool { return d.layout == datastore.LayoutModelsV3 }

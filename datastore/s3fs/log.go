@@ -148,6 +148,13 @@ type head struct {
 	// end at Applied with no gap. Kept raw: copies that are not log
 	// objects are ignored, never a reason to refuse the head.
 	Recent json.RawMessage `json:"recent,omitempty"`
+	// Indexed: the partition's path index is Files, here, not index
+	// objects f/PATH (headindex.go): each path's latest change rolled
+	// forward up to Applied, by path. Heads of a datastore recorded
+	// "models-v3" are created with it; the roll-forward that would make
+	// Files too big moves them to f/ and clears it, for good.
+	Indexed bool                  `json:"indexed,omitempty"`
+	Files   map[string]indexEntry `json:"files,omitempty"`
 }
 
 // knownFences reports whether h holds the fences of the object ending at

@@ -49,8 +49,10 @@ import (
 const markSep = "!p"
 
 // marksBesideHeads reports whether d's datastore keeps its pending marks
-// under h/ (datastore.LayoutModelsV2) rather than under p/.
-func (d *Driver) marksBesideHeads() bool { return d.layout == datastore.LayoutModelsV2 }
+// under h/ (datastore.LayoutModelsV2 and V3) rather than under p/.
+func (d *Driver) marksBesideHeads() bool {
+	return d.layout == datastore.LayoutModelsV2 || d.layout == datastore.LayoutModelsV3
+}
 
 // pendingPrefix is the prefix whose LIST returns every pending mark of
 // d's namespace (and, beside the heads, the heads too).

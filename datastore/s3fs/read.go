@@ -120,6 +120,9 @@ func (d *Driver) List(ctx context.Context, prefix string, limit int, pos []byte)
 		// index is rolled forward first, so the listing holds it.
 		return nil, nil, err
 	}
+	if d.headIndexes() {
+		return d.listIndexed(ctx, prefix, limit, pos) // headindex.go
+	}
 	keys, more, err := d.c.list(ctx, d.prefix+"f/"+escape(prefix), start, limit)
 	if err != nil {
 		return nil, nil, err

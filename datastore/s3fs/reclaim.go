@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -223,7 +224,7 @@ func (d *Driver) stillLive(ctx context.Context, key, version string) (bool, erro
 	if path == "" {
 		return true, nil
 	}
-	e, _, err := d.readIndex(ctx, path)
+	e, err := d.currentEntry(ctx, path)
 	if errors.Is(err, datastore.ErrDamaged) {
 		return true, nil // lake data check reports it; keep the chunks
 	}
@@ -294,6 +295,30 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		etag string
 	}
 	index := map[string]idx{}
+	// An Indexed head's entries are read from it as the roll-forward left
+	// it, and its tombstones purged in its write that raises the floor
+	// (headindex.go).
+	var hx *head
+	var hxETag string
+	hxPurged := 0
+	if t.h.Indexed {
+		h, etag, ok, err := d.rolledHead(ctx, part, t)
+		if err != nil {
+			return err
+		}
+		if ok && h.Indexed {
+			h.Files = maps.Clone(h.Files)
+			hx, hxETag = &h, etag
+		}
+	}
+	readEntry := func(path string) (idx, error) {
+		if hx != nil {
+			e, err := d.headEntry(part, *hx, path)
+			return idx{e: e}, err
+		}
+		ie, etag, err := d.readIndex(ctx, path)
+		return idx{ie, etag}, err
+	}
 	floor := uint64(0)
 	var deadKeys []listed // deleted once the floor is raised
 	// purge deletes path's tombstone at pos if it is still the path's
@@ -301,15 +326,21 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	purge := func(path string, pos uint64) (bool, error) {
 		cur, ok := index[path]
 		if !ok {
-			ie, etag, err := d.readIndex(ctx, path)
-			if err != nil {
+			var err error
+			if cur, err = readEntry(path); err != nil {
 				return false, err
 			}
-			cur = idx{ie, etag}
 			index[path] = cur
 		}
 		if cur.e == nil || cur.e.Pos != pos || !cur.e.Deleted {
 			return true, nil // superseded, or purged already
+		}
+		if hx != nil {
+			delete(hx.Files, path)
+			index[path] = idx{}
+			hxPurged++
+			floor = max(floor, pos)
+			return true, nil
 		}
 		err := d.c.deleteIf(ctx, d.fileKey(path), cur.etag)
 		if errors.Is(err, metastore.ErrConflict) {
@@ -355,11 +386,10 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			pos := obj.First + uint64(j)
 			cur, ok := index[e.Path]
 			if !ok {
-				ie, etag, err := d.readIndex(ctx, e.Path)
-				if err != nil {
+				var err error
+				if cur, err = readEntry(e.Path); err != nil {
 					return err
 				}
-				cur = idx{ie, etag}
 				index[e.Path] = cur
 			}
 			if cur.e == nil || cur.e.Pos != pos {
@@ -389,12 +419,27 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			deadKeys = append(deadKeys, k)
 		}
 	}
+	headWritten := false
+	if hx != nil && hxPurged > 0 {
+		// The purge and the floor in one write of the head; one that
+		// changed since leaves both (and the objects) to the next run.
+		hx.Floor = max(hx.Floor, floor)
+		if _, err := d.replaceHead(ctx, part, hxETag, *hx); errors.Is(err, metastore.ErrConflict) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		st.Tombstones += hxPurged
+		headWritten = true
+	}
 	d.saveMark(ctx, part, stored, markETag, next)
 	// The floor first, then the dead objects: a reader whose feed read
 	// finds an object gone reads the head after it (feedAfter's whole),
 	// and must find the floor raised past a tombstone that object held.
-	if err := d.raiseFloor(ctx, part, floor); err != nil {
-		return err
+	if !headWritten {
+		if err := d.raiseFloor(ctx, part, floor); err != nil {
+			return err
+		}
 	}
 	for _, k := range deadKeys {
 		if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
