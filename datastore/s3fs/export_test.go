@@ -51,3 +51,11 @@ const (
 	RecentObjects = recentObjects
 	RecentBytes   = recentBytes
 )
+
+// SetHeadIndexBounds sets how many entries, and how many bytes of them, a
+// head holds before its index moves to f/ (headindex.go), until restore.
+func SetHeadIndexBounds(files, bytes int) (restore func()) {
+	f, b := headIndexMaxFiles, headIndexMaxBytes
+	headIndexMaxFiles, headIndexMaxBytes = files, bytes
+	return func() { headIndexMaxFiles, headIndexMaxBytes = f, b }
+}

@@ -42,7 +42,7 @@ import (
 // f/, as in a "models-v2" datastore. A crash in between leaves the head
 // Indexed and the objects written, which the next roll-forward writes
 // again, moving nothing.
-const (
+var (
 	headIndexMaxFiles = 1000
 	headIndexMaxBytes = 128 << 10
 )
@@ -99,15 +99,15 @@ func (d *Driver) spillIfBig(ctx context.Context, h *head, now time.Time) error {
 	if !h.Indexed || !headIndexTooBig(h.Files) {
 		return nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(indexParallel)
-	for _, e := range h.Files {
-		g.Go(func() error {
-			_, err := d.updateIndex(gctx, e.logEntry, e.Pos, e.Time, now, nil)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	// Written at once, and those in flight when one fails finish
+	// (untilFailure): what a cut leaves is what was written.
+	entries := slices.Collect(maps.Values(h.Files))
+	err := untilFailure(len(entries), func(i int) error {
+		e := entries[i]
+		_, err := d.updateIndex(ctx, e.logEntry, e.Pos, e.Time, now, nil)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	h.Indexed, h.Files = false, nil

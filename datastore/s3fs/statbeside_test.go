@@ -73,15 +73,21 @@ func statBeside(t *testing.T, s *datastore.Store, path string) datastore.Info {
 	return got[path]
 }
 
-// statBesideStore opens a datastore of a new one's layout (models-v2:
-// marks beside the heads) in a fresh bucket through a logListsAPI, with
-// data/m/1/a committed ("one"); it returns the raw client and bucket too.
+// statBesideStore opens a datastore of a new one's layout (models-v3:
+// marks beside the heads, the index in them) in a fresh bucket through a
+// logListsAPI, with data/m/1/a committed ("one"); it returns the raw client
+// and bucket too.
 func statBesideStore(t *testing.T) (*logListsAPI, *datastore.Store, *s3.Client, string) {
+	return statBesideStoreOf(t, datastore.LayoutModelsV3)
+}
+
+// statBesideStoreOf is statBesideStore of layout l (marks beside the heads).
+func statBesideStoreOf(t *testing.T, l datastore.Layout) (*logListsAPI, *datastore.Store, *s3.Client, string) {
 	t.Helper()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	api := &logListsAPI{API: c}
 	_, s := openStore(t, api, bucket, "sb")
-	s.SetLayout(datastore.LayoutModelsV2)
+	s.SetLayout(l)
 	if _, err := s.Put(t.Context(), "data/m/1/a", strings.NewReader("one"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +124,24 @@ func TestStatBesideListingReadsNoLog(t *testing.T) {
 // Stat, which waits for the listing, then reads the index or the log
 // after the watermark.
 func TestStatBesideListingSeesCommitInFlight(t *testing.T) {
-	api, s, _, _ := statBesideStore(t)
+	// The committer's roll-forward, after its log object: its index entry
+	// in models-v2, its head's write (which holds the index) in models-v3.
+	for _, c := range []struct {
+		layout datastore.Layout
+		at     string
+	}{{datastore.LayoutModelsV2, "/f/data/m/1/a~"}, {datastore.LayoutModelsV3, "/h/m%2F1"}} {
+		t.Run(c.layout.String(), func(t *testing.T) { statBesideSeesCommitInFlight(t, c.layout, c.at) })
+	}
+}
+
+func statBesideSeesCommitInFlight(t *testing.T, layout datastore.Layout, at string) {
+	api, s, _, _ := statBesideStoreOf(t, layout)
 	ctx := t.Context()
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	api.beforePut = func(key string) {
-		// The committer's index entry, after its log object; a settler
-		// that rolls the commit forward meanwhile is not held.
-		if strings.Contains(key, "/f/data/m/1/a~") && first.CompareAndSwap(false, true) {
+		// A settler that rolls the commit forward meanwhile is not held.
+		if strings.HasSuffix(key, at) && first.CompareAndSwap(false, true) {
 			close(paused)
 			<-resume
 		}
