@@ -113,7 +113,7 @@ func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fenc
 func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fence, early, staged bool) (reached bool, sent []string, violation string, aErr error) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	prefix := fmt.Sprintf("fence/%v/%v/%v/%v/%d", fence, same, early, staged, k)
+	prefix := fmt.Sprintf("fence/%s/%v/%v/%v/%v/%d", holdersLayout, fence, same, early, staged, k)
 	h := openHolders(ctx, t, api, bucket, prefix)
 	p, sA, sB, fenceB := h.p, h.sA, h.sB, h.fenceB
 	h.seed(ctx, t, "data/m/1/a", "data/n/1/b")
@@ -238,6 +238,10 @@ func openHolders(ctx context.Context, t *testing.T, api s3fs.API, bucket, prefix
 		t.Fatal(err)
 	}
 	h.sA, h.sB = datastore.New(dA), datastore.New(h.dB)
+	if holdersLayout != datastore.LayoutModels {
+		h.sA.SetLayout(holdersLayout)
+		h.sB.SetLayout(holdersLayout)
+	}
 	const tokA = 1<<32 | 1
 	h.fenceA = &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA)}
 	h.fenceB = &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA + 1)}
@@ -310,6 +314,24 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 	for _, c := range []struct{ same, early bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
 		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
 	}
+	// And in a new datastore's layout, whose heads hold the index: the
+	// roll-forward's writes are the head's (headindex.go).
+	defer withHoldersLayout(datastore.LayoutModelsV3)()
+	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
+	}
+}
+
+// holdersLayout is the layout openHolders' stores compute with (the
+// zero one, "models", a datastore of before issue 31, unless a test sets
+// another: withHoldersLayout). The package's tests do not run in parallel.
+var holdersLayout = datastore.LayoutModels
+
+// withHoldersLayout sets holdersLayout to l until the returned func runs.
+func withHoldersLayout(l datastore.Layout) func() {
+	prev := holdersLayout
+	holdersLayout = l
+	return func() { holdersLayout = prev }
 }
 
 // TestPausedStagedHolderAtEveryRequest: the same with A's commit staged
@@ -322,6 +344,8 @@ func TestPausedStagedHolderAtEveryRequest(t *testing.T) {
 	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
 		pauseAtEveryRequest(t, api, bucket, c.same, c.early, true)
 	}
+	defer withHoldersLayout(datastore.LayoutModelsV3)()
+	pauseAtEveryRequest(t, api, bucket, true, true, true)
 }
 
 // pauseAtEveryRequest runs pausedTakeoverOf with A paused before each of

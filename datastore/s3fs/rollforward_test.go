@@ -123,7 +123,7 @@ func TestKilledCommitRollsForward(t *testing.T) {
 	checked := 0
 	// Both places of the pending marks: under p/ (a datastore recorded
 	// "models" before issue 31) and beside the heads (models-v2).
-	for _, layout := range []datastore.Layout{datastore.LayoutModels, datastore.LayoutModelsV2} {
+	for _, layout := range []datastore.Layout{datastore.LayoutModels, datastore.LayoutModelsV2, datastore.LayoutModelsV3} {
 		for _, r := range readers {
 			for k := 1; k < 100; k++ {
 				prefix := fmt.Sprintf("kill/%s/%s/%d", layout, r.name, k)
