@@ -338,12 +338,21 @@ func TestDropPartitionLeavesNothing(t *testing.T) {
 }
 
 // TestDropCost prints the requests, by kind, of a drop of k files (each put
-// by a commit of its own, one replaced per ten), fenced, for docs/s3.md:
+// by a commit of its own, one replaced per ten), fenced, for docs/s3.md, in
+// a datastore whose index is an object a path (models-v2) and in one whose
+// heads hold it (models-v3, a new datastore's):
 //
 //	go test -run TestDropCost -v ./datastore/s3fs/
 func TestDropCost(t *testing.T) {
+	for _, l := range []datastore.Layout{datastore.LayoutModelsV2, datastore.LayoutModelsV3} {
+		t.Run(l.String(), func(t *testing.T) { dropCost(t, l) })
+	}
+}
+
+func dropCost(t *testing.T, l datastore.Layout) {
 	d := newDriver(t)
 	s := datastore.New(d)
+	s.SetLayout(l)
 	ctx := t.Context()
 	fence := datastore.Fence{Key: "lock/rec/ns/sync", Token: []byte(`{"token":1}`)}
 	if err := s.Records().CASRecord(ctx, fence.Key, metastore.ExpectAbsent(), fence.Token); err != nil {
