@@ -565,6 +565,12 @@ func (d *Driver) reregister(ctx context.Context, part string, obj *logObject, et
 	}
 	var st datastore.DropStats
 	for i, e := range obj.Entries {
+		if d.headIndexes() && !e.Deleted {
+			// Its entries were to go into a head (headindex.go), which the
+			// drop removed: no index object may hold them. Its live
+			// versions go to Reclaim, which keeps any a path still holds.
+			_ = d.markReplaced(ctx, e.Path, e.Version, e.Chunks, now)
+		}
 		_ = d.dropFileIf(ctx, e.Path, &indexEntry{logEntry: e, Pos: obj.First + uint64(i)}, now, &st)
 	}
 }

@@ -300,7 +300,7 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	// (headindex.go).
 	var hx *head
 	var hxETag string
-	hxPurged := 0
+	hxPurged := map[string]uint64{} // path → the tombstone's position
 	if t.h.Indexed {
 		h, etag, ok, err := d.rolledHead(ctx, part, t)
 		if err != nil {
@@ -336,9 +336,8 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			return true, nil // superseded, or purged already
 		}
 		if hx != nil {
-			delete(hx.Files, path)
+			hxPurged[path] = pos // in the head's write below
 			index[path] = idx{}
-			hxPurged++
 			floor = max(floor, pos)
 			return true, nil
 		}
@@ -420,16 +419,13 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		}
 	}
 	headWritten := false
-	if hx != nil && hxPurged > 0 {
-		// The purge and the floor in one write of the head; one that
-		// changed since leaves both (and the objects) to the next run.
-		hx.Floor = max(hx.Floor, floor)
-		if _, err := d.replaceHead(ctx, part, hxETag, *hx); errors.Is(err, metastore.ErrConflict) {
-			return nil
-		} else if err != nil {
+	if hx != nil && len(hxPurged) > 0 {
+		// The purge and the floor in one write of the head.
+		n, err := d.purgeInHead(ctx, part, *hx, hxETag, hxPurged, floor)
+		if err != nil {
 			return err
 		}
-		st.Tombstones += hxPurged
+		st.Tombstones += n
 		headWritten = true
 	}
 	d.saveMark(ctx, part, stored, markETag, next)
@@ -447,6 +443,49 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		}
 	}
 	return nil
+}
+
+// purgeInHead removes from part's Indexed head h (read with etag) the
+// tombstones purged names (path → position), each only while it is still
+// its path's entry, and raises its floor to floor, in one conditional
+// write; a head that changed meanwhile (its partition's commits go on
+// during a reclaim) is read again and the purge made over it, as
+// raiseFloor does. It returns the tombstones removed. A head no longer
+// Indexed (its index moved to f/ meanwhile) or gone is left to the next
+// run, with its floor raised as raiseFloor raises it.
+func (d *Driver) purgeInHead(ctx context.Context, part string, h head, etag string, purged map[string]uint64, floor uint64) (int, error) {
+	for attempt := 0; ; attempt++ {
+		if attempt == maxCommitAttempts {
+			return 0, fmt.Errorf("%w: s3 head %q: it changed under each of %d purges", metastore.ErrUnavailable, d.headKey(part), attempt)
+		}
+		if !h.Indexed {
+			return 0, d.raiseFloor(ctx, part, floor)
+		}
+		files := maps.Clone(h.Files)
+		n := 0
+		for path, pos := range purged {
+			if e, ok := files[path]; ok && e.Pos == pos && e.Deleted {
+				delete(files, path)
+				n++
+			}
+		}
+		h.Files = files
+		h.Floor = max(h.Floor, floor)
+		_, err := d.replaceHead(ctx, part, etag, h)
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, metastore.ErrConflict) {
+			return 0, err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return 0, err
+		}
+		var ok bool
+		if h, etag, ok, err = d.readHead(ctx, part); err != nil || !ok {
+			return 0, err
+		}
+	}
 }
 
 // compactPage is the page in which compactionKeys lists a log's start: a
