@@ -26,15 +26,7 @@ func TestDropCarriesTheRowRemoval(t *testing.T) {
 	ctx := t.Context()
 	_, open := tableOpener(t)
 	d := open(0)
-	root := datastore.New(d)
-	ns, err := root.Namespace("ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := root.Records().CASRecord(ctx, "rec/ns/sync", metastore.ExpectAbsent(), []byte("t")); err != nil {
-		t.Fatal(err)
-	}
-	fence := &datastore.Fence{Key: "rec/ns/sync", Token: []byte("t")}
+	ns, fence := fencedNamespace(t, datastore.New(d))
 	orphan := func(model string) {
 		t.Helper()
 		var es []datastore.Entry
@@ -170,15 +162,7 @@ func TestDropCarriesTheRowRemovalBehindAWrapper(t *testing.T) {
 	ctx := t.Context()
 	_, open := tableOpener(t)
 	d := open(0)
-	root := datastore.New(forwarding{d})
-	ns, err := root.Namespace("ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := root.Records().CASRecord(ctx, "rec/ns/sync", metastore.ExpectAbsent(), []byte("t")); err != nil {
-		t.Fatal(err)
-	}
-	fence := &datastore.Fence{Key: "rec/ns/sync", Token: []byte("t")}
+	ns, fence := fencedNamespace(t, datastore.New(forwarding{d}))
 	st, err := ns.Upload(ctx, "data/m/w/out/1/raw", strings.NewReader("x"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -200,4 +184,18 @@ func TestDropCarriesTheRowRemovalBehindAWrapper(t *testing.T) {
 	if _, ok, err := catalog.Get(ctx, ns, "ns", "m/w"); err != nil || ok {
 		t.Fatalf("the row after the drop: %v, %v; want it removed", ok, err)
 	}
+}
+
+// fencedNamespace returns root's namespace "ns" and a fence of its lock,
+// whose record it writes.
+func fencedNamespace(t *testing.T, root *datastore.Store) (*datastore.Store, *datastore.Fence) {
+	t.Helper()
+	ns, err := root.Namespace("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Records().CASRecord(t.Context(), "rec/ns/sync", metastore.ExpectAbsent(), []byte("t")); err != nil {
+		t.Fatal(err)
+	}
+	return ns, &datastore.Fence{Key: "rec/ns/sync", Token: []byte("t")}
 }
