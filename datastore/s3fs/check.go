@@ -547,8 +547,7 @@ func (c *checker) rebuildHeadIndex(ctx context.Context, part string, pl *partLog
 		if e, ok := files[path]; ok && e.Pos >= l.Pos {
 			continue
 		}
-		files[path] = indexEntry{logEntry: logEntry{Path: path, Deleted: l.Deleted, Version: l.Version, Size: l.Size, Chunks: l.Chunks,
-			SHA256: l.SHA256, Meta: l.Meta, Inline: l.Inline}, Pos: l.Pos, Time: l.Time}
+		files[path] = indexEntry{logEntry: changeOf(l), Pos: l.Pos, Time: l.Time}
 	}
 	h.Files = files
 	if _, err := c.d.replaceHead(ctx, part, etag, h); err != nil {
@@ -693,12 +692,18 @@ func (c *checker) rollForward(ctx context.Context, part string) error {
 // (index entries missing or behind the log), then the tail.
 func (c *checker) rollForwardAll(ctx context.Context, part string, pl *partLog) error {
 	for _, info := range pl.latest {
-		e := logEntry{Path: info.Path, Deleted: info.Deleted, Version: info.Version, Size: info.Size, Chunks: info.Chunks, SHA256: info.SHA256, Meta: info.Meta, Inline: info.Inline}
-		if _, err := c.d.updateIndex(ctx, e, info.Pos, info.Time, c.o.Now, nil); err != nil {
+		if _, err := c.d.updateIndex(ctx, changeOf(info), info.Pos, info.Time, c.o.Now, nil); err != nil {
 			return err
 		}
 	}
 	return c.rollForward(ctx, part)
+}
+
+// changeOf is the log entry of the change info states (a path's latest
+// change as the log holds it), as the roll-forward writes it in the index.
+func changeOf(info datastore.Info) logEntry {
+	return logEntry{Path: info.Path, Deleted: info.Deleted, Version: info.Version, Size: info.Size, Chunks: info.Chunks,
+		SHA256: info.SHA256, Meta: info.Meta, Inline: info.Inline}
 }
 
 // recentProblem says what is wrong with the copies of its last log objects

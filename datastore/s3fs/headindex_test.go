@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -67,13 +68,7 @@ func rawHeadJSON(t *testing.T, c *s3.Client, bucket, key string) map[string]json
 func putFiles(t *testing.T, s *datastore.Store, files map[string]string) []datastore.Info {
 	t.Helper()
 	var es []datastore.Entry
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range files {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		st, err := s.Upload(t.Context(), p, strings.NewReader(files[p]), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -105,13 +100,7 @@ func wantFiles(t *testing.T, s *datastore.Store, prefix string, files map[string
 	for _, f := range listed {
 		paths = append(paths, f.Path)
 	}
-	want := slices.Sorted(func(yield func(string) bool) {
-		for p := range files {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	want := slices.Sorted(maps.Keys(files))
 	slices.Sort(paths)
 	if !slices.Equal(paths, want) {
 		t.Fatalf("ls %s = %v; want %v", prefix, paths, want)
@@ -413,13 +402,7 @@ func TestListAcrossHeadIndexes(t *testing.T) {
 		}
 		cur = page.Cursor
 	}
-	wantPaths := slices.Sorted(func(yield func(string) bool) {
-		for p := range want {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	wantPaths := slices.Sorted(maps.Keys(want))
 	if !slices.Equal(got, wantPaths) {
 		t.Fatalf("ls by pages of 2 = %v; want %v", got, wantPaths)
 	}
