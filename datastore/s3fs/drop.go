@@ -401,25 +401,29 @@ func (d *Driver) dropRead(ctx context.Context, path string, want *indexEntry, r 
 // (its roll-forward's write), or "" if that is not known (a write after a
 // lost race).
 func headETag(t *tail) string {
-	switch {
-	case !t.exists:
-		return ""
-	case t.rolled != "":
-		return t.rolled
-	case t.last == nil || t.h.Applied >= t.rollTo():
-		return t.hetag // the roll-forward wrote nothing
-	}
-	return ""
+	_, etag, _ := rolledKnown(t)
+	return etag
 }
 
-// rolledHead returns part's head as t's roll-forward left it (the one it
-// wrote, or the one t read when it wrote none), or as read now.
-func (d *Driver) rolledHead(ctx context.Context, part string, t *tail) (head, string, bool, error) {
+// rolledKnown returns the head t's roll-forward left, when it is known
+// without a read: the one it wrote, or the one t read when it wrote none.
+func rolledKnown(t *tail) (head, string, bool) {
 	switch {
+	case !t.exists:
+		return head{}, "", false
 	case t.rolled != "":
-		return t.rolledHead, t.rolled, true, nil
+		return t.rolledHead, t.rolled, true
 	case t.last == nil || t.h.Applied >= t.rollTo():
-		return t.h, t.hetag, true, nil
+		return t.h, t.hetag, true // the roll-forward wrote nothing
+	}
+	return head{}, "", false
+}
+
+// rolledHead returns part's head as t's roll-forward left it
+// (rolledKnown), or as read now.
+func (d *Driver) rolledHead(ctx context.Context, part string, t *tail) (head, string, bool, error) {
+	if h, etag, ok := rolledKnown(t); ok {
+		return h, etag, true, nil
 	}
 	return d.readHead(ctx, part)
 }
