@@ -117,12 +117,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 // commitIfLayout is Commit, applied only if the layout record holds layout
 // (if not nil: layoutcommit.go).
 func (d *Driver) commitIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, now time.Time, layout []byte) ([]datastore.Info, error) {
-	var parts []string
-	for _, e := range entries {
-		parts = append(parts, d.partition(e.Path()))
-	}
-	slices.Sort(parts)
-	parts = slices.Compact(parts)
+	parts := d.partsOf(entries)
 	if len(entries) > d.maxCommit {
 		if d.fitsOneTx(entries, parts) {
 			// More entries than a worst case holds, but these fit in
@@ -140,6 +135,16 @@ func (d *Driver) commitIfLayout(ctx context.Context, fence *datastore.Fence, ent
 	// A commit of one transaction registers its new partitions in it
 	// (registry.go).
 	return d.commitOnceIfLayout(ctx, fence, entries, parts, now, "", layout)
+}
+
+// partsOf returns the partitions of entries' paths, sorted, each once.
+func (d *Driver) partsOf(entries []datastore.Entry) []string {
+	var parts []string
+	for _, e := range entries {
+		parts = append(parts, d.partition(e.Path()))
+	}
+	slices.Sort(parts)
+	return slices.Compact(parts)
 }
 
 // commitOnce applies entries in one TransactWriteItems, or, with tx set,

@@ -93,13 +93,10 @@ func (d *Driver) PrefetchCommit(ctx context.Context, paths []string) context.Con
 // in d's namespace reads.
 func (d *Driver) newPrefetch(paths []string) *prefetch {
 	var entries []datastore.Entry
-	var parts []string
 	for _, p := range paths {
 		entries = append(entries, datastore.Entry{Put: &datastore.Staged{Path: p}})
-		parts = append(parts, d.partition(p))
 	}
-	slices.Sort(parts)
-	pf := &prefetch{pfx: d.pfx, keys: dedupKeys(d.commitKeys(entries, slices.Compact(parts))), in: map[string]bool{}}
+	pf := &prefetch{pfx: d.pfx, keys: dedupKeys(d.commitKeys(entries, d.partsOf(entries))), in: map[string]bool{}}
 	for _, k := range pf.keys {
 		pf.in[itemID(k)] = true
 	}

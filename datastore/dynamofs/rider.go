@@ -45,13 +45,7 @@ func (d *Driver) prepareRide(ctx context.Context, fence *datastore.Fence, base [
 		return nil
 	}
 	entries := r.Entries()
-	var parts []string
-	for _, e := range entries {
-		parts = append(parts, rd.partition(e.Path()))
-	}
-	slices.Sort(parts)
-	parts = slices.Compact(parts)
-	items, roles, out, move, err := rd.buildCommit(ctx, r.Fence, entries, parts, r.Now, "")
+	items, roles, out, move, err := rd.buildCommit(ctx, r.Fence, entries, rd.partsOf(entries), r.Now, "")
 	if err != nil || len(out) == 0 {
 		return nil
 	}

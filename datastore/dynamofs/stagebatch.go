@@ -129,12 +129,7 @@ func (d *Driver) stageAll(ctx context.Context, fence *datastore.Fence, entries [
 		n := d.stageLen(entries[start:], len(own.first))
 		for {
 			batch := entries[start : start+n]
-			var parts []string
-			for _, e := range batch {
-				parts = append(parts, d.partition(e.Path()))
-			}
-			slices.Sort(parts)
-			infos, err := d.commitOnce(ctx, fence, batch, slices.Compact(parts), now, id)
+			infos, err := d.commitOnce(ctx, fence, batch, d.partsOf(batch), now, id)
 			if errors.Is(err, errTxTooBig) && n > 1 {
 				n = (n + 1) / 2
 				continue
