@@ -150,13 +150,7 @@ func (s *Store) Root() *Store { return s.root }
 // register records s's namespace in the registry once per process, before
 // its first commit, so that Namespaces lists it.
 func (s *Store) register(ctx context.Context) error {
-	if s.ns == "" || strings.HasPrefix(s.ns, "_") {
-		return nil
-	}
-	s.nss.mu.Lock()
-	done := s.nss.registered[s.ns]
-	s.nss.mu.Unlock()
-	if done {
+	if s.registeredHere() {
 		return nil
 	}
 	v, _ := json.Marshal(NamespaceConfig{Created: s.now().UTC(), Layout: s.provenLayout()})
@@ -168,6 +162,18 @@ func (s *Store) register(ctx context.Context) error {
 	s.nss.registered[s.ns] = true
 	s.nss.mu.Unlock()
 	return nil
+}
+
+// registeredHere reports whether s's namespace needs no registration by
+// this process: the root and the internal scopes are never registered, and
+// a namespace is once per process (register, knownRegistered).
+func (s *Store) registeredHere() bool {
+	if s.ns == "" || strings.HasPrefix(s.ns, "_") {
+		return true
+	}
+	s.nss.mu.Lock()
+	defer s.nss.mu.Unlock()
+	return s.nss.registered[s.ns]
 }
 
 // Namespaces returns every namespace: DefaultNamespace and each one that

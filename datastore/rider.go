@@ -2,7 +2,6 @@ package datastore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,33 +52,17 @@ func (s *Store) CommitRider(fence *Fence, deletes []string) *CommitRider {
 	if s.open() != nil || fence == nil || len(deletes) == 0 {
 		return nil
 	}
-	if s.root.layoutUnverified.Load() || !s.root.layoutRecorded.Load() {
+	if s.root.layoutUnverified.Load() || !s.root.layoutRecorded.Load() || !s.registeredHere() {
 		return nil
-	}
-	if s.ns != "" && !strings.HasPrefix(s.ns, "_") {
-		s.nss.mu.Lock()
-		done := s.nss.registered[s.ns]
-		s.nss.mu.Unlock()
-		if !done {
-			return nil
-		}
 	}
 	if metastore.ValidateKey(fence.Key) != nil {
 		return nil
 	}
-	seen := map[string]bool{}
-	var entries []Entry
-	for _, p := range deletes {
-		if ValidatePath(p) != nil || seen[p] {
-			return nil
-		}
-		seen[p] = true
-		entries = append(entries, Entry{Delete: p})
-	}
-	if CommitClash(entries) != nil {
+	r := &CommitRider{Driver: s.d, Fence: fence, Deletes: deletes, Now: s.now()}
+	if checkEntries(r.Entries()) != nil {
 		return nil
 	}
-	return &CommitRider{Driver: s.d, Fence: fence, Deletes: deletes, Now: s.now()}
+	return r
 }
 
 // Entries returns the rider's commit entries.

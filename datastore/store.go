@@ -181,24 +181,7 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 			return nil, fmt.Errorf("fence: %w", err)
 		}
 	}
-	seen := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		if (e.Put == nil) == (e.Delete == "") {
-			return nil, fmt.Errorf("%w: a commit entry is either a staged file or a delete", metastore.ErrInvalidArgument)
-		}
-		p := e.Path()
-		if err := ValidatePath(p); err != nil {
-			return nil, err
-		}
-		if seen[p] {
-			return nil, fmt.Errorf("%w: path %q appears twice in one commit", metastore.ErrInvalidArgument, p)
-		}
-		seen[p] = true
-		if e.Put != nil && (e.Put.Version == "" || len(e.Put.Meta) > MaxMetaBytes || e.Put.Chunks < 0) {
-			return nil, fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
-		}
-	}
-	if err := CommitClash(entries); err != nil { // clash.go
+	if err := checkEntries(entries); err != nil {
 		return nil, err
 	}
 	// The store's side of the trust boundary: a staged file that s did not
@@ -240,6 +223,30 @@ func (s *Store) Commit(ctx context.Context, fence *Fence, entries []Entry) ([]In
 		out = append(out, applied...)
 	}
 	return out, nil
+}
+
+// checkEntries refuses entries Commit cannot apply: an entry neither a
+// staged file nor a delete, an invalid path, a path twice, a staged file
+// Upload did not return, a path both a file and a directory (CommitClash).
+func checkEntries(entries []Entry) error {
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if (e.Put == nil) == (e.Delete == "") {
+			return fmt.Errorf("%w: a commit entry is either a staged file or a delete", metastore.ErrInvalidArgument)
+		}
+		p := e.Path()
+		if err := ValidatePath(p); err != nil {
+			return err
+		}
+		if seen[p] {
+			return fmt.Errorf("%w: path %q appears twice in one commit", metastore.ErrInvalidArgument, p)
+		}
+		seen[p] = true
+		if e.Put != nil && (e.Put.Version == "" || len(e.Put.Meta) > MaxMetaBytes || e.Put.Chunks < 0) {
+			return fmt.Errorf("%w: staged file %q was not returned by Upload", metastore.ErrInvalidArgument, p)
+		}
+	}
+	return CommitClash(entries) // clash.go
 }
 
 // Put uploads the content of r as the new version of path and commits it,
