@@ -109,24 +109,30 @@ positions). See docs/sync.md.`,
 			// tree remembers (no request); Sync reads the record before
 			// anything that needs it, and a stale one is forgotten and
 			// the sync started again, having done nothing (docs/sync.md).
-			var remembered *datastore.Layout
-			if len(o.models) == 0 {
-				remembered = treesync.RememberedLayout(o.dir)
-			}
-			opts := &dsurl.Options{Remembered: remembered}
-			for range 2 { // the second time without it
-				err := g.openData(cmd, opts, func(s *datastore.Store) error { return o.sync(cmd, g, s) })
-				if opts.Remembered != nil && errors.Is(err, datastore.ErrStaleLayout) {
-					opts.Remembered = nil
-					continue
-				}
-				return err
-			}
-			return nil // not reached: the second round remembers none
+			return o.openRemembered(cmd, g, func() bool { return true }, func(s *datastore.Store) error { return o.sync(cmd, g, s) })
 		},
 	}
 	o.addFlags(cmd, true)
 	return cmd
+}
+
+// openRemembered calls fn with the datastore opened with the layout o's
+// tree remembers (an unscoped sync or run; a scoped one opens it as any
+// command does), and, when fn returns datastore.ErrStaleLayout and again
+// says it may, once more with it opened without: the tree forgot the stale
+// layout, and the open reads the record.
+func (o *dataSyncOptions) openRemembered(cmd *cobra.Command, g *globalOptions, again func() bool, fn func(*datastore.Store) error) error {
+	var remembered *datastore.Layout
+	if len(o.models) == 0 {
+		remembered = treesync.RememberedLayout(o.dir)
+	}
+	opts := &dsurl.Options{Remembered: remembered}
+	err := g.openData(cmd, opts, fn)
+	if opts.Remembered != nil && errors.Is(err, datastore.ErrStaleLayout) && again() {
+		opts.Remembered = nil
+		return g.openData(cmd, opts, fn)
+	}
+	return err
 }
 
 // sync is `lake data sync` on s.
@@ -171,43 +177,31 @@ SIGKILL after --grace, and nothing is committed. The report goes to stderr.`,
 			// with the layout the tree remembers; Run proves it before
 			// CMD runs, and a stale one ends the run before CMD, which
 			// is then started once, with the record read.
-			var remembered *datastore.Layout
-			if len(o.models) == 0 {
-				remembered = treesync.RememberedLayout(o.dir)
-			}
-			opts := &dsurl.Options{Remembered: remembered}
 			ran := false
-			for {
-				err := g.openData(cmd, opts, func(s *datastore.Store) error {
-					t, err := o.open(s, g.namespace)
-					if err != nil {
-						return err
-					}
-					var status error
-					rep, err := t.Run(cmd.Context(), treesync.Scope{Models: o.models}, func(ctx context.Context, ls *lock.Lease) error {
-						ran = true
-						status = runInTree(ctx, t.Dir(), ls, args, o.grace)
-						return status
-					}, treesync.RunOptions{PushOnFailure: o.pushOnFailure})
-					if !ran && errors.Is(err, datastore.ErrStaleLayout) {
-						return err // before CMD: the caller runs again
-					}
-					printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
-					if err != nil && !errors.Is(err, status) && !errors.Is(err, treesync.ErrPartial) {
-						return err
-					}
-					printReport(cmd.ErrOrStderr(), rep)
-					if status == nil {
-						return err // nil, or the skipped paths (exit 9)
-					}
-					return status
-				})
-				if !ran && opts.Remembered != nil && errors.Is(err, datastore.ErrStaleLayout) {
-					opts.Remembered = nil
-					continue
+			return o.openRemembered(cmd, g, func() bool { return !ran }, func(s *datastore.Store) error {
+				t, err := o.open(s, g.namespace)
+				if err != nil {
+					return err
 				}
-				return err
-			}
+				var status error
+				rep, err := t.Run(cmd.Context(), treesync.Scope{Models: o.models}, func(ctx context.Context, ls *lock.Lease) error {
+					ran = true
+					status = runInTree(ctx, t.Dir(), ls, args, o.grace)
+					return status
+				}, treesync.RunOptions{PushOnFailure: o.pushOnFailure})
+				if !ran && errors.Is(err, datastore.ErrStaleLayout) {
+					return err // before CMD: the caller runs again
+				}
+				printSkipped(cmd.ErrOrStderr(), rep.Skipped, rep.Warnings)
+				if err != nil && !errors.Is(err, status) && !errors.Is(err, treesync.ErrPartial) {
+					return err
+				}
+				printReport(cmd.ErrOrStderr(), rep)
+				if status == nil {
+					return err // nil, or the skipped paths (exit 9)
+				}
+				return status
+			})
 		},
 	}
 	o.addFlags(cmd, true)
