@@ -2,7 +2,9 @@ package s3fs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +223,87 @@ func TestCompactionReadsEachYoungObjectOnce(t *testing.T) {
 		if _, got, err := s.Get(ctx, p); err != nil || string(got) != fmt.Sprint(20+i) {
 			t.Fatalf("%s reads %q, %v; want its second version", p, got, err)
 		}
+	}
+}
+
+// TestCompactionByTheHeadIndex (issue 31): a partition whose head holds its
+// index (layout models-v3) is compacted from the head alone: the reclaim
+// reads no log object, and deletes exactly the dead objects a reclaim that
+// reads each one deletes (layout models, the control: every object read),
+// keeps the live ones and the log's last, and purges a tombstone past the
+// horizon in the head. A raw client's objects under the log's prefix: a
+// key that names no position is neither read nor deleted; a dead object
+// overwritten with garbage is deleted like the object it replaced (it holds
+// no path's latest change, by the head), never read as one.
+func TestCompactionByTheHeadIndex(t *testing.T) {
+	for _, l := range []datastore.Layout{datastore.LayoutModels, datastore.LayoutModelsV3} {
+		t.Run(l.String(), func(t *testing.T) {
+			api, s, c, bucket := readsStore(t)
+			s.SetLayout(l)
+			ctx := t.Context()
+			const part = "m/p"
+			logPrefix := testPrefix + "l/m%2Fp/"
+			for i := range 40 { // positions 1 to 40: f00..f19 twice
+				if _, err := s.Put(ctx, fmt.Sprintf("data/%s/f%02d", part, i%20), strings.NewReader(fmt.Sprint(i)), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			del, err := s.Delete(ctx, fmt.Sprintf("data/%s/f00", part)) // 41
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l == datastore.LayoutModelsV3 {
+				raw := func(key, body string) {
+					if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				raw(logPrefix+"notes.txt", "a foreign object")
+				raw(fmt.Sprintf("%s%020d", logPrefix, 5), "not a log object") // f04's first version, dead
+			}
+			time.Sleep(1100 * time.Millisecond) // past S3's one-second times
+			api.take()
+			st, err := s.Reclaim(ctx, datastore.ReclaimOptions{Grace: time.Nanosecond, UploadGrace: time.Hour, Horizon: time.Hour})
+			if err != nil || st.Tombstones != 0 {
+				t.Fatalf("reclaim within the horizon = %+v, %v; want no tombstone purged", st, err)
+			}
+			reads := api.take()
+			if l == datastore.LayoutModelsV3 && reads["l"] != 0 {
+				t.Fatalf("the reclaim read %d log objects (%v); want none: the head holds the index", reads["l"], reads)
+			}
+			if l == datastore.LayoutModels && reads["l"] < 40 {
+				t.Fatalf("the control's reclaim read %d log objects (%v); want each (40)", reads["l"], reads)
+			}
+			keys := rawKeys(t, c, bucket, logPrefix)
+			// Positions 1 to 21 are dead (the first round, and f00's
+			// second version, which the delete replaced).
+			var want []string
+			for pos := 22; pos <= 41; pos++ {
+				want = append(want, fmt.Sprintf("%s%020d", logPrefix, pos))
+			}
+			if l == datastore.LayoutModelsV3 {
+				want = append(want, logPrefix+"notes.txt")
+			}
+			if !slices.Equal(keys, want) {
+				t.Fatalf("the log after the reclaim: %v; want %v", keys, want)
+			}
+			for i := 1; i < 20; i++ {
+				p := fmt.Sprintf("data/%s/f%02d", part, i)
+				if _, got, err := s.Get(ctx, p); err != nil || string(got) != fmt.Sprint(20+i) {
+					t.Fatalf("%s reads %q, %v; want its second version", p, got, err)
+				}
+			}
+			api.take()
+			st, err = s.Reclaim(ctx, datastore.ReclaimOptions{Grace: time.Nanosecond, UploadGrace: time.Hour, Horizon: time.Nanosecond})
+			if err != nil || st.Tombstones != 1 {
+				t.Fatalf("reclaim past the horizon = %+v, %v; want f00's tombstone purged", st, err)
+			}
+			if reads := api.take(); l == datastore.LayoutModelsV3 && reads["l"] != 0 {
+				t.Fatalf("the purge read %d log objects (%v); want none", reads["l"], reads)
+			}
+			if _, _, err := s.Changes(ctx, part, del.Pos-1, 10); !errors.Is(err, datastore.ErrHorizon) {
+				t.Fatalf("a feed read from before the purged tombstone: %v; want ErrHorizon", err)
+			}
+		})
 	}
 }

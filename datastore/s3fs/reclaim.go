@@ -297,7 +297,9 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 	index := map[string]idx{}
 	// An Indexed head's entries are read from it as the roll-forward left
 	// it, and its tombstones purged in its write that raises the floor
-	// (headindex.go).
+	// (headindex.go); the dead objects are found from it too, reading
+	// none of them (deadByIndex). Otherwise each entry is its index
+	// object, read as an object the log names it.
 	var hx *head
 	var hxETag string
 	hxPurged := map[string]uint64{} // path → the tombstone's position
@@ -312,10 +314,6 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		}
 	}
 	readEntry := func(path string) (idx, error) {
-		if hx != nil {
-			e, err := d.headEntry(part, *hx, path)
-			return idx{e: e}, err
-		}
 		ie, etag, err := d.readIndex(ctx, path)
 		return idx{ie, etag}, err
 	}
@@ -335,12 +333,6 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		if cur.e == nil || cur.e.Pos != pos || !cur.e.Deleted {
 			return true, nil // superseded, or purged already
 		}
-		if hx != nil {
-			hxPurged[path] = pos // in the head's write below
-			index[path] = idx{}
-			floor = max(floor, pos)
-			return true, nil
-		}
 		err := d.c.deleteIf(ctx, d.fileKey(path), cur.etag)
 		if errors.Is(err, metastore.ErrConflict) {
 			return false, nil
@@ -353,69 +345,76 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		floor = max(floor, pos)
 		return true, nil
 	}
-	for _, p := range mark.Pending {
-		if now.Sub(p.Time) <= o.Horizon {
-			next.Pending = append(next.Pending, p)
-			continue
-		}
-		if done, err := purge(p.Path, p.Pos); err != nil {
-			return err
-		} else if !done {
-			next.Pending = append(next.Pending, p)
-		}
-	}
-	for i, k := range keys {
-		old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
-		pos, _ := d.posOf(part, k.key)
-		if pos > t.rollTo() {
-			break // a staged commit not yet decided, and what follows it (whole.go)
-		}
-		if !old && mark.Pos > 0 && pos <= mark.Pos {
-			continue // handled, and not deletable yet
-		}
-		obj, err := d.readLog(ctx, part, k.key, pos)
-		if errors.Is(err, metastore.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+	if hx != nil {
+		var err error
+		if deadKeys, err = d.deadByIndex(part, *hx, keys, t.rollTo(), now, o, hxPurged, &floor, &next); err != nil {
 			return err
 		}
-		dead := true
-		for j, e := range obj.Entries {
-			pos := obj.First + uint64(j)
-			cur, ok := index[e.Path]
-			if !ok {
-				var err error
-				if cur, err = readEntry(e.Path); err != nil {
-					return err
-				}
-				index[e.Path] = cur
+	} else {
+		for _, p := range mark.Pending {
+			if now.Sub(p.Time) <= o.Horizon {
+				next.Pending = append(next.Pending, p)
+				continue
 			}
-			if cur.e == nil || cur.e.Pos != pos {
-				continue // superseded (or its tombstone purged)
+			if done, err := purge(p.Path, p.Pos); err != nil {
+				return err
+			} else if !done {
+				next.Pending = append(next.Pending, p)
 			}
-			if cur.e.Deleted {
-				if now.Sub(cur.e.Time) > o.Horizon {
-					done, err := purge(e.Path, pos)
-					if err != nil {
+		}
+		for i, k := range keys {
+			old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
+			pos, _ := d.posOf(part, k.key)
+			if pos > t.rollTo() {
+				break // a staged commit not yet decided, and what follows it (whole.go)
+			}
+			if !old && mark.Pos > 0 && pos <= mark.Pos {
+				continue // handled, and not deletable yet
+			}
+			obj, err := d.readLog(ctx, part, k.key, pos)
+			if errors.Is(err, metastore.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			dead := true
+			for j, e := range obj.Entries {
+				pos := obj.First + uint64(j)
+				cur, ok := index[e.Path]
+				if !ok {
+					var err error
+					if cur, err = readEntry(e.Path); err != nil {
 						return err
 					}
-					if done {
-						continue
+					index[e.Path] = cur
+				}
+				if cur.e == nil || cur.e.Pos != pos {
+					continue // superseded (or its tombstone purged)
+				}
+				if cur.e.Deleted {
+					if now.Sub(cur.e.Time) > o.Horizon {
+						done, err := purge(e.Path, pos)
+						if err != nil {
+							return err
+						}
+						if done {
+							continue
+						}
+					}
+					if !old && pos > mark.Pos {
+						next.Pending = append(next.Pending, pendingTombstone{Path: e.Path, Pos: pos, Time: cur.e.Time})
 					}
 				}
-				if !old && pos > mark.Pos {
-					next.Pending = append(next.Pending, pendingTombstone{Path: e.Path, Pos: pos, Time: cur.e.Time})
-				}
+				dead = false
 			}
-			dead = false
-		}
-		if !old && obj.last() > next.Pos {
-			next.Pos, next.Key, next.Mod = obj.last(), k.key, k.mod
-		}
-		last := i == len(keys)-1
-		if dead && !last && old {
-			deadKeys = append(deadKeys, k)
+			if !old && obj.last() > next.Pos {
+				next.Pos, next.Key, next.Mod = obj.last(), k.key, k.mod
+			}
+			last := i == len(keys)-1
+			if dead && !last && old {
+				deadKeys = append(deadKeys, k)
+			}
 		}
 	}
 	headWritten := false
@@ -558,4 +557,61 @@ func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) erro
 			return err
 		}
 	}
+}
+
+// deadByIndex is compact's pass over the log keys (position keys, in
+// order) of a partition whose head h holds its index, as the roll-forward
+// left it at rollTo: every path's latest change is an entry of h, so an
+// object is dead when no entry's position lies in its run of positions,
+// which the next key's position bounds (a run bounded so may be taken
+// too long, never too short: an object is kept, never lost). No object
+// is read (issue 31: the seed's loop read each new object of every
+// catalog partition in its reclaims). The tombstones past the horizon go
+// into purged (removed from h in the write that raises the floor to
+// *floor); next, the mark, moves past the young objects, which only
+// bounds what the next reclaim lists (compactionKeys), as it would after
+// reading them. It returns the dead objects that are past the grace
+// period, never the log's last.
+func (d *Driver) deadByIndex(part string, h head, keys []listed, rollTo uint64, now time.Time, o datastore.ReclaimOptions, purged map[string]uint64, floor *uint64, next *examinedMark) ([]listed, error) {
+	var live []uint64
+	for path := range h.Files {
+		e, err := d.headEntry(part, h, path)
+		if err != nil {
+			return nil, err
+		}
+		if e.Deleted && now.Sub(e.Time) > o.Horizon {
+			purged[path] = e.Pos
+			*floor = max(*floor, e.Pos)
+			continue
+		}
+		live = append(live, e.Pos)
+	}
+	slices.Sort(live)
+	var dead []listed
+	for i, k := range keys {
+		pos, _ := d.posOf(part, k.key)
+		if pos > rollTo {
+			break // a staged commit not yet decided, and what follows it (whole.go)
+		}
+		end := rollTo // the run of the last object listed
+		if i+1 < len(keys) {
+			np, _ := d.posOf(part, keys[i+1].key)
+			end = min(end, np-1)
+		}
+		if d.c.clock.now().Sub(k.mod) <= o.Grace { // by S3's clock
+			if end > next.Pos {
+				next.Pos, next.Key, next.Mod = end, k.key, k.mod
+			}
+			continue
+		}
+		if i == len(keys)-1 {
+			break
+		}
+		j, _ := slices.BinarySearch(live, pos)
+		if j < len(live) && live[j] <= end {
+			continue
+		}
+		dead = append(dead, k)
+	}
+	return dead, nil
 }
