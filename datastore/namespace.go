@@ -22,6 +22,15 @@ const DefaultNamespace = "default"
 // catalog). Its name cannot be a user's namespace.
 const CatalogScope = "_catalog"
 
+// FlatScope reports whether the internal scope name holds only paths none
+// of which is another's directory, by construction: the catalog's rows
+// (NAMESPACE/TYPE/ID, or NAMESPACE/ and a longer model escaped as one
+// segment), which only package catalog writes. A driver may leave out the
+// file-or-directory checks of a commit there (issue 31: on DynamoDB a new
+// row's put Queried its partition for a row below it, one request in
+// every sync that made a model). A user's namespace is never flat.
+func FlatScope(name string) bool { return name == CatalogScope }
+
 // nsRE is a namespace name: one path segment of letters, digits, '.', '_'
 // and '-', starting with a letter or digit (so that "_catalog" and other
 // internal scopes can never be a user's).

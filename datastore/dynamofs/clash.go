@@ -70,6 +70,9 @@ func (d *Driver) modelDirOf(p string) (string, bool) {
 // the commit themselves) and the heads of the models whose directory it
 // puts as a file.
 func (d *Driver) clashKeys(entries []datastore.Entry) []item {
+	if datastore.FlatScope(d.ns) {
+		return nil // no path there is another's directory
+	}
 	in, parts := map[string]bool{}, map[string]bool{}
 	for _, e := range entries {
 		in[e.Path()] = true
@@ -101,6 +104,9 @@ func (d *Driver) clashKeys(entries []datastore.Entry) []item {
 // (lookup), or the ConditionChecks that keep that state true until the
 // transaction (touched: the partitions whose heads the commit CASes).
 func (d *Driver) clashChecks(ctx context.Context, entries []datastore.Entry, touched map[string]bool, lookup func(item) item, tx string, guard func(model string)) ([]types.TransactWriteItem, error) {
+	if datastore.FlatScope(d.ns) {
+		return nil, nil // no path there is another's directory
+	}
 	in := map[string]bool{}
 	for _, e := range entries {
 		in[e.Path()] = true
