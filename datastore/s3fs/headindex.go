@@ -142,14 +142,22 @@ func (d *Driver) currentEntry(ctx context.Context, path string) (*indexEntry, er
 }
 
 // listIndexed is List in a datastore whose heads hold their index: the
-// heads of the partitions that may hold paths under prefix are listed and
-// read (headsParallel at once), an Indexed one's entries taken from it;
-// the index objects under prefix of the partitions that keep theirs in f/
-// are listed and read as before. Both are merged in key order (the order
-// of f/PATH~, as List has always returned), up to limit; while the index
-// objects' listing has more, nothing after its last key is returned, so
-// that none of them is passed over. An index object of an Indexed
-// partition is no entry, and is skipped.
+// heads of the partitions that may hold paths under prefix are listed, and
+// read (headsParallel at once) in the order of their paths' keys, an
+// Indexed one's entries taken from it; the index objects under prefix of
+// the partitions that keep theirs in f/ are listed and read as before.
+// Both are merged in key order (the order of f/PATH~, as List has always
+// returned), up to limit; while the index objects' listing has more,
+// nothing after its last key is returned, so that none of them is passed
+// over. An index object of an Indexed partition is no entry, and is
+// skipped.
+//
+// A page reads only the heads it can need: every key of a partition
+// starts with its paths' prefix (PartitionPrefix, escaped), so a partition
+// whose keys all sort before the page's start is not read, and once limit
+// entries sort before the next partition's prefix, no later partition can
+// hold one of the page's (a listing of every file read each partition's
+// head on every page: pages × partitions GETs).
 func (d *Driver) listIndexed(ctx context.Context, prefix string, limit int, pos []byte) ([]datastore.Info, []byte, error) {
 	after := ""
 	if pos != nil {
@@ -159,51 +167,88 @@ func (d *Driver) listIndexed(ctx context.Context, prefix string, limit int, pos 
 	if err != nil {
 		return nil, nil, err
 	}
-	var parts []string
+	type listedPart struct{ part, from string } // from: its keys' common prefix
+	var parts []listedPart
 	for _, k := range heads {
-		if p, ok := d.headPartition(k.key); ok && datastore.PrefixMayMatch(p, prefix) {
-			parts = append(parts, p)
+		p, ok := d.headPartition(k.key)
+		if !ok || !datastore.PrefixMayMatch(p, prefix) {
+			continue
 		}
+		from := escape(datastore.PartitionPrefix(p))
+		if from < after && !strings.HasPrefix(after, from) {
+			continue // every key of it sorts before the page
+		}
+		parts = append(parts, listedPart{p, from})
 	}
+	slices.SortFunc(parts, func(a, b listedPart) int { return strings.Compare(a.from, b.from) })
 	type cand struct {
 		key, path string
 		info      *datastore.Info // from a head; nil: an index object to read
 	}
 	var mu sync.Mutex
 	var cands []cand
-	indexed := map[string]bool{}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(headsParallel)
-	for _, part := range parts {
-		g.Go(func() error {
-			h, _, ok, err := d.readHead(gctx, part)
-			if err != nil || !ok || !h.Indexed {
-				return err
-			}
-			var mine []cand
-			for path := range h.Files {
-				key := leaf(path)
-				if !strings.HasPrefix(path, prefix) || key <= after || d.partition(path) != part {
-					continue
-				}
-				e, err := d.headEntry(part, h, path)
+	read := map[string]bool{}    // the partitions whose heads were read
+	indexed := map[string]bool{} // those of them that hold their index
+	readHeads := func(batch []string) error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(headsParallel)
+		for _, part := range batch {
+			g.Go(func() error {
+				h, _, ok, err := d.readHead(gctx, part)
 				if err != nil {
 					return err
 				}
-				if !e.Deleted {
-					info := e.info(part, e.Pos, e.Time)
-					mine = append(mine, cand{key, path, &info})
+				var mine []cand
+				if ok && h.Indexed {
+					for path := range h.Files {
+						key := leaf(path)
+						if !strings.HasPrefix(path, prefix) || key <= after || d.partition(path) != part {
+							continue
+						}
+						e, err := d.headEntry(part, h, path)
+						if err != nil {
+							return err
+						}
+						if !e.Deleted {
+							info := e.info(part, e.Pos, e.Time)
+							mine = append(mine, cand{key, path, &info})
+						}
+					}
 				}
-			}
-			mu.Lock()
-			indexed[part] = true
-			cands = append(cands, mine...)
-			mu.Unlock()
-			return nil
-		})
+				mu.Lock()
+				read[part], indexed[part] = true, ok && h.Indexed
+				cands = append(cands, mine...)
+				mu.Unlock()
+				return nil
+			})
+		}
+		return g.Wait()
 	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
+	// enough reports whether limit candidates sort before from, the key
+	// prefix of the next partition not read: none of its keys can then
+	// be on the page.
+	enough := func(from string) bool {
+		if len(cands) < limit {
+			return false
+		}
+		keys := make([]string, len(cands))
+		for i, c := range cands {
+			keys[i] = c.key
+		}
+		slices.Sort(keys)
+		return keys[limit-1] < from
+	}
+	for i := 0; i < len(parts); i += headsParallel {
+		if enough(parts[i].from) {
+			break
+		}
+		var batch []string
+		for _, lp := range parts[i:min(i+headsParallel, len(parts))] {
+			batch = append(batch, lp.part)
+		}
+		if err := readHeads(batch); err != nil {
+			return nil, nil, err
+		}
 	}
 	start := ""
 	if pos != nil {
@@ -215,6 +260,19 @@ func (d *Driver) listIndexed(ctx context.Context, prefix string, limit int, pos 
 	}
 	if len(keys) > limit {
 		keys, more = keys[:limit], true
+	}
+	// An index object's partition not read above: its head says
+	// whether the object is an entry (an Indexed head's entries are
+	// then candidates too, sorting after the page's start).
+	var unread []string
+	for _, k := range keys {
+		part := d.partition(unleaf(trimPrefix(k.key, d.prefix+"f/")))
+		if !read[part] && !slices.Contains(unread, part) {
+			unread = append(unread, part)
+		}
+	}
+	if err := readHeads(unread); err != nil {
+		return nil, nil, err
 	}
 	for _, k := range keys {
 		rel := trimPrefix(k.key, d.prefix+"f/")

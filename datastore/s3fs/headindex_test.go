@@ -458,3 +458,62 @@ func TestReclaimPurgeRacesACommit(t *testing.T) {
 	}
 	wantFiles(t, s, "data/m/", map[string]string{"data/m/1/a": "4", "data/m/1/x": "x"})
 }
+
+// TestListReadsTheHeadsAPageNeeds: ls in pages reads, for each page, the
+// heads of the partitions whose keys can be on it (those sorting from the
+// page's start, until the page is full before the next partition's
+// prefix), not every partition's: 40 models of 2 files and a file of the
+// "data" partition, in pages of 5, read about 5 heads a page (every one
+// of the 41, on each of the 17 pages, before), and return every file once,
+// in key order. A partition whose index moved to f/ (m/07) is listed from
+// there, in its place.
+func TestListReadsTheHeadsAPageNeeds(t *testing.T) {
+	defer s3fs.SetHeadIndexBounds(2, 1<<20)()
+	d, s, _, _ := headIndexStore(t)
+	ctx := t.Context()
+	want := map[string]string{"data/README": "r"}
+	putFiles(t, s, map[string]string{"data/README": "r"})
+	for i := range 40 {
+		files := map[string]string{}
+		n := 2
+		if i == 7 {
+			n = 3 // more than the head keeps: its index moves to f/
+		}
+		for j := range n {
+			files[fmt.Sprintf("data/m/%02d/f%d", i, j)] = fmt.Sprint(i, j)
+		}
+		putFiles(t, s, files)
+		maps.Copy(want, files)
+	}
+	var got []string
+	var cur string
+	pages := 0
+	before := d.Requests()
+	for range 100 {
+		page, err := s.List(ctx, "data/", 5, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, f := range page.Files {
+			got = append(got, f.Path)
+		}
+		if page.Cursor == "" {
+			break
+		}
+		cur = page.Cursor
+	}
+	after := d.Requests()
+	wantPaths := slices.Sorted(maps.Keys(want))
+	slices.SortFunc(wantPaths, func(a, b string) int { return strings.Compare(a+"~", b+"~") }) // key order
+	if !slices.Equal(got, wantPaths) {
+		t.Fatalf("ls by pages of 5 = %v; want %v", got, wantPaths)
+	}
+	// Each page: the partitions of its 5 files and a batch of 8 read at
+	// once around them; the index objects of m/07 read from f/.
+	if gets := after.Get - before.Get; gets > int64(pages*(5+8)) {
+		t.Fatalf("ls of %d files in %d pages read %d objects; want at most %d (a page's heads), not every head each page", len(want), pages, gets, pages*(5+8))
+	} else {
+		t.Logf("ls of %d files in %d pages: %d GETs", len(want), pages, gets)
+	}
+}
