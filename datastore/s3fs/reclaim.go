@@ -290,16 +290,11 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 		mark = stored
 	}
 	next := examinedMark{Pos: mark.Pos, Key: mark.Key, Mod: mark.Mod}
-	type idx struct {
-		e    *indexEntry
-		etag string
-	}
-	index := map[string]idx{}
 	// An Indexed head's entries are read from it as the roll-forward left
 	// it, and its tombstones purged in its write that raises the floor
 	// (headindex.go); the dead objects are found from it too, reading
-	// none of them (deadByIndex). Otherwise each entry is its index
-	// object, read as an object the log names it.
+	// none of them (deadByIndex). Otherwise each object is read and each
+	// of its entries' index objects (deadByReading).
 	var hx *head
 	var hxETag string
 	hxPurged := map[string]uint64{} // path → the tombstone's position
@@ -313,109 +308,15 @@ func (d *Driver) compact(ctx context.Context, part string, now time.Time, o data
 			hx, hxETag = &h, etag
 		}
 	}
-	readEntry := func(path string) (idx, error) {
-		ie, etag, err := d.readIndex(ctx, path)
-		return idx{ie, etag}, err
-	}
 	floor := uint64(0)
 	var deadKeys []listed // deleted once the floor is raised
-	// purge deletes path's tombstone at pos if it is still the path's
-	// latest change; false if it changed meanwhile (left to the next run).
-	purge := func(path string, pos uint64) (bool, error) {
-		cur, ok := index[path]
-		if !ok {
-			var err error
-			if cur, err = readEntry(path); err != nil {
-				return false, err
-			}
-			index[path] = cur
-		}
-		if cur.e == nil || cur.e.Pos != pos || !cur.e.Deleted {
-			return true, nil // superseded, or purged already
-		}
-		err := d.c.deleteIf(ctx, d.fileKey(path), cur.etag)
-		if errors.Is(err, metastore.ErrConflict) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		index[path] = idx{}
-		st.Tombstones++
-		floor = max(floor, pos)
-		return true, nil
-	}
 	if hx != nil {
-		var err error
-		if deadKeys, err = d.deadByIndex(part, *hx, keys, t.rollTo(), now, o, hxPurged, &floor, &next); err != nil {
-			return err
-		}
+		deadKeys, err = d.deadByIndex(part, *hx, keys, t.rollTo(), now, o, hxPurged, &floor, &next)
 	} else {
-		for _, p := range mark.Pending {
-			if now.Sub(p.Time) <= o.Horizon {
-				next.Pending = append(next.Pending, p)
-				continue
-			}
-			if done, err := purge(p.Path, p.Pos); err != nil {
-				return err
-			} else if !done {
-				next.Pending = append(next.Pending, p)
-			}
-		}
-		for i, k := range keys {
-			old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
-			pos, _ := d.posOf(part, k.key)
-			if pos > t.rollTo() {
-				break // a staged commit not yet decided, and what follows it (whole.go)
-			}
-			if !old && mark.Pos > 0 && pos <= mark.Pos {
-				continue // handled, and not deletable yet
-			}
-			obj, err := d.readLog(ctx, part, k.key, pos)
-			if errors.Is(err, metastore.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			dead := true
-			for j, e := range obj.Entries {
-				pos := obj.First + uint64(j)
-				cur, ok := index[e.Path]
-				if !ok {
-					var err error
-					if cur, err = readEntry(e.Path); err != nil {
-						return err
-					}
-					index[e.Path] = cur
-				}
-				if cur.e == nil || cur.e.Pos != pos {
-					continue // superseded (or its tombstone purged)
-				}
-				if cur.e.Deleted {
-					if now.Sub(cur.e.Time) > o.Horizon {
-						done, err := purge(e.Path, pos)
-						if err != nil {
-							return err
-						}
-						if done {
-							continue
-						}
-					}
-					if !old && pos > mark.Pos {
-						next.Pending = append(next.Pending, pendingTombstone{Path: e.Path, Pos: pos, Time: cur.e.Time})
-					}
-				}
-				dead = false
-			}
-			if !old && obj.last() > next.Pos {
-				next.Pos, next.Key, next.Mod = obj.last(), k.key, k.mod
-			}
-			last := i == len(keys)-1
-			if dead && !last && old {
-				deadKeys = append(deadKeys, k)
-			}
-		}
+		deadKeys, err = d.deadByReading(ctx, part, keys, t.rollTo(), now, o, mark, &floor, &next, st)
+	}
+	if err != nil {
+		return err
 	}
 	headWritten := false
 	if hx != nil && len(hxPurged) > 0 {
@@ -557,6 +458,121 @@ func (d *Driver) raiseFloor(ctx context.Context, part string, floor uint64) erro
 			return err
 		}
 	}
+}
+
+// deadByReading is compact's pass over the log keys (position keys, in
+// order) of a partition whose index is in f/, as the roll-forward left it
+// at rollTo: each object not handled yet is read, and each of its entries'
+// index objects, once; an object is dead when none of its entries is its
+// path's entry. A tombstone past the horizon is purged (its index object
+// deleted, *floor raised to it); one not yet, in an object too young to
+// delete, is kept in next.Pending with next's position past that object,
+// so that the next run purges it when due without reading the object
+// again (mark: what the last run handled). It returns the dead objects
+// that are past the grace period, never the log's last.
+func (d *Driver) deadByReading(ctx context.Context, part string, keys []listed, rollTo uint64, now time.Time, o datastore.ReclaimOptions, mark examinedMark, floor *uint64, next *examinedMark, st *datastore.ReclaimStats) ([]listed, error) {
+	type idx struct {
+		e    *indexEntry
+		etag string
+	}
+	index := map[string]idx{}
+	readEntry := func(path string) (idx, error) {
+		ie, etag, err := d.readIndex(ctx, path)
+		return idx{ie, etag}, err
+	}
+	var deadKeys []listed
+	// purge deletes path's tombstone at pos if it is still the path's
+	// latest change; false if it changed meanwhile (left to the next run).
+	purge := func(path string, pos uint64) (bool, error) {
+		cur, ok := index[path]
+		if !ok {
+			var err error
+			if cur, err = readEntry(path); err != nil {
+				return false, err
+			}
+			index[path] = cur
+		}
+		if cur.e == nil || cur.e.Pos != pos || !cur.e.Deleted {
+			return true, nil // superseded, or purged already
+		}
+		err := d.c.deleteIf(ctx, d.fileKey(path), cur.etag)
+		if errors.Is(err, metastore.ErrConflict) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		index[path] = idx{}
+		st.Tombstones++
+		*floor = max(*floor, pos)
+		return true, nil
+	}
+	for _, p := range mark.Pending {
+		if now.Sub(p.Time) <= o.Horizon {
+			next.Pending = append(next.Pending, p)
+			continue
+		}
+		if done, err := purge(p.Path, p.Pos); err != nil {
+			return nil, err
+		} else if !done {
+			next.Pending = append(next.Pending, p)
+		}
+	}
+	for i, k := range keys {
+		old := d.c.clock.now().Sub(k.mod) > o.Grace // by S3's clock
+		pos, _ := d.posOf(part, k.key)
+		if pos > rollTo {
+			break // a staged commit not yet decided, and what follows it (whole.go)
+		}
+		if !old && mark.Pos > 0 && pos <= mark.Pos {
+			continue // handled, and not deletable yet
+		}
+		obj, err := d.readLog(ctx, part, k.key, pos)
+		if errors.Is(err, metastore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		dead := true
+		for j, e := range obj.Entries {
+			pos := obj.First + uint64(j)
+			cur, ok := index[e.Path]
+			if !ok {
+				var err error
+				if cur, err = readEntry(e.Path); err != nil {
+					return nil, err
+				}
+				index[e.Path] = cur
+			}
+			if cur.e == nil || cur.e.Pos != pos {
+				continue // superseded (or its tombstone purged)
+			}
+			if cur.e.Deleted {
+				if now.Sub(cur.e.Time) > o.Horizon {
+					done, err := purge(e.Path, pos)
+					if err != nil {
+						return nil, err
+					}
+					if done {
+						continue
+					}
+				}
+				if !old && pos > mark.Pos {
+					next.Pending = append(next.Pending, pendingTombstone{Path: e.Path, Pos: pos, Time: cur.e.Time})
+				}
+			}
+			dead = false
+		}
+		if !old && obj.last() > next.Pos {
+			next.Pos, next.Key, next.Mod = obj.last(), k.key, k.mod
+		}
+		last := i == len(keys)-1
+		if dead && !last && old {
+			deadKeys = append(deadKeys, k)
+		}
+	}
+	return deadKeys, nil
 }
 
 // deadByIndex is compact's pass over the log keys (position keys, in
