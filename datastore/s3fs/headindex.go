@@ -261,19 +261,11 @@ func (d *Driver) listIndexed(ctx context.Context, prefix string, limit int, pos 
 	if len(keys) > limit {
 		keys, more = keys[:limit], true
 	}
-	// An index object's partition not read above: its head says
-	// whether the object is an entry (an Indexed head's entries are
-	// then candidates too, sorting after the page's start).
-	var unread []string
-	for _, k := range keys {
-		part := d.partition(unleaf(trimPrefix(k.key, d.prefix+"f/")))
-		if !read[part] && !slices.Contains(unread, part) {
-			unread = append(unread, part)
-		}
-	}
-	if err := readHeads(unread); err != nil {
-		return nil, nil, err
-	}
+	// An index object of a partition whose head was not read above is
+	// taken as an entry, and never reaches the page if that head holds
+	// the index: its key sorts from the partition's prefix, after every
+	// key the page returns (the heads were read until limit keys sorted
+	// before it), or before the page's start (not listed).
 	for _, k := range keys {
 		rel := trimPrefix(k.key, d.prefix+"f/")
 		if p := unleaf(rel); !indexed[d.partition(p)] {

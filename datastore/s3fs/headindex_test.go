@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -466,10 +467,13 @@ func TestReclaimPurgeRacesACommit(t *testing.T) {
 // "data" partition, in pages of 5, read about 5 heads a page (every one
 // of the 41, on each of the 17 pages, before), and return every file once,
 // in key order. A partition whose index moved to f/ (m/07) is listed from
-// there, in its place.
+// there, in its place. The hostile peer: a raw client's index object for a
+// path of m/39, whose head holds its index, is no entry: the pages before
+// m/39's, which do not read its head, meet it in their f/ listing and never
+// reach it; m/39's page reads the head and skips it.
 func TestListReadsTheHeadsAPageNeeds(t *testing.T) {
 	defer s3fs.SetHeadIndexBounds(2, 1<<20)()
-	d, s, _, _ := headIndexStore(t)
+	d, s, c, bucket := headIndexStore(t)
 	ctx := t.Context()
 	want := map[string]string{"data/README": "r"}
 	putFiles(t, s, map[string]string{"data/README": "r"})
@@ -484,6 +488,20 @@ func TestListReadsTheHeadsAPageNeeds(t *testing.T) {
 		}
 		putFiles(t, s, files)
 		maps.Copy(want, files)
+	}
+	// A copy of m/07's index object of f0, naming a path of m/39.
+	o, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("hi/f/data/m/07/f0~")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(o.Body)
+	o.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := bytes.ReplaceAll(body, []byte("data/m/07/f0"), []byte("data/m/39/ghost"))
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("hi/f/data/m/39/ghost~"), Body: bytes.NewReader(ghost)}); err != nil {
+		t.Fatal(err)
 	}
 	var got []string
 	var cur string
