@@ -166,3 +166,16 @@ type ServerClock interface {
 	// ServerNow returns the storage's clock now, as best known.
 	ServerNow() time.Time
 }
+
+// HeadRememberer is the optional ability of a driver that keeps the
+// partition heads its process read or wrote, and takes one from memory
+// instead of reading it where a listing shows it unchanged (S3, issue 31:
+// the Stat beside a sync's pull). RememberedHeads returns them as an
+// opaque value for another process of the same client (a working tree
+// keeps it in its state between syncs), which RememberHeads takes; a value
+// it cannot use is ignored, and a remembered head is only ever used where
+// the store proves it is the one listed.
+type HeadRememberer interface {
+	RememberedHeads() []byte
+	RememberHeads(b []byte)
+}

@@ -132,7 +132,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 	start := time.Now()
-	t.seedLock() // lockseed.go
+	t.seedLock()  // lockseed.go
+	t.seedHeads() // headseed.go
 	ls, err := t.locker.Acquire(ctx, t.LockName())
 	if err != nil {
 		return rep, err
@@ -295,7 +296,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 		return rep, afterCommit(rep.Committed, "release", rerr)
 	}
-	t.saveLock() // lockseed.go
+	t.saveLock()  // lockseed.go
+	t.saveHeads() // headseed.go
 	return rep, err
 }
 

@@ -107,6 +107,9 @@ type client struct {
 	// moves: this process's last commits' head moves and the cursors it
 	// last read (cursorover.go), shared by every namespace's driver.
 	moves moveLog
+	// known: the heads this process read or wrote, by their ETags
+	// (knownheads.go), shared by every namespace's driver.
+	known headMemory
 }
 
 // newClient returns the client of bucket through api.

@@ -501,6 +501,7 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 	body, _ := json.Marshal(h)
 	etag, err := d.c.create(ctx, d.headKey(part), body)
 	if err == nil {
+		d.c.known.put(d.headKey(part), etag, body) // knownheads.go
 		// The head is the one just created: only the log is read (a
 		// dropped partition's may still hold objects).
 		t, err := d.tailAt(ctx, part, h, etag, true)

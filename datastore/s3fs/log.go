@@ -229,7 +229,16 @@ func (t *tail) headSeq() uint64 {
 }
 
 func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool, error) {
-	o, err := d.c.get(ctx, d.headKey(part))
+	key := d.headKey(part)
+	if etag, ok := d.listedHead(ctx, part); ok { // knownheads.go
+		if body, ok := d.c.known.get(key, etag); ok {
+			var h head
+			if json.Unmarshal(body, &h) == nil {
+				return h, etag, true, nil
+			}
+		}
+	}
+	o, err := d.c.get(ctx, key)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return head{}, "", false, nil
 	}
@@ -238,8 +247,9 @@ func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool,
 	}
 	var h head
 	if err := json.Unmarshal(o.body, &h); err != nil {
-		return head{}, "", false, datastore.Damaged(d.c.bucket+"/"+d.headKey(part), "not a partition head: %v", err)
+		return head{}, "", false, datastore.Damaged(d.c.bucket+"/"+key, "not a partition head: %v", err)
 	}
+	d.c.known.put(key, o.etag, o.body)
 	return h, o.etag, true, nil
 }
 
@@ -248,7 +258,11 @@ func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool,
 // ETag.
 func (d *Driver) replaceHead(ctx context.Context, part, etag string, h head) (string, error) {
 	body, _ := json.Marshal(h)
-	return d.c.replace(ctx, d.headKey(part), etag, body)
+	next, err := d.c.replace(ctx, d.headKey(part), etag, body)
+	if err == nil {
+		d.c.known.put(d.headKey(part), next, body) // knownheads.go
+	}
+	return next, err
 }
 
 // readLog reads the log object at key, the object of part named by

@@ -1,0 +1,40 @@
+package treesync
+
+import "bytes"
+
+// headsFile keeps, in the state directory, the partition heads this tree's
+// last sync read or wrote (datastore.Store.RememberedHeads), so that the
+// next sync, a new process, takes from it a head its pull's listing shows
+// unchanged instead of reading it again (on S3: the changed file's
+// partition and its catalog row's, two GETs of a sync of one changed
+// file; the store uses a remembered head only where the listing proves it
+// is the one listed, so a damaged or edited file costs the reads it would
+// have saved, never a wrong answer). Issue 31.
+const headsFile = "heads"
+
+// maxHeadsFile bounds what seedHeads reads (the store keeps at most half a
+// MiB of heads, encoded in base64).
+const maxHeadsFile = 1 << 20
+
+// seedHeads gives the store the heads the tree's last sync kept.
+func (t *Tree) seedHeads() {
+	if fi, err := t.fs.statState(headsFile); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxHeadsFile {
+		return
+	}
+	if b, err := t.fs.readState(headsFile); err == nil {
+		t.store.RememberHeads(b)
+	}
+}
+
+// saveHeads keeps the heads the sync read or wrote, for the next sync. A
+// failure costs the next sync the reads it would save: it is not reported.
+func (t *Tree) saveHeads() {
+	b := t.store.RememberedHeads()
+	if b == nil {
+		return
+	}
+	if old, err := t.fs.readState(headsFile); err == nil && bytes.Equal(old, b) {
+		return
+	}
+	_ = t.fs.writeState(headsFile, b)
+}
