@@ -187,8 +187,7 @@ func (d *Driver) listIndexed(ctx context.Context, prefix string, limit int, pos 
 	}
 	var mu sync.Mutex
 	var cands []cand
-	read := map[string]bool{}    // the partitions whose heads were read
-	indexed := map[string]bool{} // those of them that hold their index
+	indexed := map[string]bool{} // the partitions read whose heads hold their index
 	readHeads := func(batch []string) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(headsParallel)
@@ -216,7 +215,7 @@ func (d *Driver) listIndexed(ctx context.Context, prefix string, limit int, pos 
 					}
 				}
 				mu.Lock()
-				read[part], indexed[part] = true, ok && h.Indexed
+				indexed[part] = ok && h.Indexed
 				cands = append(cands, mine...)
 				mu.Unlock()
 				return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
@@ -63,7 +64,7 @@ func (m *headMemory) put(key, etag string, body []byte) {
 	if m.heads == nil {
 		m.heads = map[string]knownHead{}
 	}
-	if i := indexOf(m.order, key); i >= 0 {
+	if i := slices.Index(m.order, key); i >= 0 {
 		m.order = append(m.order[:i], m.order[i+1:]...)
 	}
 	m.heads[key] = knownHead{ETag: etag, Body: body}
@@ -98,15 +99,6 @@ func (m *headMemory) has(key string) bool {
 func md5Is(etag string, body []byte) bool {
 	sum := md5.Sum(body)
 	return strings.Trim(etag, `"`) == hex.EncodeToString(sum[:])
-}
-
-func indexOf(keys []string, key string) int {
-	for i, k := range keys {
-		if k == key {
-			return i
-		}
-	}
-	return -1
 }
 
 // RememberedHeads implements datastore.HeadRememberer: the heads this
