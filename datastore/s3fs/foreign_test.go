@@ -44,6 +44,12 @@ func rawPut(t *testing.T, c *s3.Client, bucket, key, body string) {
 // tail: the same object to lake's parser, another ETag.
 func rawRewrite(t *testing.T, c *s3.Client, bucket, key, tail string) {
 	t.Helper()
+	rawPut(t, c, bucket, key, string(rawGet(t, c, bucket, key))+tail)
+}
+
+// rawGet reads key's bytes with a raw SDK client.
+func rawGet(t *testing.T, c *s3.Client, bucket, key string) []byte {
+	t.Helper()
 	o, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(key)})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +59,7 @@ func rawRewrite(t *testing.T, c *s3.Client, bucket, key, tail string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rawPut(t, c, bucket, key, string(raw)+tail)
+	return raw
 }
 
 // TestForeignObjectAtNextPosition (issue 28, row 3): a foreign object at a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -53,13 +52,8 @@ func rawKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 // rawHeadJSON reads the head at key as JSON with the SDK.
 func rawHeadJSON(t *testing.T, c *s3.Client, bucket, key string) map[string]json.RawMessage {
 	t.Helper()
-	o, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(key)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Body.Close()
 	var h map[string]json.RawMessage
-	if err := json.NewDecoder(o.Body).Decode(&h); err != nil {
+	if err := json.Unmarshal(rawGet(t, c, bucket, key), &h); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -490,19 +484,8 @@ func TestListReadsTheHeadsAPageNeeds(t *testing.T) {
 		maps.Copy(want, files)
 	}
 	// A copy of m/07's index object of f0, naming a path of m/39.
-	o, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("hi/f/data/m/07/f0~")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(o.Body)
-	o.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ghost := bytes.ReplaceAll(body, []byte("data/m/07/f0"), []byte("data/m/39/ghost"))
-	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("hi/f/data/m/39/ghost~"), Body: bytes.NewReader(ghost)}); err != nil {
-		t.Fatal(err)
-	}
+	body := rawGet(t, c, bucket, "hi/f/data/m/07/f0~")
+	rawPut(t, c, bucket, "hi/f/data/m/39/ghost~", strings.ReplaceAll(string(body), "data/m/07/f0", "data/m/39/ghost"))
 	var got []string
 	var cur string
 	pages := 0

@@ -3,11 +3,9 @@ package s3fs_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/s3fs"
@@ -17,17 +15,8 @@ import (
 // sees it: its JSON, as a generic map.
 func rawHead(t *testing.T, raw *s3.Client, bucket string) map[string]any {
 	t.Helper()
-	out, err := raw.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("fh/h/m%2F1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var h map[string]any
-	if err := json.Unmarshal(b, &h); err != nil {
+	if err := json.Unmarshal(rawGet(t, raw, bucket, "fh/h/m%2F1"), &h); err != nil {
 		t.Fatal(err)
 	}
 	return h
