@@ -2,6 +2,7 @@ package datastore
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,8 +28,9 @@ import (
 // applied twice: a carried rider's commit applied with the transaction,
 // and one not carried applied nothing.
 
-// CommitRider is a commit of deletes prepared by Store.CommitRider, to be
-// carried by another operation's write where the driver can.
+// CommitRider is a commit prepared by Store.CommitRider (deletes) or
+// Store.FollowingCommit (a commit following another), to be carried by
+// another operation's write where the driver can.
 type CommitRider struct {
 	// Driver is the rider's store's driver, Fence its fence (the carrying
 	// operation's own, or the rider is not carried) and Deletes its
@@ -37,7 +39,11 @@ type CommitRider struct {
 	Fence   *Fence
 	Deletes []string
 	Now     time.Time
+	// Record, if not nil, is a record write the rider's commit carries
+	// too (as WithRecordWrite's), written exactly when it is.
+	Record *RecordWrite
 
+	entries []Entry // FollowingCommit's; else Deletes
 	mu      sync.Mutex
 	carried bool
 	applied []Info
@@ -67,6 +73,9 @@ func (s *Store) CommitRider(fence *Fence, deletes []string) *CommitRider {
 
 // Entries returns the rider's commit entries.
 func (r *CommitRider) Entries() []Entry {
+	if r.entries != nil {
+		return r.entries
+	}
 	out := make([]Entry, len(r.Deletes))
 	for i, p := range r.Deletes {
 		out[i] = Entry{Delete: p}
@@ -128,4 +137,110 @@ func UnwrapDriver(d Driver) Driver {
 		}
 		d = u.Unwrap()
 	}
+}
+
+// A commit following another (issue 31). A sync's catalog fold commits the
+// rows of the models the sync's own commit changed, right after it, in a
+// transaction of its own on DynamoDB, though every row is computed from
+// what that commit applied (catalog.PlanFold, when nothing else needs a
+// read). A CommitFollower offered to the data commit (WithCommitFollower)
+// is asked, by a driver that can, for that commit once the driver knows
+// what its own will apply (the positions are the store's): the rider it
+// returns is sent in the same transaction, and its own refusal (a row or
+// the cursor's record changed since it was read) sends the data commit
+// again alone. The caller asks Carried afterwards, and folds as before
+// when it was not.
+
+// CommitFollower plans a commit of another store of the datastore to
+// carry with the commit its context is given to.
+type CommitFollower struct {
+	store *Store // the carrying commit's
+	plan  func(applied []Info, over func(cursor string) ([]Head, string, bool)) *CommitRider
+
+	mu      sync.Mutex
+	carried *CommitRider
+}
+
+// WithCommitFollower returns a context whose next commit of s may carry
+// the commit plan returns, where the driver can. plan is given what the
+// commit will apply, as Commit would return it, and over, which answers
+// ChangedPartitionsOver of s's namespace as it will stand once the commit
+// applied (ok false where the store cannot prove it); it returns nil to
+// carry nothing. Pass the context to that one commit only.
+func (s *Store) WithCommitFollower(ctx context.Context, plan func(applied []Info, over func(cursor string) ([]Head, string, bool)) *CommitRider) (context.Context, *CommitFollower) {
+	f := &CommitFollower{store: s, plan: plan}
+	return context.WithValue(ctx, followerKey{}, f), f
+}
+
+type followerKey struct{}
+
+// CommitFollowerOf returns the follower ctx offers, or nil.
+func CommitFollowerOf(ctx context.Context) *CommitFollower {
+	f, _ := ctx.Value(followerKey{}).(*CommitFollower)
+	return f
+}
+
+// Follow is for drivers: the follower's rider for a commit that will apply
+// applied, over answering the driver's ChangedPartitionsOver (its cursor
+// positions) as it will stand after the commit; nil if there is none, or
+// one was carried already.
+func (f *CommitFollower) Follow(applied []Info, over func(pos []byte) ([]Head, []byte, bool)) *CommitRider {
+	f.mu.Lock()
+	done := f.carried != nil
+	f.mu.Unlock()
+	if done || len(applied) == 0 {
+		return nil
+	}
+	name := f.store.d.Name()
+	return f.plan(slices.Clone(applied), func(cursor string) ([]Head, string, bool) {
+		pos, err := decodeCursor(cursor, name, "\x00feed")
+		if err != nil {
+			return nil, "", false
+		}
+		heads, next, ok := over(pos)
+		if !ok {
+			return nil, "", false
+		}
+		return heads, encodeCursor(name, "\x00feed", next), true
+	})
+}
+
+// MarkCarried is for drivers: r, which Follow returned, applied with the
+// carrying commit (its own MarkCarried says what it applied).
+func (f *CommitFollower) MarkCarried(r *CommitRider) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.carried = r
+}
+
+// Carried returns the rider the carrying commit carried, if any.
+func (f *CommitFollower) Carried() (*CommitRider, bool) {
+	if f == nil {
+		return nil, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.carried, f.carried != nil
+}
+
+// FollowingCommit returns entries as a commit of s to follow another
+// commit of its datastore fenced by fence (WithCommitFollower), carrying
+// record too if not nil, or nil when s's Commit would do more than a
+// driver can carry: a namespace this process has not registered, a path
+// Commit refuses, a put that is not inline (its content checked here, as
+// Commit checks it, which reads nothing). The layout needs no proof of its
+// own: the carrying commit checks it, in the same write.
+func (s *Store) FollowingCommit(ctx context.Context, fence *Fence, entries []Entry, record *RecordWrite) *CommitRider {
+	if s.open() != nil || fence == nil || len(entries) == 0 || !s.registeredHere() {
+		return nil
+	}
+	if metastore.ValidateKey(fence.Key) != nil || checkEntries(entries) != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if e.Put != nil && (e.Put.Chunks != 0 || VerifyStaged(ctx, s.d, *e.Put) != nil) {
+			return nil
+		}
+	}
+	return &CommitRider{Driver: s.d, Fence: fence, Now: s.now(), Record: record, entries: slices.Clone(entries)}
 }

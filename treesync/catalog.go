@@ -184,12 +184,9 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	// lifecycle writes after it, and a later fold must read past those
 	// writes (FoldOptions.Pulled).
 	pulled := rep.pulled
-	fold := func(before map[string]datastore.Info, committed []datastore.Info, rows map[string]datastore.Info) error {
-		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows, Pulled: pulled})
-		pulled = nil
-		if err != nil {
-			return fmt.Errorf("catalog fold: %w", err)
-		}
+	// apply keeps what a fold did: its cursor, its rows in the mirror,
+	// the catalog cursor moved past its commit.
+	apply := func(fs catalog.FoldStats) {
 		cursor = fs.Cursor
 		rep.CatalogFolded += fs.Rows + fs.Removed
 		rep.CatalogForwarded += fs.Forwarded
@@ -200,15 +197,33 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 			delete(mirror, t.opts.Namespace+"/"+m)
 		}
 		t.catalogPast(st, fs.Committed, fs.Applied)
+	}
+	fold := func(before map[string]datastore.Info, committed []datastore.Info, rows map[string]datastore.Info) error {
+		fs, err := catalog.FoldWith(ctx, t.store, fence, catalog.FoldOptions{Before: before, Cursor: cursor, Committed: committed, Rows: rows, Pulled: pulled})
+		pulled = nil
+		if err != nil {
+			return fmt.Errorf("catalog fold: %w", err)
+		}
+		apply(fs)
 		return nil
 	}
 	// The first fold is also given what the commit applied: a row at the
 	// position right before it is brought forward over it without a read
 	// of the feed (FoldOptions.Committed); and the dirty models' rows
 	// read ahead under this lock (FoldOptions.Rows), never to a later
-	// fold, which must read the rows the first wrote.
-	if err := fold(rep.stated, rep.committed, rep.rows); err != nil {
-		return err
+	// fold, which must read the rows the first wrote. The commit may have
+	// carried it (planFold): it is then done.
+	if fs, ok := rep.plan.Stats(rep.committed); ok {
+		apply(fs)
+		pulled = nil
+	} else {
+		if c := rep.plan.Cursor(); c != "" {
+			cursor = c // carried over part of the commit only: fold the rest
+			pulled = nil
+		}
+		if err := fold(rep.stated, rep.committed, rep.rows); err != nil {
+			return err
+		}
 	}
 	cfg, err := t.syncConfig(ctx, st) // policy.go
 	if err != nil {
@@ -349,4 +364,30 @@ func advanceCatalog(st *state, committed []datastore.Head) {
 		}
 		st.Catalog.Positions[part] = next
 	}
+}
+
+// planFold returns the context for the sync's commit, asking it to carry
+// the catalog fold that follows it (catalog.PlanFold, planned from what
+// the commit will apply: on DynamoDB the rows and the fold cursor's record
+// in the commit's own transaction, one transaction fewer a sync that
+// commits; issue 31), and where the plan will be. Only with the catalog
+// on and a fold cursor the last fold left (the plan reads nothing to
+// learn it); a commit that does not carry it leaves maintain's fold as it
+// was.
+func (t *Tree) planFold(ctx context.Context, ls *lock.Lease, st *state, rep *Report) (context.Context, **catalog.Plan) {
+	var plan *catalog.Plan
+	if t.opts.Catalog == CatalogOff || st.FoldCursor == "" {
+		return ctx, &plan
+	}
+	fence := dslock.Fence(ls)
+	cctx, _ := t.store.WithCommitFollower(ctx, func(applied []datastore.Info, over func(string) ([]datastore.Head, string, bool)) *datastore.CommitRider {
+		p, ok := catalog.PlanFold(ctx, t.store, fence, catalog.FoldOptions{Before: rep.stated, Cursor: st.FoldCursor, Committed: applied, Rows: rep.rows, Pulled: rep.pulled}, over)
+		if !ok {
+			plan = nil
+			return nil
+		}
+		plan = p
+		return p.Rider
+	})
+	return cctx, &plan
 }

@@ -160,6 +160,9 @@ type Report struct {
 	// pulled is the unscoped pull's read of the namespace's changed
 	// partitions, for the catalog fold (catalog.FoldOptions.Pulled).
 	pulled *catalog.Pulled
+	// plan is the catalog fold planned for the commit to carry
+	// (planFold), nil if none was.
+	plan *catalog.Plan
 }
 
 // ErrPartial is matched by a sync or run that did everything but skip some

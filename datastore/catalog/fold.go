@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/lakemeta/lake/datastore"
@@ -174,21 +173,7 @@ func pulledOver(ns *datastore.Store, old string, o FoldOptions) ([]datastore.Hea
 	if !ok {
 		return nil, "", false
 	}
-	byPart := map[string]datastore.Head{}
-	var order []string
-	for _, h := range append(slices.Clone(p.Heads), moved...) {
-		if _, seen := byPart[h.Partition]; !seen {
-			order = append(order, h.Partition)
-		}
-		if cur, seen := byPart[h.Partition]; !seen || h.Seq >= cur.Seq {
-			byPart[h.Partition] = h
-		}
-	}
-	heads := make([]datastore.Head, len(order))
-	for i, part := range order {
-		heads[i] = byPart[part]
-	}
-	return heads, string(next), true
+	return mergeHeads(p.Heads, moved), string(next), true // plan.go
 }
 
 // FoldWith is Fold with options.
@@ -380,6 +365,9 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		rowPaths = append(rowPaths, p)
 	}
 	if len(rowPaths) > 0 {
+		if planning(ctx) {
+			return nil, nil, nil, 0, errWouldRead // plan.go
+		}
 		read, err := cat.StatMany(ctx, rowPaths)
 		if err != nil {
 			return nil, nil, nil, 0, err
@@ -451,6 +439,9 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		o.list = true
 		defPaths = append(defPaths, DefinitionPath(h.Partition))
 		outs = append(outs, o)
+	}
+	if len(defPaths) > 0 && planning(ctx) {
+		return nil, nil, nil, 0, errWouldRead // plan.go: a model to list
 	}
 	defs, err := ns.StatMany(ctx, defPaths)
 	if err != nil {

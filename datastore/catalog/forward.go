@@ -330,6 +330,9 @@ func later(a, b time.Time) time.Time {
 func changesSince(ctx context.Context, ns *datastore.Store, partition string, after, head uint64) ([]datastore.Info, uint64, string, error) {
 	latest := map[string]datastore.Info{}
 	pos := after
+	if planning(ctx) {
+		return nil, 0, "", errWouldRead // plan.go
+	}
 	for range forwardPages {
 		cs, upTo, err := ns.Changes(ctx, partition, pos, datastore.MaxListLimit)
 		if errors.Is(err, metastore.ErrCursorExpired) || errors.Is(err, metastore.ErrInvalidArgument) {

@@ -159,6 +159,7 @@ func (d *Driver) commitOnce(ctx context.Context, fence *datastore.Fence, entries
 // holds layout (if not nil: layoutcommit.go).
 func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence, entries []datastore.Entry, parts []string, now time.Time, tx string, layout []byte) ([]datastore.Info, error) {
 	begin := time.Now()
+	rideRefused := false // a follower's commit refused: not carried again
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			forgetState(ctx) // predict.go: what failed may have been a guess
@@ -202,6 +203,15 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		if items, roles, rec, err = d.withRecordWrite(ctx, fence, tx, items, roles); err != nil { // recordwrite.go
 			return nil, err
 		}
+		// The commit a follower plans over this one's result rides in
+		// its transaction (datastore.CommitFollower: a sync's catalog
+		// fold); refused only on its own conditions, this commit is sent
+		// again without it.
+		own := len(items)
+		f, fr, moved := d.follow(ctx, fence, tx, out, move, items, roles, rideRefused)
+		if fr != nil {
+			items = append(items, fr.items...)
+		}
 		err = d.transact(ctx, items)
 		if err == nil {
 			if move != nil {
@@ -216,11 +226,22 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 			if rec != nil {
 				rec.MarkWritten()
 			}
+			if fr != nil {
+				for _, m := range moved {
+					d.moves.Moved(d.pfx, m[0], m[1])
+				}
+				fr.carried()
+				f.MarkCarried(fr.r)
+			}
 			return out, nil
 		}
 		failed, ok := failedIndexes(err)
 		if !ok || len(failed) == 0 {
 			return nil, d.classify(err, "")
+		}
+		if fr != nil && !slices.ContainsFunc(failed, func(i int) bool { return i < own }) {
+			rideRefused = true
+			continue
 		}
 		race := true
 		for _, i := range failed {
@@ -542,3 +563,34 @@ func (d *Driver) HasIntent(ctx context.Context, version string, started time.Tim
 }
 
 var _ datastore.IntentChecker = (*Driver)(nil)
+
+// follow returns the commit ctx's follower plans over this one's result
+// (out, whose index move is move), prepared to ride in its transaction
+// (items), and the cursor moves its answers made (to remember once the
+// transaction applied); nil unless the commit is a fenced one of one
+// transaction whose move is known, and the rider fits.
+func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, tx string, out []datastore.Info, move *indexMove, items []types.TransactWriteItem, roles []role, refused bool) (*datastore.CommitFollower, *ride, [][2][]byte) {
+	f := datastore.CommitFollowerOf(ctx)
+	if f == nil || refused || fence == nil || tx != "" || move == nil {
+		return nil, nil, nil
+	}
+	var moved [][2][]byte
+	r := f.Follow(out, func(pos []byte) ([]datastore.Head, []byte, bool) {
+		heads, next, ok := d.overMove(pos, move)
+		if ok {
+			moved = append(moved, [2][]byte{pos, next})
+		}
+		return heads, next, ok
+	})
+	var base []types.TransactWriteItem // the fence's check not counted, as prepareRideOf asks
+	for i, it := range items {
+		if roles[i] != roleFence {
+			base = append(base, it)
+		}
+	}
+	fr := d.prepareRideOf(ctx, r, fence, base)
+	if fr == nil {
+		return nil, nil, nil
+	}
+	return f, fr, moved
+}

@@ -179,8 +179,39 @@ func (l *moveLog) takeStaged(id string) *indexMove {
 // ChangedPartitionsOver implements datastore.CursorAdvancer (see above).
 func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info) ([]datastore.Head, []byte, bool) {
 	m, ok := d.moves.Lookup(d.pfx, cursor, committed)
-	if !ok || m == nil || len(cursor) != 8*Shards {
+	if !ok || m == nil {
 		return nil, nil, false
+	}
+	next, ok := over(cursor, m)
+	if !ok {
+		return nil, nil, false
+	}
+	d.moves.Moved(d.pfx, cursor, next) // the next commit's answer may start from it
+	return append([]datastore.Head(nil), m.heads...), next, true
+}
+
+// overMove is ChangedPartitionsOver for a commit not yet made whose move is
+// m (datastore.CommitFollower: what the commit will do to the index, as
+// its transaction's conditions will hold it): the cursor must be one this
+// process read (or moved from one), as for a commit made; the move past it
+// is remembered (Moved) only once the commit applied (moved).
+func (d *Driver) overMove(cursor []byte, m *indexMove) ([]datastore.Head, []byte, bool) {
+	if m == nil || !d.moves.Known(d.pfx, cursor) {
+		return nil, nil, false
+	}
+	next, ok := over(cursor, m)
+	if !ok {
+		return nil, nil, false
+	}
+	return append([]datastore.Head(nil), m.heads...), next, true
+}
+
+// over returns cursor moved by m: each shard m moved from the cursor's
+// value to m's; ok false if m found a shard elsewhere (another commit
+// moved it first) or the cursor is not one of d's.
+func over(cursor []byte, m *indexMove) ([]byte, bool) {
+	if len(cursor) != 8*Shards {
+		return nil, false
 	}
 	next := append([]byte(nil), cursor...)
 	for i, sh := range shardNames() {
@@ -189,12 +220,11 @@ func (d *Driver) ChangedPartitionsOver(cursor []byte, committed []datastore.Info
 			continue
 		}
 		if binary.BigEndian.Uint64(cursor[8*i:]) != before {
-			return nil, nil, false // another commit moved the shard first
+			return nil, false // another commit moved the shard first
 		}
 		binary.BigEndian.PutUint64(next[8*i:], m.after[sh])
 	}
-	d.moves.Moved(d.pfx, cursor, next) // the next commit's answer may start from it
-	return append([]datastore.Head(nil), m.heads...), next, true
+	return next, true
 }
 
 var _ datastore.CursorAdvancer = (*Driver)(nil)

@@ -20,12 +20,22 @@ func (d *Driver) withRecordWrite(ctx context.Context, fence *datastore.Fence, tx
 	if w == nil || fence == nil || tx != "" || w.Key == fence.Key || w.Key == datastore.LayoutKey || len(items)+1 >= maxTxItems {
 		return items, roles, nil, nil
 	}
-	c, err := build(expression.NewBuilder().WithCondition(expectCond(w.Expect)))
+	it, err := recordWriteItem(d.table, w)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return append(items, it), append(roles, roleRecord), w, nil
+}
+
+// recordWriteItem is w as a transaction's item of table: a Put of the
+// record conditioned on what it expects.
+func recordWriteItem(table string, w *datastore.RecordWrite) (types.TransactWriteItem, error) {
+	c, err := build(expression.NewBuilder().WithCondition(expectCond(w.Expect)))
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
 	it := recordKey(w.Key)
 	it["v"] = &types.AttributeValueMemberB{Value: w.Value}
-	return append(items, types.TransactWriteItem{Put: &types.Put{TableName: &d.table, Item: it, ConditionExpression: c.Condition(),
-		ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}), append(roles, roleRecord), w, nil
+	return types.TransactWriteItem{Put: &types.Put{TableName: &table, Item: it, ConditionExpression: c.Condition(),
+		ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}, nil
 }

@@ -33,7 +33,12 @@ type ride struct {
 // name an item twice. The rider's own fence check is left out: the
 // carrying transaction checks the same fence.
 func (d *Driver) prepareRide(ctx context.Context, fence *datastore.Fence, base []types.TransactWriteItem) *ride {
-	r := datastore.CommitRiderOf(ctx)
+	return d.prepareRideOf(ctx, datastore.CommitRiderOf(ctx), fence, base)
+}
+
+// prepareRideOf is prepareRide of rider r (a CommitFollower's, or the one
+// ctx offers), with the record write r carries (r.Record) among its items.
+func (d *Driver) prepareRideOf(ctx context.Context, r *datastore.CommitRider, fence *datastore.Fence, base []types.TransactWriteItem) *ride {
 	if r == nil || fence == nil || r.Fence == nil {
 		return nil
 	}
@@ -54,6 +59,16 @@ func (d *Driver) prepareRide(ctx context.Context, fence *datastore.Fence, base [
 		if roles[i] != roleFence {
 			kept = append(kept, it)
 		}
+	}
+	if r.Record != nil {
+		if r.Record.Key == fence.Key || r.Record.Key == datastore.LayoutKey {
+			return nil
+		}
+		it, err := recordWriteItem(d.table, r.Record)
+		if err != nil {
+			return nil
+		}
+		kept = append(kept, it)
 	}
 	if 1+len(base)+len(kept) > maxTxItems {
 		return nil
@@ -76,6 +91,9 @@ func (rd *ride) carried() {
 		rd.rd.seen.wrote(rd.rd.pfx, rd.move.after) // predict.go
 	}
 	rd.rd.moves.Record(rd.rd.pfx, rd.out, rd.move) // cursorover.go
+	if rd.r.Record != nil {
+		rd.r.Record.MarkWritten()
+	}
 	rd.r.MarkCarried(rd.out)
 }
 

@@ -114,3 +114,13 @@ func (l *Log[M]) Lookup(ns string, cursor []byte, committed []datastore.Info) (M
 	}
 	return e.m, true
 }
+
+// Known reports whether cursor is the one this process last read in
+// namespace ns, or one moved from it (Moved): where an answer over a
+// commit of this process may start (a commit not yet made, whose move its
+// writer knows: datastore.CommitFollower).
+func (l *Log[M]) Known(ns string, cursor []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.seen[ns], string(cursor))
+}
