@@ -245,6 +245,9 @@ func (d *Driver) commitOnceIfLayout(ctx context.Context, fence *datastore.Fence,
 		}
 		race := true
 		for _, i := range failed {
+			if i >= own {
+				continue // a follower's item, with one of the commit's own: the commit's decides
+			}
 			switch roles[i] {
 			case roleFence:
 				return nil, metastore.Conflict(fence.Key, datastore.FenceReason)
