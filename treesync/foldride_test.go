@@ -1,8 +1,10 @@
 package treesync_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/treesync"
 )
@@ -16,7 +18,8 @@ import (
 // rewrites the fold cursor's record between two syncs; the ride is refused
 // on the record alone, the commit is sent again without it, the fold runs
 // after it from the record, and the row is right; the next sync rides
-// again.
+// again. And another client's write of the row itself between the sync's
+// read and its commit: refused on the row, the same way.
 func TestFoldRidesTheCommit(t *testing.T) {
 	s, sent := countingDynamoStore(t)
 	ctx := t.Context()
@@ -66,6 +69,29 @@ func TestFoldRidesTheCommit(t *testing.T) {
 		t.Fatalf("a sync whose fold cursor's record another client moved sent %d TransactWriteItems; want the refused one, the commit alone and the fold's", n)
 	}
 	if n := step("v5"); n != 1 {
+		t.Fatalf("the next sync sent %d TransactWriteItems; want 1 (the fold carried again)", n)
+	}
+
+	// Another client rewrites the row after the sync read it, right
+	// before the commit: the transaction carrying the fold is refused on
+	// the row (its condition is on the row as the sync read it), the
+	// commit is sent alone, and the row ends what a listing of the model
+	// says.
+	cat, err := s.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	treesync.SetCommitHook(func() {
+		treesync.SetCommitHook(nil)
+		if _, err := cat.Put(ctx, catalog.RowPath("rd", "m/x"), strings.NewReader(""), []byte(`{"ns":"rd","model":"m/x","state":"live"}`)); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() { treesync.SetCommitHook(nil) })
+	if n := step("v6"); n < 2 {
+		t.Fatalf("a sync whose row another client rewrote before its commit sent %d TransactWriteItems; want the refused one, the commit alone and the fold's", n)
+	}
+	if n := step("v7"); n != 1 {
 		t.Fatalf("the next sync sent %d TransactWriteItems; want 1 (the fold carried again)", n)
 	}
 }
