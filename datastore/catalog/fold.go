@@ -159,9 +159,14 @@ type Pulled struct {
 	Next  string
 }
 
-// pulledOver returns o.Pulled's answer moved past o.Committed, when the
-// fold's cursor old is the one it started from.
-func pulledOver(ns *datastore.Store, old string, o FoldOptions) ([]datastore.Head, string, bool) {
+// changedOver answers the fold's ChangedPartitions from the cursor old
+// without a read, where it can: over the caller's own commit (over: the
+// store's ChangedPartitionsOver of it), or as o.Pulled's answer moved past
+// that commit, when the fold's cursor is the one the pull started from.
+func changedOver(old string, o FoldOptions, over func(cursor string) ([]datastore.Head, string, bool)) ([]datastore.Head, string, bool) {
+	if heads, next, ok := over(old); ok {
+		return heads, next, true
+	}
 	p := o.Pulled
 	if p == nil || p.From != old {
 		return nil, "", false
@@ -169,11 +174,22 @@ func pulledOver(ns *datastore.Store, old string, o FoldOptions) ([]datastore.Hea
 	if len(o.Committed) == 0 {
 		return p.Heads, p.Next, true
 	}
-	moved, next, ok := ns.ChangedPartitionsOver(p.Next, o.Committed)
+	moved, next, ok := over(p.Next)
 	if !ok {
 		return nil, "", false
 	}
-	return mergeHeads(p.Heads, moved), string(next), true // plan.go
+	return mergeHeads(p.Heads, moved), next, true
+}
+
+// modelHeads returns the heads of heads that are models a row can name.
+func modelHeads(heads []datastore.Head) []datastore.Head {
+	var models []datastore.Head
+	for _, h := range heads {
+		if strings.Contains(h.Partition, "/") && validModel(h.Partition) {
+			models = append(models, h)
+		}
+	}
+	return models
 }
 
 // FoldWith is Fold with options.
@@ -224,11 +240,10 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	// the cursor may be known without a read: that commit's, when the
 	// cursor is where this process last read the index and nothing else
 	// moved it on the commit's shards (datastore.CursorAdvancer).
-	heads, next, over := ns.ChangedPartitionsOver(string(old), o.Committed)
-	if over {
-		st.CursorOver, err = true, nil
-	} else if ph, pn, ok := pulledOver(ns, string(old), o); ok {
-		heads, next, st.CursorOver, err = ph, pn, true, nil
+	over := func(c string) ([]datastore.Head, string, bool) { return ns.ChangedPartitionsOver(c, o.Committed) }
+	heads, next, ok := changedOver(string(old), o, over)
+	if ok {
+		st.CursorOver, err = true, nil // err: the record's absence, read above
 	} else {
 		heads, next, err = ns.ChangedPartitions(ctx, string(old))
 	}
@@ -243,12 +258,7 @@ func fold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, o Fo
 	if err != nil {
 		return st, false, err
 	}
-	var models []datastore.Head
-	for _, h := range heads {
-		if strings.Contains(h.Partition, "/") && validModel(h.Partition) {
-			models = append(models, h)
-		}
-	}
+	models := modelHeads(heads)
 	st.Changed = len(models)
 	var recorded bool  // the cursor was written with the rows (commitRows)
 	var committed bool // this fold's rows were committed, fenced

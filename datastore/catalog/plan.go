@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
@@ -89,24 +88,11 @@ func PlanFold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 		return nil, false
 	}
 	old := o.Cursor
-	heads, next, ok := over(old)
-	if !ok {
-		if p := o.Pulled; p != nil && p.From == old {
-			var moved []datastore.Head
-			if moved, next, ok = over(p.Next); ok {
-				heads = mergeHeads(p.Heads, moved)
-			}
-		}
-	}
+	heads, next, ok := changedOver(old, o, over) // fold.go, as the fold finds them
 	if !ok {
 		return nil, false
 	}
-	var models []datastore.Head
-	for _, h := range heads {
-		if strings.Contains(h.Partition, "/") && validModel(h.Partition) {
-			models = append(models, h)
-		}
-	}
+	models := modelHeads(heads)
 	if len(models) == 0 {
 		return nil, false
 	}
