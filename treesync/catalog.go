@@ -370,24 +370,23 @@ func advanceCatalog(st *state, committed []datastore.Head) {
 // the catalog fold that follows it (catalog.PlanFold, planned from what
 // the commit will apply: on DynamoDB the rows and the fold cursor's record
 // in the commit's own transaction, one transaction fewer a sync that
-// commits; issue 31), and where the plan will be. Only with the catalog
-// on and a fold cursor the last fold left (the plan reads nothing to
-// learn it); a commit that does not carry it leaves maintain's fold as it
-// was.
-func (t *Tree) planFold(ctx context.Context, ls *lock.Lease, st *state, rep *Report) (context.Context, **catalog.Plan) {
-	var plan *catalog.Plan
+// commits; issue 31); the plan the commit was last asked for is rep.plan.
+// Only with the catalog on and a fold cursor the last fold left (the plan
+// reads nothing to learn it); a commit that does not carry it leaves
+// maintain's fold as it was.
+func (t *Tree) planFold(ctx context.Context, ls *lock.Lease, st *state, rep *Report) context.Context {
 	if t.opts.Catalog == CatalogOff || st.FoldCursor == "" {
-		return ctx, &plan
+		return ctx
 	}
 	fence := dslock.Fence(ls)
 	cctx, _ := t.store.WithCommitFollower(ctx, func(applied []datastore.Info, over func(string) ([]datastore.Head, string, bool)) *datastore.CommitRider {
 		p, ok := catalog.PlanFold(ctx, t.store, fence, catalog.FoldOptions{Before: rep.stated, Cursor: st.FoldCursor, Committed: applied, Rows: rep.rows, Pulled: rep.pulled}, over)
 		if !ok {
-			plan = nil
+			rep.plan = nil
 			return nil
 		}
-		plan = p
+		rep.plan = p
 		return p.Rider
 	})
-	return cctx, &plan
+	return cctx
 }

@@ -259,7 +259,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	t.readConfigBeforeCommit(pctx, st) // policy.go
 	ctx = t.prefetchRows(ctx, push)    // catalog.go: the fold's read, made by the commit's
 	commitStart := time.Now()
-	cctx, plan := t.planFold(ctx, ls, st, &rep) // catalog.go: the fold, carried by the commit
+	cctx := t.planFold(ctx, ls, st, &rep) // catalog.go: the fold, carried by the commit
 	applied, cerr := t.commit(cctx, ls, st, push, up, sk)
 	if cerr == nil {
 		cerr = t.layoutProved(ctx) // layoutcommit.go
@@ -271,7 +271,6 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	rep.Commit = time.Since(commitStart)
 	rep.Committed = len(applied)
 	rep.committed = applied
-	rep.plan = *plan
 	t.advance(st, pl, applied)
 	if testHookAfterCommit != nil {
 		testHookAfterCommit()

@@ -161,7 +161,7 @@ type Report struct {
 	// partitions, for the catalog fold (catalog.FoldOptions.Pulled).
 	pulled *catalog.Pulled
 	// plan is the catalog fold planned for the commit to carry
-	// (planFold), nil if none was.
+	// (planFold), nil if none was; plan.Stats says if it was carried.
 	plan *catalog.Plan
 }
 
