@@ -1,6 +1,7 @@
 package treesync
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -366,4 +367,25 @@ func (f *treeFS) writeAtomicFrom(p string, mode os.FileMode, fill func(io.Writer
 		return fmt.Errorf("lake: write %s: %w", p, err)
 	}
 	return nil
+}
+
+// readSmallState returns the state file name's content if it is a regular
+// file of at most max bytes: a cache a tree keeps between syncs
+// (lockrecord, heads), ignored when damaged, linked or oversized.
+func (f *treeFS) readSmallState(name string, max int64) ([]byte, bool) {
+	if fi, err := f.statState(name); err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, false
+	}
+	b, err := f.readState(name)
+	return b, err == nil
+}
+
+// keepState writes b as the state file name unless it holds b already: a
+// cache, whose failure costs the next sync what it would save, so it is not
+// reported.
+func (f *treeFS) keepState(name string, b []byte) {
+	if old, err := f.readState(name); err == nil && bytes.Equal(old, b) {
+		return
+	}
+	_ = f.writeState(name, b)
 }

@@ -1,7 +1,5 @@
 package treesync
 
-import "bytes"
-
 // headsFile keeps, in the state directory, the partition heads this tree's
 // last sync read or wrote (datastore.Store.RememberedHeads), so that the
 // next sync, a new process, takes from it a head its pull's listing shows
@@ -18,10 +16,7 @@ const maxHeadsFile = 1 << 20
 
 // seedHeads gives the store the heads the tree's last sync kept.
 func (t *Tree) seedHeads() {
-	if fi, err := t.fs.statState(headsFile); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxHeadsFile {
-		return
-	}
-	if b, err := t.fs.readState(headsFile); err == nil {
+	if b, ok := t.fs.readSmallState(headsFile, maxHeadsFile); ok {
 		t.store.RememberHeads(b)
 	}
 }
@@ -29,12 +24,7 @@ func (t *Tree) seedHeads() {
 // saveHeads keeps the heads the sync read or wrote, for the next sync. A
 // failure costs the next sync the reads it would save: it is not reported.
 func (t *Tree) saveHeads() {
-	b := t.store.RememberedHeads()
-	if b == nil {
-		return
+	if b := t.store.RememberedHeads(); b != nil {
+		t.fs.keepState(headsFile, b)
 	}
-	if old, err := t.fs.readState(headsFile); err == nil && bytes.Equal(old, b) {
-		return
-	}
-	_ = t.fs.writeState(headsFile, b)
 }

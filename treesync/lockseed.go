@@ -1,7 +1,5 @@
 package treesync
 
-import "bytes"
-
 // lockRecordFile keeps, in the state directory, the lock record this tree's last
 // sync released (lock.Locker.Known), so that the next sync, a new process,
 // acquires the lock with one conditional write instead of a read and a
@@ -15,10 +13,7 @@ const maxLockFile = 4096
 
 // seedLock gives the tree's Locker the lock record the last sync released.
 func (t *Tree) seedLock() {
-	if fi, err := t.fs.statState(lockRecordFile); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxLockFile {
-		return
-	}
-	if b, err := t.fs.readState(lockRecordFile); err == nil {
+	if b, ok := t.fs.readSmallState(lockRecordFile, maxLockFile); ok {
 		t.locker.Seed(t.LockName(), b)
 	}
 }
@@ -26,12 +21,7 @@ func (t *Tree) seedLock() {
 // saveLock keeps the record the sync's release wrote, for the next sync. A
 // failure costs the next sync one read, no more: it is not reported.
 func (t *Tree) saveLock() {
-	b := t.locker.Known(t.LockName())
-	if b == nil {
-		return
+	if b := t.locker.Known(t.LockName()); b != nil {
+		t.fs.keepState(lockRecordFile, b)
 	}
-	if old, err := t.fs.readState(lockRecordFile); err == nil && bytes.Equal(old, b) {
-		return
-	}
-	_ = t.fs.writeState(lockRecordFile, b)
 }
