@@ -55,20 +55,20 @@ type CommitRider struct {
 // carry: a layout not yet proved or recorded (its check or record),
 // a namespace this process has not registered, a path Commit refuses.
 func (s *Store) CommitRider(fence *Fence, deletes []string) *CommitRider {
-	if s.open() != nil || fence == nil || len(deletes) == 0 {
+	r := &CommitRider{Deletes: deletes}
+	if !s.canCarry(fence, r.Entries()) || s.root.layoutUnverified.Load() || !s.root.layoutRecorded.Load() {
 		return nil
 	}
-	if s.root.layoutUnverified.Load() || !s.root.layoutRecorded.Load() || !s.registeredHere() {
-		return nil
-	}
-	if metastore.ValidateKey(fence.Key) != nil {
-		return nil
-	}
-	r := &CommitRider{Driver: s.d, Fence: fence, Deletes: deletes, Now: s.now()}
-	if checkEntries(r.Entries()) != nil {
-		return nil
-	}
+	r.Driver, r.Fence, r.Now = s.d, fence, s.now()
 	return r
+}
+
+// canCarry reports whether entries, fenced by fence, can be a commit of s
+// that another operation's write carries: s open, a valid fence, entries
+// Commit would take, and s's namespace needing no registration.
+func (s *Store) canCarry(fence *Fence, entries []Entry) bool {
+	return s.open() == nil && fence != nil && len(entries) > 0 && s.registeredHere() &&
+		metastore.ValidateKey(fence.Key) == nil && checkEntries(entries) == nil
 }
 
 // Entries returns the rider's commit entries.
@@ -231,10 +231,7 @@ func (f *CommitFollower) Carried() (*CommitRider, bool) {
 // Commit checks it, which reads nothing). The layout needs no proof of its
 // own: the carrying commit checks it, in the same write.
 func (s *Store) FollowingCommit(ctx context.Context, fence *Fence, entries []Entry, record *RecordWrite) *CommitRider {
-	if s.open() != nil || fence == nil || len(entries) == 0 || !s.registeredHere() {
-		return nil
-	}
-	if metastore.ValidateKey(fence.Key) != nil || checkEntries(entries) != nil {
+	if !s.canCarry(fence, entries) {
 		return nil
 	}
 	for _, e := range entries {
