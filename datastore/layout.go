@@ -63,6 +63,13 @@ const (
 	// knows only LayoutModelsV2 refuses it: it would look for index
 	// objects that are not written.
 	LayoutModelsV3
+	// LayoutModelsV4 partitions exactly as LayoutModels too; it is what S3
+	// records for a new datastore since the namespace registry's records
+	// sit beside the catalog's heads (issue 31: a sync's listing of those
+	// heads shows whether its namespace's record changed, so an unchanged
+	// one is not read again). A lake that knows only LayoutModelsV3
+	// refuses it: it would look for the registry where it is not written.
+	LayoutModelsV4
 )
 
 // FreshLayouter is the optional ability of a driver whose new datastores
@@ -82,7 +89,7 @@ const DefinitionFile = "model.yaml"
 // finds none, with a create-only compare-and-swap, and never changed.
 const LayoutKey = "datastore/layout"
 
-var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2", LayoutModelsV3: "models-v3"}
+var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2", LayoutModelsV3: "models-v3", LayoutModelsV4: "models-v4"}
 
 // String returns the layout's stored name.
 func (l Layout) String() string {
@@ -101,7 +108,7 @@ func ParseLayout(name string) (Layout, error) {
 			return Layout(l), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2, models-v3", metastore.ErrInvalidArgument, name)
+	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2, models-v3, models-v4", metastore.ErrInvalidArgument, name)
 }
 
 // Model returns the model a valid path belongs to under l ("command/shell/u1"

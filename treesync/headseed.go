@@ -1,5 +1,7 @@
 package treesync
 
+import "bytes"
+
 // headsFile keeps, in the state directory, the partition heads this tree's
 // last sync read or wrote (datastore.Store.RememberedHeads), so that the
 // next sync, a new process, takes from it a head its pull's listing shows
@@ -14,17 +16,24 @@ const headsFile = "heads"
 // MiB of heads, encoded in base64).
 const maxHeadsFile = 1 << 20
 
-// seedHeads gives the store the heads the tree's last sync kept.
-func (t *Tree) seedHeads() {
-	if b, ok := t.fs.readSmallState(headsFile, maxHeadsFile); ok {
+// seedHeads gives the store the heads the tree's last sync kept, before
+// the sync's first read (a sync with nothing to push reads its
+// namespace's record beside the catalog's heads too, on S3: docs/s3.md),
+// and returns them as read.
+func (t *Tree) seedHeads() []byte {
+	b, ok := t.fs.readSmallState(headsFile, maxHeadsFile)
+	if ok {
 		t.store.RememberHeads(b)
 	}
+	return b
 }
 
-// saveHeads keeps the heads the sync read or wrote, for the next sync. A
-// failure costs the next sync the reads it would save: it is not reported.
-func (t *Tree) saveHeads() {
-	if b := t.store.RememberedHeads(); b != nil {
+// saveHeads keeps the heads the sync read or wrote, for the next sync,
+// unless they are those it was seeded with (a sync that found nothing
+// changed writes nothing). A failure costs the next sync the reads it
+// would save: it is not reported.
+func (t *Tree) saveHeads(seeded []byte) {
+	if b := t.store.RememberedHeads(); b != nil && !bytes.Equal(b, seeded) {
 		t.fs.keepState(headsFile, b)
 	}
 }

@@ -113,6 +113,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	rep.Dirty = len(dirty)
 	var pre *preRead
+	seeded := t.seedHeads() // headseed.go
 	if quietCandidate {
 		// Nothing to push: a few reads may prove there is nothing to
 		// pull or maintain either, and then no lock is needed (quiet).
@@ -124,6 +125,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 			if err := t.saveState(st); err != nil {
 				return rep, err
 			}
+			t.saveHeads(seeded) // headseed.go
 			if hints >= 0 {
 				t.clearHints(hints)
 			}
@@ -132,8 +134,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		}
 	}
 	start := time.Now()
-	t.seedLock()  // lockseed.go
-	t.seedHeads() // headseed.go
+	t.seedLock() // lockseed.go
 	ls, err := t.locker.Acquire(ctx, t.LockName())
 	if err != nil {
 		return rep, err
@@ -297,8 +298,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 		return rep, afterCommit(rep.Committed, "release", rerr)
 	}
-	t.saveLock()  // lockseed.go
-	t.saveHeads() // headseed.go
+	t.saveLock()        // lockseed.go
+	t.saveHeads(seeded) // headseed.go
 	return rep, err
 }
 

@@ -138,6 +138,9 @@ func (c *checker) run(ctx context.Context) error {
 		if _, _, mark := d.pendingOf(k.key); mark && d.marksBesideHeads() {
 			continue // a pending mark beside the heads: checkPending's
 		}
+		if d.isListedRecord(k.key) {
+			continue // the namespace registry beside the catalog's heads (listedrecords.go)
+		}
 		part, ok := d.headPartition(k.key)
 		if !ok {
 			fix, f := c.quarantine(k.key, k.etag)

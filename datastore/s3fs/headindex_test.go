@@ -20,14 +20,14 @@ import (
 	"github.com/lakemeta/lake/metastore"
 )
 
-// headIndexStore opens a new datastore (layout models-v3: the index in the
+// headIndexStore opens a new datastore (layout models-v4: the index in the
 // heads) under prefix "hi" of a fresh bucket, with the raw client.
 func headIndexStore(t *testing.T) (*s3fs.Driver, *datastore.Store, *s3.Client, string) {
 	t.Helper()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	d, s := openDatastore(t, c, bucket, "hi")
-	if s.Layout() != datastore.LayoutModelsV3 {
-		t.Fatalf("a new datastore's layout = %s, want models-v3", s.Layout())
+	if s.Layout() != datastore.LayoutModelsV4 {
+		t.Fatalf("a new datastore's layout = %s, want models-v4", s.Layout())
 	}
 	return d, s, c, bucket
 }

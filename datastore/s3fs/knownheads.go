@@ -80,6 +80,13 @@ func (m *headMemory) put(key, etag string, body []byte) {
 func (m *headMemory) get(key, etag string) ([]byte, bool) {
 	m.mu.Lock()
 	k, ok := m.heads[key]
+	if ok && k.ETag == etag {
+		// Used again: kept as long as one kept last (a namespace's
+		// record is read every sync and written seldom).
+		if i := slices.Index(m.order, key); i >= 0 {
+			m.order = append(append(m.order[:i:i], m.order[i+1:]...), key)
+		}
+	}
 	m.mu.Unlock()
 	if !ok || k.ETag != etag || !md5Is(etag, k.Body) {
 		return nil, false

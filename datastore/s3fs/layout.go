@@ -14,13 +14,18 @@ func (d *Driver) partition(path string) string { return d.layout.Partition(path)
 var _ datastore.FreshLayouter = (*Driver)(nil)
 
 // FreshLayout implements datastore.FreshLayouter: a new datastore on S3 is
-// recorded "models-v3": its pending marks sit beside the heads (one LIST
-// reads both, pending.go), as in "models-v2", and its heads hold their
-// partitions' path index while it is small (headindex.go). A lake that
-// does not know that layout refuses the datastore rather than write in a
-// format its readers do not read.
-func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV3 }
+// recorded "models-v4": its pending marks sit beside the heads (one LIST
+// reads both, pending.go), as in "models-v2", its heads hold their
+// partitions' path index while it is small (headindex.go), as in
+// "models-v3", and the namespace registry's records sit beside the
+// catalog's heads (listedrecords.go). A lake that does not know that
+// layout refuses the datastore rather than write in a format its readers
+// do not read.
+func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV4 }
 
 // headIndexes reports whether d's datastore keeps a partition's path index
-// in its head while it is small (datastore.LayoutModelsV3, headindex.go).
-func (d *Driver) headIndexes() bool { return d.layout == datastore.LayoutModelsV3 }
+// in its head while it is small (datastore.LayoutModelsV3 and later,
+// headindex.go).
+func (d *Driver) headIndexes() bool {
+	return d.layout == datastore.LayoutModelsV3 || d.layout == datastore.LayoutModelsV4
+}

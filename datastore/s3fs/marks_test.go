@@ -14,7 +14,7 @@ import (
 )
 
 // TestMarksBesideHeads (issue 31): a new datastore on S3 records the layout
-// models-v3 (models-v2 before its heads held their index) and keeps its
+// models-v4 (models-v2 before its heads held their index) and keeps its
 // pending marks beside the heads, so that a reader
 // that finds nothing changed lists h/ once (one request, it listed p/ and
 // h/ before); a datastore recorded "models" keeps the older two LISTs. A
@@ -37,8 +37,8 @@ func TestMarksBesideHeads(t *testing.T) {
 		}
 	}
 	d, s := open("v2")
-	if s.Layout() != datastore.LayoutModelsV3 {
-		t.Fatalf("a new datastore's layout = %s, want models-v3 (marks beside the heads, as models-v2)", s.Layout())
+	if s.Layout() != datastore.LayoutModelsV4 {
+		t.Fatalf("a new datastore's layout = %s, want models-v4 (marks beside the heads, as models-v2)", s.Layout())
 	}
 	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("a"), nil); err != nil {
 		t.Fatal(err)

@@ -33,14 +33,14 @@ import (
 // "models" or "type-id" keeps them under p/ (p/PARTITION/POSITION), so a
 // reader that settles them and then compares the heads lists both p/ and
 // h/: two LISTs for a sync that finds nothing changed. One recorded
-// "models-v2" or "models-v3" (datastore.LayoutModelsV2 and V3, every
+// "models-v2" or later (datastore.LayoutModelsV2, V3 and V4, every
 // datastore made since; V3's heads also hold their index, headindex.go)
 // keeps them beside the heads, h/PARTITION!pPOSITION, so that one LIST of h/
 // returns the heads and the marks. No head's key holds a '!' (the
 // partition's name is url.PathEscape'd, which escapes it), so a mark is
 // never read as a head, nor a head as a mark; the key is a sibling of the
 // head's, not below it, as servers that keep objects as files need. A
-// lake that knew only p/ refuses a "models-v2" or "models-v3" datastore (it
+// lake that knew only p/ refuses a "models-v2" or later datastore (it
 // does not know the layout's name), so no writer of the older format ever marks a commit
 // where this one's readers no longer look; and this lake reads p/ only in
 // the datastores of the older format, whose writers may still be running.
@@ -50,9 +50,9 @@ import (
 const markSep = "!p"
 
 // marksBesideHeads reports whether d's datastore keeps its pending marks
-// under h/ (datastore.LayoutModelsV2 and V3) rather than under p/.
+// under h/ (datastore.LayoutModelsV2 and later) rather than under p/.
 func (d *Driver) marksBesideHeads() bool {
-	return d.layout == datastore.LayoutModelsV2 || d.layout == datastore.LayoutModelsV3
+	return d.layout == datastore.LayoutModelsV2 || d.headIndexes()
 }
 
 // pendingPrefix is the prefix whose LIST returns every pending mark of

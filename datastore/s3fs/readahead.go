@@ -95,7 +95,15 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 	for _, k := range records {
 		key := d.recordKey(k)
 		wg.Go(func() {
-			o, err := d.c.get(ctx, key)
+			// A registry record beside the catalog's heads, listed
+			// here: known from the listing, or read after it.
+			if r, ok := d.listedRecord(ctx, ra, key); ok { // listedrecords.go
+				ra.mu.Lock()
+				ra.records[key] = r
+				ra.mu.Unlock()
+				return
+			}
+			o, err := d.getRecordObject(ctx, key)
 			if err == nil || errors.Is(err, metastore.ErrNotFound) {
 				ra.mu.Lock()
 				ra.records[key] = aheadRead{body: o.body, err: err}

@@ -18,7 +18,7 @@ func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
 	if r, ok := d.aheadRecord(ctx, d.recordKey(key)); ok { // readahead.go
 		return r.body, r.err
 	}
-	o, err := d.c.get(ctx, d.recordKey(key))
+	o, err := d.getRecordObject(ctx, d.recordKey(key))
 	if err != nil {
 		return nil, err
 	}
@@ -34,6 +34,9 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	k := d.recordKey(key)
 	if expect.Absent() {
 		etag, err := d.c.create(ctx, k, value)
+		if err == nil {
+			d.keepWritten(k, etag, value)
+		}
 		return object{}, etag, err
 	}
 	// S3's ETag of an object written in one part without KMS is the MD5
@@ -42,6 +45,7 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	// Where the ETag is something else, it fails, and the read below
 	// settles it.
 	if etag, err := d.c.replace(ctx, k, md5ETag(expect.Value()), value); err == nil {
+		d.keepWritten(k, etag, value)
 		return object{body: expect.Value()}, etag, nil
 	} else if !errors.Is(err, metastore.ErrConflict) {
 		return object{}, "", err
@@ -57,6 +61,9 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 		return object{}, "", metastore.Conflict(key, "record differs from expected")
 	}
 	etag, err := d.c.replace(ctx, k, cur.etag, value)
+	if err == nil {
+		d.keepWritten(k, etag, value)
+	}
 	return cur, etag, err
 }
 
@@ -82,22 +89,25 @@ func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) 
 	return d.c.deleteIf(ctx, d.recordKey(key), cur.etag)
 }
 
-// ListRecords implements datastore.Records: a LIST, then a GET of each.
+// ListRecords implements datastore.Records: a LIST (two where the records
+// under prefix sit in two places, listedrecords.go), then a GET of each.
 func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
-	keys, err := d.c.listAll(ctx, d.root+"r/"+escape(prefix), "")
-	if err != nil {
-		return nil, err
-	}
 	var out []metastore.Item
-	for _, k := range keys {
-		o, err := d.c.get(ctx, k.key)
-		if errors.Is(err, metastore.ErrNotFound) {
-			continue // deleted since the listing
-		}
+	for _, l := range d.recordLists(prefix) {
+		keys, err := d.c.listAll(ctx, l.prefix, "")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, metastore.Item{Key: unleaf(strings.TrimPrefix(k.key, d.root+"r/")), Value: o.body})
+		for _, k := range keys {
+			o, err := d.getRecordObject(ctx, k.key)
+			if errors.Is(err, metastore.ErrNotFound) {
+				continue // deleted since the listing
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, metastore.Item{Key: l.key(k.key), Value: o.body})
+		}
 	}
 	// The "~" ending a key sorts after "/": "a/x/deep~" lists before "a/x~".
 	slices.SortFunc(out, func(a, b metastore.Item) int { return strings.Compare(a.Key, b.Key) })

@@ -100,7 +100,6 @@ func (d *Driver) replacedKey(version string) string { return d.prefix + "v/" + v
 func (d *Driver) dueKey(version string, at time.Time) string {
 	return d.prefix + "q/" + timeKey(at) + "/" + version
 }
-func (d *Driver) recordKey(key string) string  { return d.root + "r/" + leaf(key) }
 func (d *Driver) fileKey(path string) string   { return d.prefix + "f/" + leaf(path) }
 func (d *Driver) headKey(part string) string   { return d.prefix + "h/" + url.PathEscape(part) }
 func (d *Driver) logPrefix(part string) string { return d.prefix + "l/" + url.PathEscape(part) + "/" }
@@ -114,6 +113,16 @@ func (d *Driver) logKey(part string, pos uint64) string {
 // keep objects as files in folders (versitygw's posix backend) refuse an
 // object whose key runs through another object. Escaping each "~" alone
 // keeps a prefix of a name a prefix of its key.
+// recordKey is the object of record key: under r/, or, for a namespace's
+// registry record in a "models-v4" datastore, beside the catalog's heads
+// (listedrecords.go).
+func (d *Driver) recordKey(key string) string {
+	if k, ok := d.listedRecordKey(key); ok {
+		return k
+	}
+	return d.root + "r/" + leaf(key)
+}
+
 func escape(s string) string { return strings.ReplaceAll(s, "~", "~~") }
 func leaf(s string) string   { return escape(s) + "~" }
 

@@ -34,9 +34,10 @@ func openStore(t *testing.T, api s3fs.API, bucket, prefix string) (*s3fs.Driver,
 }
 
 // newStore is a datastore of the layout a new one records on S3
-// (models-v3: pending marks beside the heads, the index in the heads).
+// (models-v4: pending marks beside the heads, the index in the heads, the
+// namespace registry beside the catalog's heads).
 func newStore(t *testing.T) *datastore.Store {
-	return newStoreOf(t, datastore.LayoutModelsV3)
+	return newStoreOf(t, datastore.LayoutModelsV4)
 }
 
 // newStoreOf is a datastore that computes and records layout l.
