@@ -351,6 +351,30 @@ func (c *client) pages(ctx context.Context, in *s3.ListObjectsV2Input, each func
 	}
 }
 
+// listDirs returns the folders right below prefix (a LIST with the
+// delimiter "/": its common prefixes), every page of them.
+func (c *client) listDirs(ctx context.Context, prefix string) ([]string, error) {
+	in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix, Delimiter: aws.String("/")}
+	var out []string
+	for {
+		c.n.list.Add(1)
+		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
+		if err != nil {
+			return nil, classify("ListObjectsV2", prefix, err)
+		}
+		for _, p := range page.CommonPrefixes {
+			out = append(out, aws.ToString(p.Prefix))
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return out, nil
+		}
+		if tok := aws.ToString(page.NextContinuationToken); tok == "" || tok == aws.ToString(in.ContinuationToken) {
+			return nil, fmt.Errorf("%w: s3 ListObjectsV2 %q: a truncated page without a new continuation token", metastore.ErrUnavailable, prefix)
+		}
+		in.ContinuationToken = page.NextContinuationToken
+	}
+}
+
 // listAll returns every key under prefix after startAfter.
 func (c *client) listAll(ctx context.Context, prefix, startAfter string) ([]listed, error) {
 	out, _, err := c.list(ctx, prefix, startAfter, int(^uint(0)>>1))

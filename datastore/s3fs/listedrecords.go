@@ -9,104 +9,130 @@ import (
 	"github.com/lakemeta/lake/metastore"
 )
 
-// The namespace registry beside the catalog's heads (issue 31, layout
-// "models-v4"). A sync reads its namespace's record (the lifecycle policy
-// and the layout's proof) every time, so that a policy changed since is
-// applied by the next sync; on S3 that was a GET beside the sync's two
-// LISTs, in every sync, also one that finds nothing changed. In a
-// "models-v4" datastore the record datastore/namespaces/NAME is the object
+// The namespace registry beside the heads (issue 31, layout "models-v4").
+// A sync reads its namespace's record (the lifecycle policy and the
+// layout's proof) every time, so that a policy changed since is applied by
+// the next sync; on S3 that was a GET beside the sync's LISTs, in every
+// sync, also one that finds nothing changed. In a "models-v4" datastore
+// the record datastore/namespaces/NAME is the object
 //
-//	n/_catalog/h/!ns/NAME~
+//	n/NAME/h/!ns~    (the default namespace's: h/!ns~)
 //
-// beside the catalog's heads, which a sync with the catalog on lists
-// anyway (its catalog read): the listing shows the record's ETag, and a
-// record this process (or the tree's last sync) read or wrote at that ETag
-// is taken from memory, as a head is (knownheads.go: only when the kept
-// body's MD5 is the ETag, so it is exactly the object listed). A record the
-// listing does not show is absent at the listing's instant, which is the
-// instant the read answers for. Every write of the record (the
-// namespace's registration, `lake data lifecycle`) is the conditional
-// write it was, at the new key; nothing else changes.
+// beside the namespace's own heads, which a sync lists anyway (its pull):
+// the listing shows the record's ETag, and a record this process (or the
+// tree's last sync) read or wrote at that ETag is taken from memory, as a
+// head is (knownheads.go: only when the kept body's MD5 is the ETag, so it
+// is exactly the object listed). A record the listing does not show is
+// absent at the listing's instant, which is the instant the read answers
+// for. Every write of the record (the namespace's registration,
+// `lake data lifecycle`) is the conditional write it was, at the new key.
+// The record stays inside the namespace's tree, so a role confined to it
+// (iam's sync-worker) reaches its own record and no other's.
 //
 // No head's key holds a '!' (a partition's name is url.PathEscape'd), so
-// the records are never read as heads, nor as pending marks (whose '!' is
+// the record is never read as a head, nor as a pending mark (whose '!' is
 // followed by 'p' after a partition's name): every reader of the heads
-// already skips them (headPartition, pendingOf), and lake data check knows
-// them. A lake that knew only "models-v3" refuses a "models-v4" datastore,
+// already skips it (headPartition, pendingOf), and lake data check knows
+// it. A lake that knew only "models-v3" refuses a "models-v4" datastore,
 // so no writer keeps the registry where this lake's readers no longer look.
 
-// listedRecordsDir is the folder of the namespace registry's records under
-// the catalog's heads.
-const listedRecordsDir = "!ns/"
+// registryLeaf is the name of a namespace's registry record under its h/.
+const registryLeaf = "!ns~"
 
 // recordsBesideHeads reports whether d's datastore keeps the namespace
-// registry beside the catalog's heads (datastore.LayoutModelsV4).
+// registry beside the namespaces' heads (datastore.LayoutModelsV4).
 func (d *Driver) recordsBesideHeads() bool { return d.layout == datastore.LayoutModelsV4 }
 
-// catalogPrefix is the catalog scope's prefix (its driver's d.prefix).
-func (d *Driver) catalogPrefix() string { return d.root + nsDir + datastore.CatalogScope + "/" }
+// scopePrefix is the prefix of namespace name's tree: the root's for the
+// default namespace.
+func (d *Driver) scopePrefix(name string) string {
+	if name == datastore.DefaultNamespace {
+		return d.root
+	}
+	return d.root + nsDir + name + "/"
+}
 
-// listedRecordsPrefix is the prefix of the registry's objects beside the
-// catalog's heads.
-func (d *Driver) listedRecordsPrefix() string { return d.catalogPrefix() + "h/" + listedRecordsDir }
-
-// listedRecordKey returns the object of record key when it sits beside the
-// catalog's heads: a namespace's registry record in a "models-v4"
+// listedRecordKey returns the object of record key when it sits beside a
+// namespace's heads: the namespace's registry record in a "models-v4"
 // datastore.
 func (d *Driver) listedRecordKey(key string) (string, bool) {
 	name, ok := strings.CutPrefix(key, datastore.NamespaceRecords)
-	if !ok || !d.recordsBesideHeads() || name == "" || strings.Contains(name, "/") {
+	if !ok || !d.recordsBesideHeads() || datastore.ValidateNamespace(name) != nil {
 		return "", false
 	}
-	return d.listedRecordsPrefix() + leaf(name), true
+	return d.scopePrefix(name) + "h/" + registryLeaf, true
 }
 
-// isListedRecord reports whether key (an object's) is a registry record
-// beside the catalog's heads, for the readers of those heads that look at
-// every key (lake data check).
+// isListedRecord reports whether key (an object's) is d's namespace's
+// registry record beside its heads, for the readers of the heads that look
+// at every key (lake data check).
 func (d *Driver) isListedRecord(key string) bool {
-	return d.recordsBesideHeads() && d.prefix == d.catalogPrefix() && strings.HasPrefix(key, d.listedRecordsPrefix())
+	return d.recordsBesideHeads() && key == d.prefix+"h/"+registryLeaf
 }
 
-// recordLists returns the object prefixes a ListRecords(prefix) lists and,
-// for each, the record key of one of its objects.
-func (d *Driver) recordLists(prefix string) []recordList {
-	plain := recordList{d.root + "r/" + escape(prefix), func(k string) string { return unleaf(strings.TrimPrefix(k, d.root+"r/")) }}
-	if !d.recordsBesideHeads() {
-		return []recordList{plain}
+// isRegistryObject reports whether key is some namespace's registry record
+// beside its heads.
+func (d *Driver) isRegistryObject(key string) bool {
+	return d.recordsBesideHeads() && strings.HasPrefix(key, d.root) && strings.HasSuffix(key, "h/"+registryLeaf)
+}
+
+// listsRegistry reports whether a ListRecords(prefix) may return registry
+// records, and whether it returns nothing else.
+func listsRegistry(prefix string) (some, only bool) {
+	only = strings.HasPrefix(prefix, datastore.NamespaceRecords)
+	return only || strings.HasPrefix(datastore.NamespaceRecords, prefix), only
+}
+
+// listRegistry returns the registry records whose keys start with prefix,
+// in a "models-v4" datastore: a LIST of the namespaces' folders (n/, with
+// the delimiter "/"), then a GET of each namespace's record (the default
+// namespace's too); a folder without one is a namespace that never
+// registered.
+func (d *Driver) listRegistry(ctx context.Context, prefix string) ([]metastore.Item, error) {
+	partial := strings.TrimPrefix(prefix, datastore.NamespaceRecords)
+	if !strings.HasPrefix(prefix, datastore.NamespaceRecords) {
+		partial = ""
 	}
-	beside := func(name string) recordList {
-		return recordList{d.listedRecordsPrefix() + escape(name), func(k string) string {
-			return datastore.NamespaceRecords + unleaf(strings.TrimPrefix(k, d.listedRecordsPrefix()))
-		}}
+	dirs, err := d.c.listDirs(ctx, d.root+nsDir+partial)
+	if err != nil {
+		return nil, err
 	}
-	if name, ok := strings.CutPrefix(prefix, datastore.NamespaceRecords); ok {
-		if strings.Contains(name, "/") {
-			return []recordList{plain} // no namespace's name holds a '/'
+	names := []string{datastore.DefaultNamespace}
+	for _, dir := range dirs {
+		names = append(names, strings.TrimSuffix(strings.TrimPrefix(dir, d.root+nsDir), "/"))
+	}
+	var out []metastore.Item
+	for i, name := range names {
+		if !strings.HasPrefix(name, partial) || (i > 0 && name == datastore.DefaultNamespace) {
+			continue
 		}
-		return []recordList{beside(name)}
+		key, ok := d.listedRecordKey(datastore.NamespaceRecords + name)
+		if !ok {
+			continue // an internal scope's folder (_catalog), or not a namespace's
+		}
+		o, err := d.getRecordObject(ctx, key)
+		if errors.Is(err, metastore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, metastore.Item{Key: datastore.NamespaceRecords + name, Value: o.body})
 	}
-	if strings.HasPrefix(datastore.NamespaceRecords, prefix) {
-		return []recordList{plain, beside("")}
-	}
-	return []recordList{plain}
+	return out, nil
 }
 
-// recordList is one LIST of ListRecords: the objects under prefix, each
-// the record key(object key).
-type recordList struct {
-	prefix string
-	key    func(object string) string
-}
-
-// listedRecord answers a read-ahead's read of the record object key
-// beside the catalog's heads from ra's listing of those heads: absent if
+// listedRecord answers a read-ahead's read of a registry record object
+// beside a namespace's heads from ra's listing of those heads: absent if
 // the listing does not show it, the kept body if it shows it at the ETag
-// the body was kept with (knownheads.go), else a GET. ok is false when
-// there is no such listing in ra (the caller reads it as any record).
+// the body was kept with (knownheads.go), else a GET. ok is false when ra
+// has no such listing (the caller reads it as any record).
 func (d *Driver) listedRecord(ctx context.Context, ra *readAhead, key string) (aheadRead, bool) {
-	l := ra.heads[d.catalogPrefix()]
-	if l == nil || !strings.HasPrefix(key, d.listedRecordsPrefix()) {
+	if !d.isRegistryObject(key) {
+		return aheadRead{}, false
+	}
+	l := ra.heads[strings.TrimSuffix(key, "h/"+registryLeaf)]
+	if l == nil {
 		return aheadRead{}, false
 	}
 	select {
@@ -138,19 +164,19 @@ func (d *Driver) listedRecord(ctx context.Context, ra *readAhead, key string) (a
 }
 
 // getRecordObject reads a record's object, keeping a registry record beside
-// the catalog's heads with its ETag for the next listing that shows it.
+// the heads with its ETag for the next listing that shows it.
 func (d *Driver) getRecordObject(ctx context.Context, key string) (object, error) {
 	o, err := d.c.get(ctx, key)
-	if err == nil && strings.HasPrefix(key, d.listedRecordsPrefix()) && d.recordsBesideHeads() {
+	if err == nil && d.isRegistryObject(key) {
 		d.c.known.put(key, o.etag, o.body)
 	}
 	return o, err
 }
 
-// keepWritten keeps a registry record beside the catalog's heads as this
-// process wrote it.
+// keepWritten keeps a registry record beside the heads as this process
+// wrote it.
 func (d *Driver) keepWritten(key, etag string, value []byte) {
-	if d.recordsBesideHeads() && strings.HasPrefix(key, d.listedRecordsPrefix()) {
+	if d.isRegistryObject(key) {
 		d.c.known.put(key, etag, value)
 	}
 }

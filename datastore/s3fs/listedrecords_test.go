@@ -25,10 +25,10 @@ func getsOf(g *getsAPI, key string) int {
 	return n
 }
 
-// TestNamespaceRecordBesideTheCatalogHeads (issue 31, layout models-v4): a
-// new datastore keeps each namespace's registry record beside the
-// catalog's heads, n/_catalog/h/!ns/NAME~, where a sync's listing of those
-// heads shows its ETag; a sync's read-ahead of the record then takes it
+// TestNamespaceRecordBesideTheHeads (issue 31, layout models-v4): a new
+// datastore keeps each namespace's registry record beside the namespace's
+// heads, n/NAME/h/!ns~, where a sync's listing of those heads shows its
+// ETag; a sync's read-ahead of the record then takes it
 // from what this process (or the tree's last sync) read or wrote at that
 // ETag, and GETs it only when the listing shows another. A datastore
 // recorded models-v3 keeps the record under r/ and reads it every time
@@ -37,7 +37,7 @@ func getsOf(g *getsAPI, key string) int {
 // read, without a GET; a kept body altered to say another policy at the
 // listed ETag is not taken. Readers of the heads never take the records
 // for partitions, and lake data check reports nothing.
-func TestNamespaceRecordBesideTheCatalogHeads(t *testing.T) {
+func TestNamespaceRecordBesideTheHeads(t *testing.T) {
 	raw, bucket := s3local.Client(t), s3local.Bucket(t)
 	ctx := t.Context()
 	open := func(prefix string, remembered []byte) (*getsAPI, *datastore.Store) {
@@ -48,7 +48,7 @@ func TestNamespaceRecordBesideTheCatalogHeads(t *testing.T) {
 		return api, s
 	}
 	// readConfig reads ns's record as a sync does: ahead, beside the
-	// listing of the catalog's heads.
+	// listings of the namespace's heads and the catalog's.
 	readConfig := func(s *datastore.Store, ns string) datastore.NamespaceConfig {
 		t.Helper()
 		n, err := s.Namespace(ns)
@@ -75,7 +75,7 @@ func TestNamespaceRecordBesideTheCatalogHeads(t *testing.T) {
 		layout datastore.Layout
 		object string // the record's key below the prefix
 	}{
-		{datastore.LayoutModelsV4, "/n/_catalog/h/!ns/w1~"},
+		{datastore.LayoutModelsV4, "/n/w1/h/!ns~"},
 		{datastore.LayoutModelsV3, "/r/datastore/namespaces/w1~"},
 	} {
 		t.Run(c.layout.String(), func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestNamespaceRecordBesideTheCatalogHeads(t *testing.T) {
 				wantGets = 1
 			}
 			if n := getsOf(apiA, key); n != wantGets {
-				t.Fatalf("read ahead beside the catalog's heads: %d GETs of the record, want %d", n, wantGets)
+				t.Fatalf("read ahead beside the heads: %d GETs of the record, want %d", n, wantGets)
 			}
 			// Another process given what the writer remembered: the same.
 			apiB, b := open(prefix, a.RememberedHeads())
@@ -143,6 +143,21 @@ func TestNamespaceRecordBesideTheCatalogHeads(t *testing.T) {
 
 			if c.layout != datastore.LayoutModelsV4 {
 				return
+			}
+			// The default namespace's record is the root's: h/!ns~.
+			rootPolicy := datastore.Lifecycle{KeepLast: 2}
+			if _, err := a.SetLifecycle(ctx, rootPolicy); err != nil {
+				t.Fatal(err)
+			}
+			var rootRec datastore.NamespaceConfig
+			if err := json.Unmarshal(rawGet(t, raw, bucket, prefix+"/h/!ns~"), &rootRec); err != nil || rootRec.Lifecycle != rootPolicy {
+				t.Fatalf("the default namespace's record: %+v, %v", rootRec, err)
+			}
+			if nss, err := a.Namespaces(ctx); err != nil || len(nss) != 2 || nss[0].Name != "default" || nss[0].Lifecycle != rootPolicy || nss[1].Name != "w1" {
+				t.Fatalf("Namespaces with the root's policy: %+v, %v", nss, err)
+			}
+			if got := readConfig(a, "default"); got.Lifecycle != rootPolicy {
+				t.Fatalf("the default namespace's record read ahead: %+v", got)
 			}
 			// A hostile peer rewrites the record: the listing shows
 			// another ETag, so it is read.
@@ -180,31 +195,31 @@ func TestNamespaceRecordBesideTheCatalogHeads(t *testing.T) {
 			if n := getsOf(apiD, key); n != 1 {
 				t.Fatalf("a forged kept record: %d GETs, want 1", n)
 			}
-			// Readers of the catalog's heads skip the record; check
-			// reports nothing.
+			// Readers of the heads skip the record; check reports
+			// nothing.
 			cat, err := a.CatalogStore()
 			if err != nil {
 				t.Fatal(err)
 			}
-			parts, err := cat.Partitions(ctx)
+			parts, err := w1.Partitions(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			heads, _, err := cat.ChangedPartitions(ctx, "")
+			heads, _, err := w1.ChangedPartitions(ctx, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range parts {
 				if strings.Contains(p, "!") {
-					t.Fatalf("the catalog's partitions name a record: %v", parts)
+					t.Fatalf("the namespace's partitions name a record: %v", parts)
 				}
 			}
 			for _, h := range heads {
 				if strings.Contains(h.Partition, "!") {
-					t.Fatalf("the catalog's changed partitions name a record: %v", heads)
+					t.Fatalf("the namespace's changed partitions name a record: %v", heads)
 				}
 			}
-			for _, sc := range []*datastore.Store{a, cat} {
+			for _, sc := range []*datastore.Store{a, w1, cat} {
 				rep, err := sc.Check(ctx, datastore.CheckOptions{})
 				if err != nil || len(rep.Problems) != 0 {
 					t.Fatalf("check of %q: %+v, %v", sc.NamespaceName(), rep.Problems, err)

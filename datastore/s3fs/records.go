@@ -89,25 +89,35 @@ func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) 
 	return d.c.deleteIf(ctx, d.recordKey(key), cur.etag)
 }
 
-// ListRecords implements datastore.Records: a LIST (two where the records
-// under prefix sit in two places, listedrecords.go), then a GET of each.
+// ListRecords implements datastore.Records: a LIST, then a GET of each
+// (and, for the namespace registry of a "models-v4" datastore, a LIST of
+// the namespaces and a GET of each one's record: listedrecords.go).
 func (d *Driver) ListRecords(ctx context.Context, prefix string) ([]metastore.Item, error) {
 	var out []metastore.Item
-	for _, l := range d.recordLists(prefix) {
-		keys, err := d.c.listAll(ctx, l.prefix, "")
+	var keys []listed
+	some, only := listsRegistry(prefix)
+	if some && d.recordsBesideHeads() {
+		items, err := d.listRegistry(ctx, prefix)
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range keys {
-			o, err := d.getRecordObject(ctx, k.key)
-			if errors.Is(err, metastore.ErrNotFound) {
-				continue // deleted since the listing
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, metastore.Item{Key: l.key(k.key), Value: o.body})
+		out = items
+	}
+	if !only || !d.recordsBesideHeads() {
+		var err error
+		if keys, err = d.c.listAll(ctx, d.root+"r/"+escape(prefix), ""); err != nil {
+			return nil, err
 		}
+	}
+	for _, k := range keys {
+		o, err := d.c.get(ctx, k.key)
+		if errors.Is(err, metastore.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, metastore.Item{Key: unleaf(strings.TrimPrefix(k.key, d.root+"r/")), Value: o.body})
 	}
 	// The "~" ending a key sorts after "/": "a/x/deep~" lists before "a/x~".
 	slices.SortFunc(out, func(a, b metastore.Item) int { return strings.Compare(a.Key, b.Key) })
