@@ -164,17 +164,30 @@ func (d *Driver) settlePendingAt(ctx context.Context, at time.Time) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return d.settleMarks(ctx, keys, at)
+	_, _, err = d.settleMarks(ctx, keys, at)
+	return err
 }
 
 // settleMarks settles the marks among keys, a listing of pendingPrefix
 // (other keys are skipped: the heads beside the marks, or a foreign
-// object, which lake data check reports).
-func (d *Driver) settleMarks(ctx context.Context, keys []listed, at time.Time) error {
+// object, which lake data check reports). It returns keys without the
+// marks it found settled, and whether it moved a head (rolled a commit
+// forward): if not, the heads in keys are what a listing after it would
+// show of every commit acknowledged before keys was listed.
+//
+// A partition whose head, read now, has applied every marked position
+// needs no more (issue 31): each marked commit is in it, rolled forward
+// by its committer between the listing and this read (the race every
+// reader of a busy namespace meets), so its log is not listed; in the
+// seed's loop of ten workers that was a LIST of another namespace's
+// catalog log in nearly every other sync, and a second listing of the
+// heads after it.
+func (d *Driver) settleMarks(ctx context.Context, keys []listed, at time.Time) ([]listed, bool, error) {
 	byPart := map[string][]listed{}
+	top := map[string]uint64{} // each partition's highest marked position
 	var order []string
 	for _, k := range keys {
-		part, _, ok := d.pendingOf(k.key)
+		part, pos, ok := d.pendingOf(k.key)
 		if !ok {
 			continue // a head, or not a marker: lake data check reports it
 		}
@@ -182,10 +195,13 @@ func (d *Driver) settleMarks(ctx context.Context, keys []listed, at time.Time) e
 			order = append(order, part)
 		}
 		byPart[part] = append(byPart[part], k)
+		top[part] = max(top[part], pos)
 	}
 	now := time.Now()
+	moved := false
+	settled := map[string]bool{}
 	for _, part := range order {
-		t, err := d.readTail(ctx, part, false)
+		h, etag, exists, err := d.readHead(ctx, part)
 		if errors.Is(err, datastore.ErrDamaged) {
 			// One damaged partition must not stop every listing and
 			// pull of the namespace: its own readers meet the error,
@@ -193,36 +209,54 @@ func (d *Driver) settleMarks(ctx context.Context, keys []listed, at time.Time) e
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		if t.blocked != nil {
-			// A staged commit not decided: give it up if it is dead
-			// (whole.go), then read the tail again.
-			if err := d.settleTx(ctx, t.blocked.Tx, at); err != nil && !errors.Is(err, errInFlight) {
-				return err
-			}
-			if t, err = d.readTail(ctx, part, false); err != nil {
-				return err
-			}
-		}
-		end := t.h.Applied
-		if t.exists && len(t.objects) > 0 {
-			if err := d.rollForward(ctx, part, t, now); errors.Is(err, datastore.ErrDamaged) {
+		end := h.Applied
+		if !exists || h.Applied < top[part] {
+			t, err := d.tailOf(ctx, part, h, etag, exists, false)
+			if errors.Is(err, datastore.ErrDamaged) {
 				continue
-			} else if err != nil && !errors.Is(err, errHeadGone) {
-				return err
 			}
-			end = t.rollTo()
+			if err != nil {
+				return nil, false, err
+			}
+			if t.blocked != nil {
+				// A staged commit not decided: give it up if it is dead
+				// (whole.go), then read the tail again.
+				if err := d.settleTx(ctx, t.blocked.Tx, at); err != nil && !errors.Is(err, errInFlight) {
+					return nil, false, err
+				}
+				if t, err = d.readTail(ctx, part, false); err != nil {
+					return nil, false, err
+				}
+			}
+			exists, end = t.exists, t.h.Applied
+			if t.exists && len(t.objects) > 0 {
+				moved = true
+				if err := d.rollForward(ctx, part, t, now); errors.Is(err, datastore.ErrDamaged) {
+					continue
+				} else if err != nil && !errors.Is(err, errHeadGone) {
+					return nil, false, err
+				}
+				end = t.rollTo()
+			}
 		}
 		for _, k := range byPart[part] {
 			_, pos, _ := d.pendingOf(k.key)
 			old := d.c.clock.now().Sub(k.mod) > d.window
-			if (t.exists && pos <= end) || old {
+			if (exists && pos <= end) || old {
 				if err := d.c.deleteIf(ctx, k.key, k.etag); err != nil && !errors.Is(err, metastore.ErrConflict) {
-					return err
+					return nil, false, err
 				}
+				settled[k.key] = true
 			}
 		}
 	}
-	return nil
+	rest := keys[:0:0]
+	for _, k := range keys {
+		if !settled[k.key] {
+			rest = append(rest, k)
+		}
+	}
+	return rest, moved, nil
 }

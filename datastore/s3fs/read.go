@@ -469,8 +469,11 @@ func (d *Driver) listSettledHeads(ctx context.Context) ([]listed, error) {
 	if err != nil || !d.hasMarks(keys) {
 		return keys, err
 	}
-	if err := d.settleMarks(ctx, keys, time.Now()); err != nil {
-		return nil, err
+	rest, moved, err := d.settleMarks(ctx, keys, time.Now())
+	if err != nil || !moved {
+		// Nothing rolled forward: the heads listed hold every commit
+		// acknowledged before the listing (settleMarks).
+		return rest, err
 	}
 	return d.c.listAll(ctx, d.prefix+"h/", "")
 }
