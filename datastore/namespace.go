@@ -52,8 +52,8 @@ const nsRegistryPrefix = "datastore/namespaces/"
 
 // NamespaceRecords is the prefix of the namespace registry's records
 // (Records keys NamespaceRecords+NAME, one per namespace), for a driver
-// that keeps them apart from its other records (s3fs: beside the
-// catalog's heads, where a sync's listing sees them change).
+// that keeps them apart from its other records (s3fs: beside each
+// namespace's heads, where a sync's listing sees them change).
 const NamespaceRecords = nsRegistryPrefix
 
 // Lifecycle is a namespace's policy for what lake may expire on its own

@@ -17,9 +17,9 @@ const headsFile = "heads"
 const maxHeadsFile = 1 << 20
 
 // seedHeads gives the store the heads the tree's last sync kept, before
-// the sync's first read (a sync with nothing to push reads its
-// namespace's record beside the catalog's heads too, on S3: docs/s3.md),
-// and returns them as read.
+// the sync's first read (a sync with nothing to push takes its
+// namespace's record from its listing too, on S3: docs/s3.md), and
+// returns them as read.
 func (t *Tree) seedHeads() []byte {
 	b, ok := t.fs.readSmallState(headsFile, maxHeadsFile)
 	if ok {

@@ -64,11 +64,12 @@ func (a *readsAPI) take() (int, map[string]int) {
 
 // TestQuietReadsAtOnce (issue 31): a sync with nothing to push sends its
 // reads (the namespace's changed partitions, the catalog's changes) at
-// once, and takes the namespace's configuration from the catalog's listing
-// without a GET (a models-v4 datastore keeps it beside the catalog's heads:
-// docs/s3.md); with nothing changed it ends there, unlocked. When another tree committed meanwhile it goes on under
-// the lock without listing the catalog's heads again (quiet's read is
-// used), and pulls the other tree's file.
+// once, and takes the namespace's configuration from the namespace's
+// listing without a GET (a models-v4 datastore keeps it beside the
+// namespace's heads: docs/s3.md); with nothing changed it ends there,
+// unlocked. When another tree committed meanwhile it goes on under the
+// lock without listing the catalog's heads again (quiet's read is used),
+// and pulls the other tree's file.
 func TestQuietReadsAtOnce(t *testing.T) {
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
 	open := func(api s3fs.API) *datastore.Store {

@@ -17,8 +17,8 @@ import (
 // the second move starts from the cursor the first returned). The next
 // sync reads no catalog change back and, with nothing else changed, takes
 // no lock, counted on the wire: one BatchGetItem on DynamoDB; on S3 the
-// two changed-partition LISTs (the namespace's record known from the
-// catalog's listing, models-v4: docs/s3.md), and the head of
+// two changed-partition LISTs (the namespace's record known from its
+// listing, models-v4: docs/s3.md), and the head of
 // data, whose claims the drop changed (not a commit: read back; a head of
 // claims only, its log not listed). A catalog cursor left before the
 // removal would cost a head GET and a log LIST more on S3. Another tree of the namespace still learns of the

@@ -145,10 +145,10 @@ func TestRequestsPerSync(t *testing.T) {
 // its catalog fold in its own transaction where the fold needs no read
 // (catalog.PlanFold): one changed file 6 → 5, the first sync of 30 files
 // 10 → 9 (300 files are a staged commit, which carries none). And a new
-// S3 datastore keeping the namespace registry beside the catalog's heads
+// S3 datastore keeping each namespace's registry record beside its heads
 // (layout models-v4, datastore/s3fs/listedrecords.go), so that a sync
-// takes its namespace's record from the catalog's listing when it shows
-// the ETag the tree's last sync read or wrote: every sync one GET fewer,
+// takes its namespace's record from its pull's listing when it shows the
+// ETag the tree's last sync read or wrote: every sync one GET fewer,
 // nothing changed 3 → 2, one changed file 16 → 15, the first syncs 45 → 44.
 var (
 	dynamoMost = [6]int{1, 5, 9, 23, 1, 1}

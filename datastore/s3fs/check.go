@@ -139,7 +139,7 @@ func (c *checker) run(ctx context.Context) error {
 			continue // a pending mark beside the heads: checkPending's
 		}
 		if d.isListedRecord(k.key) {
-			continue // the namespace registry beside the catalog's heads (listedrecords.go)
+			continue // the namespace's registry record beside its heads (listedrecords.go)
 		}
 		part, ok := d.headPartition(k.key)
 		if !ok {

@@ -17,8 +17,8 @@ var _ datastore.FreshLayouter = (*Driver)(nil)
 // recorded "models-v4": its pending marks sit beside the heads (one LIST
 // reads both, pending.go), as in "models-v2", its heads hold their
 // partitions' path index while it is small (headindex.go), as in
-// "models-v3", and the namespace registry's records sit beside the
-// catalog's heads (listedrecords.go). A lake that does not know that
+// "models-v3", and each namespace's registry record sits beside its
+// heads (listedrecords.go). A lake that does not know that
 // layout refuses the datastore rather than write in a format its readers
 // do not read.
 func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV4 }

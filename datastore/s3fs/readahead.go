@@ -95,7 +95,7 @@ func (d *Driver) ReadAheadStats(ctx context.Context, scopes []string, records []
 	for _, k := range records {
 		key := d.recordKey(k)
 		wg.Go(func() {
-			// A registry record beside the catalog's heads, listed
+			// A namespace's registry record beside its heads, listed
 			// here: known from the listing, or read after it.
 			if r, ok := d.listedRecord(ctx, ra, key); ok { // listedrecords.go
 				ra.mu.Lock()

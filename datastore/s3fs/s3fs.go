@@ -114,7 +114,7 @@ func (d *Driver) logKey(part string, pos uint64) string {
 // object whose key runs through another object. Escaping each "~" alone
 // keeps a prefix of a name a prefix of its key.
 // recordKey is the object of record key: under r/, or, for a namespace's
-// registry record in a "models-v4" datastore, beside the catalog's heads
+// registry record in a "models-v4" datastore, beside the namespace's heads
 // (listedrecords.go).
 func (d *Driver) recordKey(key string) string {
 	if k, ok := d.listedRecordKey(key); ok {

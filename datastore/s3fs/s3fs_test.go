@@ -35,7 +35,7 @@ func openStore(t *testing.T, api s3fs.API, bucket, prefix string) (*s3fs.Driver,
 
 // newStore is a datastore of the layout a new one records on S3
 // (models-v4: pending marks beside the heads, the index in the heads, the
-// namespace registry beside the catalog's heads).
+// namespace registry beside the namespaces' heads).
 func newStore(t *testing.T) *datastore.Store {
 	return newStoreOf(t, datastore.LayoutModelsV4)
 }
