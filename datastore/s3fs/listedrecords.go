@@ -67,7 +67,8 @@ func (d *Driver) listedRecordKey(key string) (string, bool) {
 // registry record beside its heads, for the readers of the heads that look
 // at every key (lake data check).
 func (d *Driver) isListedRecord(key string) bool {
-	return d.recordsBesideHeads() && key == d.prefix+"h/"+registryLeaf
+	internal := strings.HasPrefix(d.prefix, d.root+nsDir+"_") // an internal scope registers nothing
+	return d.recordsBesideHeads() && !internal && key == d.prefix+"h/"+registryLeaf
 }
 
 // isRegistryObject reports whether key is some namespace's registry record

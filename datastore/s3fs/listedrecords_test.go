@@ -219,6 +219,17 @@ func TestNamespaceRecordBesideTheHeads(t *testing.T) {
 					t.Fatalf("the namespace's changed partitions name a record: %v", heads)
 				}
 			}
+			// A foreign object where an internal scope's record would be
+			// is no record: check names it.
+			if _, err := raw.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/n/_catalog/h/!ns~"), Body: strings.NewReader("{}")}); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := cat.Check(ctx, datastore.CheckOptions{}); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Object, "/n/_catalog/h/!ns~") {
+				t.Fatalf("check of the catalog with a foreign !ns~: %+v, %v", rep.Problems, err)
+			}
+			if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/n/_catalog/h/!ns~")}); err != nil {
+				t.Fatal(err)
+			}
 			for _, sc := range []*datastore.Store{a, w1, cat} {
 				rep, err := sc.Check(ctx, datastore.CheckOptions{})
 				if err != nil || len(rep.Problems) != 0 {
