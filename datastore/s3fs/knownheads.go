@@ -148,31 +148,44 @@ func (d *Driver) RememberHeads(b []byte) {
 
 var _ datastore.HeadRememberer = (*Driver)(nil)
 
-// listedHead returns the ETag at which the heads listing a read-ahead
-// made beside a Stat (listingsKey) shows part's head, once that listing
-// is done, if part's head is kept: ok false otherwise, without waiting.
-func (d *Driver) listedHead(ctx context.Context, part string) (string, bool) {
+// listedHead returns what the heads listing a read-ahead made beside a
+// Stat (listingsKey) shows of part's head, once that listing is done: its
+// ETag, or listed false when the listing shows neither the head nor a
+// pending mark of part (with the marks beside the heads: part had no head
+// at the listing's instant, the instant the Stat answers for, so there is
+// nothing to read; issue 31: a first sync read each new model's absent
+// head). ok is false when there is no such listing, or when the head is
+// neither kept nor possibly absent (a datastore whose marks are under p/):
+// then without waiting, as a GET serves either way.
+func (d *Driver) listedHead(ctx context.Context, part string) (etag string, listed, ok bool) {
 	ra, _ := ctx.Value(listingsKey{}).(*readAhead)
-	if ra == nil || ra.c != d.c || !d.c.known.has(d.headKey(part)) {
-		return "", false
+	if ra == nil || ra.c != d.c || (!d.c.known.has(d.headKey(part)) && !d.marksBesideHeads()) {
+		return "", false, false
 	}
 	l := ra.heads[d.prefix]
 	if l == nil {
-		return "", false
+		return "", false, false
 	}
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		return "", false
+		return "", false, false
 	}
 	if !l.ok {
-		return "", false
+		return "", false, false
 	}
 	hk := d.headKey(part)
+	marked := false
 	for _, k := range l.keys {
 		if k.key == hk {
-			return k.etag, true
+			return k.etag, true, true
+		}
+		if p, _, isMark := d.pendingOf(k.key); isMark && p == part {
+			marked = true
 		}
 	}
-	return "", false
+	if marked || !d.marksBesideHeads() {
+		return "", false, false // read it: a mark without its head is not lake's order
+	}
+	return "", false, true
 }

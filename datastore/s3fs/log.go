@@ -230,7 +230,9 @@ func (t *tail) headSeq() uint64 {
 
 func (d *Driver) readHead(ctx context.Context, part string) (head, string, bool, error) {
 	key := d.headKey(part)
-	if etag, ok := d.listedHead(ctx, part); ok { // knownheads.go
+	if etag, listed, ok := d.listedHead(ctx, part); ok && !listed { // knownheads.go
+		return head{}, "", false, nil // absent at the listing's instant
+	} else if ok {
 		if body, ok := d.c.known.get(key, etag); ok {
 			var h head
 			if json.Unmarshal(body, &h) == nil {

@@ -201,3 +201,46 @@ func TestStatBesideListingForeignObject(t *testing.T) {
 		t.Fatalf("a stat beside the listing after lake's commit = %+v; want lake's file", got)
 	}
 }
+
+// TestStatBesideListingReadsNoAbsentHead (issue 31): a Stat beside its
+// namespace's heads listing (a sync's read-ahead) does not read the head
+// of a partition the listing shows no head of, nor a mark of: it had none
+// at the listing's instant, which the Stat answers for (a first sync read
+// each new model's absent head). A head the listing shows, not kept, is
+// read (the control); so is one the listing shows no head but a pending
+// mark of (a raw SDK client's mark: not lake's order, so read).
+func TestStatBesideListingReadsNoAbsentHead(t *testing.T) {
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	_, w := openStore(t, c, bucket, "ab")
+	w.SetLayout(datastore.LayoutModelsV4)
+	if _, err := w.Put(ctx, "data/m/1/a", strings.NewReader("one"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("ab/h/m%2F3!p00000000000000000001"), Body: strings.NewReader("")}); err != nil {
+		t.Fatal(err)
+	}
+	api := &getsAPI{API: c}
+	_, r := openStore(t, api, bucket, "ab")
+	r.SetLayout(datastore.LayoutModelsV4)
+	for _, c := range []struct {
+		path, head string
+		found      bool
+		gets       int
+	}{
+		{"data/m/2/x", "ab/h/m%2F2", false, 0},
+		{"data/m/1/a", "ab/h/m%2F1", true, 1},
+		{"data/m/3/x", "ab/h/m%2F3", false, 1},
+	} {
+		api.take()
+		got := statBeside(t, r, c.path)
+		if found := got.Path != "" && !got.Deleted; found != c.found {
+			t.Fatalf("stat of %s beside the listing: %+v; want found %v", c.path, got, c.found)
+		}
+		// The mark is settled by the listing's reader too, which reads
+		// the head as well: at least one read is what is asked.
+		if n := getsOf(api, c.head); n != c.gets && (c.gets == 0 || n < c.gets) {
+			t.Fatalf("stat of %s beside the listing read its head %d times; want %d", c.path, n, c.gets)
+		}
+	}
+}
