@@ -337,6 +337,12 @@ func (c *client) pages(ctx context.Context, in *s3.ListObjectsV2Input, each func
 				return true, nil
 			}
 		}
+		// With a delimiter (listDirs), the folders: keys ending in it.
+		for _, p := range page.CommonPrefixes {
+			if !each(listed{key: aws.ToString(p.Prefix)}) {
+				return true, nil
+			}
+		}
 		more := aws.ToBool(page.IsTruncated)
 		if !more || (next != nil && !next()) {
 			return more, nil
@@ -356,23 +362,13 @@ func (c *client) pages(ctx context.Context, in *s3.ListObjectsV2Input, each func
 func (c *client) listDirs(ctx context.Context, prefix string) ([]string, error) {
 	in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix, Delimiter: aws.String("/")}
 	var out []string
-	for {
-		c.n.list.Add(1)
-		page, err := c.api.ListObjectsV2(ctx, in, c.clock.recordDate)
-		if err != nil {
-			return nil, classify("ListObjectsV2", prefix, err)
+	_, err := c.pages(ctx, in, func(l listed) bool {
+		if strings.HasSuffix(l.key, "/") {
+			out = append(out, l.key) // a folder; an object right below prefix is not one
 		}
-		for _, p := range page.CommonPrefixes {
-			out = append(out, aws.ToString(p.Prefix))
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return out, nil
-		}
-		if tok := aws.ToString(page.NextContinuationToken); tok == "" || tok == aws.ToString(in.ContinuationToken) {
-			return nil, fmt.Errorf("%w: s3 ListObjectsV2 %q: a truncated page without a new continuation token", metastore.ErrUnavailable, prefix)
-		}
-		in.ContinuationToken = page.NextContinuationToken
-	}
+		return true
+	}, nil)
+	return out, err
 }
 
 // listAll returns every key under prefix after startAfter.
