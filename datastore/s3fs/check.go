@@ -120,6 +120,27 @@ func (c *checker) quarantine(key, etag string) (string, func(context.Context) er
 	}
 }
 
+// checkRegistryRecord names a namespace's registry record that is not
+// one (a sync's lifecycle fails on it, every time): --repair moves it
+// aside, and the namespace is then registered again by its next commit,
+// with no policy until one is set again.
+func (c *checker) checkRegistryRecord(ctx context.Context, k listed) error {
+	c.rep.Objects++
+	o, err := c.d.c.get(ctx, k.key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return nil // gone since the listing
+	}
+	if err != nil {
+		return err
+	}
+	var cfg datastore.NamespaceConfig
+	if json.Unmarshal(o.body, &cfg) == nil {
+		return nil
+	}
+	fix, f := c.quarantine(k.key, o.etag)
+	return c.problem(ctx, k.key, "the namespace's registry record is not one (its lifecycle policy cannot be read; set it again after the repair)", fix, f)
+}
+
 func (c *checker) run(ctx context.Context) error {
 	d := c.d
 	parts := map[string]*partLog{}
@@ -139,7 +160,12 @@ func (c *checker) run(ctx context.Context) error {
 			continue // a pending mark beside the heads: checkPending's
 		}
 		if d.isListedRecord(k.key) {
-			continue // the namespace's registry record beside its heads (listedrecords.go)
+			// The namespace's registry record beside its heads
+			// (listedrecords.go): every sync reads its policy there.
+			if err := c.checkRegistryRecord(ctx, k); err != nil {
+				return err
+			}
+			continue
 		}
 		part, ok := d.headPartition(k.key)
 		if !ok {

@@ -236,6 +236,25 @@ func TestNamespaceRecordBesideTheHeads(t *testing.T) {
 					t.Fatalf("check of %q: %+v, %v", sc.NamespaceName(), rep.Problems, err)
 				}
 			}
+			// The peer damages it: every sync's lifecycle would fail on
+			// it; check names it, --repair moves it aside (the namespace
+			// then has no policy until one is set again).
+			if _, err := raw.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader("garbage{")}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w1.Config(ctx); err == nil {
+				t.Fatal("a damaged record read as a configuration")
+			}
+			rep, err := w1.Check(ctx, datastore.CheckOptions{Repair: true})
+			if err != nil || len(rep.Problems) != 1 || !strings.HasSuffix(rep.Problems[0].Object, "/n/w1/h/!ns~") || !rep.Problems[0].Repaired {
+				t.Fatalf("check --repair of a damaged record: %+v, %v", rep.Problems, err)
+			}
+			if got, err := w1.Config(ctx); err != nil || got.Lifecycle != (datastore.Lifecycle{}) {
+				t.Fatalf("after the repair: %+v, %v; want no policy", got, err)
+			}
+			if _, err := w1.SetLifecycle(ctx, peer.Lifecycle); err != nil {
+				t.Fatal(err)
+			}
 			// The peer deletes it: absent at the listing's instant, so
 			// absent, without a GET; the next commit registers the
 			// namespace again.
