@@ -120,25 +120,43 @@ func (c *checker) quarantine(key, etag string) (string, func(context.Context) er
 	}
 }
 
-// checkRegistryRecord names a namespace's registry record that is not
-// one (a sync's lifecycle fails on it, every time): --repair moves it
-// aside, and the namespace is then registered again by its next commit,
-// with no policy until one is set again.
-func (c *checker) checkRegistryRecord(ctx context.Context, k listed) error {
-	c.rep.Objects++
-	o, err := c.d.c.get(ctx, k.key)
+// checkRegistryRecord names the registry record of the checked namespace
+// when it is not one (a sync's lifecycle fails on it, every time): beside
+// its heads in a "models-v4" datastore (listedrecords.go), under r/
+// before. --repair moves it aside, and the namespace is then registered
+// again by its next commit, with no policy until one is set again.
+func (c *checker) checkRegistryRecord(ctx context.Context) error {
+	d := c.d
+	name := datastore.DefaultNamespace
+	if d.prefix != d.root {
+		name = strings.TrimSuffix(strings.TrimPrefix(d.prefix, d.root+nsDir), "/")
+	}
+	if datastore.ValidateNamespace(name) != nil {
+		return nil // an internal scope: never registered
+	}
+	key := d.recordKey(datastore.NamespaceRecords + name)
+	o, err := d.c.get(ctx, key)
 	if errors.Is(err, metastore.ErrNotFound) {
-		return nil // gone since the listing
+		return nil
 	}
 	if err != nil {
 		return err
 	}
+	c.rep.Objects++
 	var cfg datastore.NamespaceConfig
 	if json.Unmarshal(o.body, &cfg) == nil {
 		return nil
 	}
-	fix, f := c.quarantine(k.key, o.etag)
-	return c.problem(ctx, k.key, "the namespace's registry record is not one (its lifecycle policy cannot be read; set it again after the repair)", fix, f)
+	// Aside in the namespace's own x/, named by the record's key below
+	// the datastore's prefix (a root record is not below a namespace's).
+	to := d.prefix + "x/" + timeKey(c.o.Now) + "/" + strings.TrimPrefix(key, d.root)
+	return c.problem(ctx, key, "the namespace's registry record is not one (its lifecycle policy cannot be read; set it again after the repair)", "move it aside to "+to,
+		func(ctx context.Context) error {
+			if _, err := d.c.create(ctx, to, o.body); err != nil && !errors.Is(err, metastore.ErrConflict) {
+				return err
+			}
+			return d.c.deleteIf(ctx, key, o.etag)
+		})
 }
 
 func (c *checker) run(ctx context.Context) error {
@@ -150,6 +168,9 @@ func (c *checker) run(ctx context.Context) error {
 		}
 		return parts[p]
 	}
+	if err := c.checkRegistryRecord(ctx); err != nil {
+		return err
+	}
 	// Heads: the registry.
 	heads, err := d.c.listAll(ctx, d.prefix+"h/", "")
 	if err != nil {
@@ -160,12 +181,7 @@ func (c *checker) run(ctx context.Context) error {
 			continue // a pending mark beside the heads: checkPending's
 		}
 		if d.isListedRecord(k.key) {
-			// The namespace's registry record beside its heads
-			// (listedrecords.go): every sync reads its policy there.
-			if err := c.checkRegistryRecord(ctx, k); err != nil {
-				return err
-			}
-			continue
+			continue // the namespace's registry record beside its heads: checkRegistryRecord's
 		}
 		part, ok := d.headPartition(k.key)
 		if !ok {

@@ -142,6 +142,18 @@ func TestNamespaceRecordBesideTheHeads(t *testing.T) {
 			}
 
 			if c.layout != datastore.LayoutModelsV4 {
+				// Damaged under r/ (a datastore made before models-v4):
+				// check names it there too, --repair moves it aside.
+				if _, err := raw.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader("garbage{")}); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := w1.Check(ctx, datastore.CheckOptions{Repair: true})
+				if err != nil || len(rep.Problems) != 1 || !strings.HasSuffix(rep.Problems[0].Object, c.object) || !rep.Problems[0].Repaired {
+					t.Fatalf("check --repair of a damaged record under r/: %+v, %v", rep.Problems, err)
+				}
+				if got, err := w1.Config(ctx); err != nil || got.Lifecycle != (datastore.Lifecycle{}) {
+					t.Fatalf("after the repair: %+v, %v; want no policy", got, err)
+				}
 				return
 			}
 			// The default namespace's record is the root's: h/!ns~.
