@@ -162,21 +162,13 @@ func (d *Driver) listedHead(ctx context.Context, part string) (etag string, list
 	if ra == nil || ra.c != d.c || (!d.c.known.has(d.headKey(part)) && !d.marksBesideHeads()) {
 		return "", false, false
 	}
-	l := ra.heads[d.prefix]
-	if l == nil {
-		return "", false, false
-	}
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return "", false, false
-	}
-	if !l.ok {
+	keys, ok := ra.listing(ctx, d.prefix)
+	if !ok {
 		return "", false, false
 	}
 	hk := d.headKey(part)
 	marked := false
-	for _, k := range l.keys {
+	for _, k := range keys {
 		if k.key == hk {
 			return k.etag, true, true
 		}

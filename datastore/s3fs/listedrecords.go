@@ -132,20 +132,12 @@ func (d *Driver) listedRecord(ctx context.Context, ra *readAhead, key string) (a
 	if !d.isRegistryObject(key) {
 		return aheadRead{}, false
 	}
-	l := ra.heads[strings.TrimSuffix(key, "h/"+registryLeaf)]
-	if l == nil {
-		return aheadRead{}, false
-	}
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return aheadRead{}, false
-	}
-	if !l.ok {
+	keys, ok := ra.listing(ctx, strings.TrimSuffix(key, "h/"+registryLeaf))
+	if !ok {
 		return aheadRead{}, false
 	}
 	etag, listed := "", false
-	for _, k := range l.keys {
+	for _, k := range keys {
 		if k.key == key {
 			etag, listed = k.etag, true
 			break

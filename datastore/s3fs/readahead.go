@@ -199,6 +199,22 @@ func (d *Driver) aheadStat(ctx context.Context, paths []string) (map[string]data
 // listingsKey carries a read-ahead to the Stats it makes (listedClean).
 type listingsKey struct{}
 
+// listing returns the heads listing ra made of the scope at prefix, once
+// it is done; ok is false when ra made none, it failed, or ctx ended
+// first.
+func (ra *readAhead) listing(ctx context.Context, prefix string) ([]listed, bool) {
+	l := ra.heads[prefix]
+	if l == nil {
+		return nil, false
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, false
+	}
+	return l.keys, l.ok
+}
+
 // listedClean reports whether the heads listing of d's namespace that the
 // read-ahead of ctx makes beside a Stat (a sync reads the changed
 // partitions and stats its dirty paths at once) shows part's head at etag,
@@ -217,16 +233,8 @@ func (d *Driver) listedClean(ctx context.Context, part, etag string) bool {
 	if ra == nil || ra.c != d.c || etag == "" || !d.marksBesideHeads() {
 		return false
 	}
-	l := ra.heads[d.prefix]
-	if l == nil {
-		return false
-	}
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return false
-	}
-	return d.cleanIn(l.keys, part, etag)
+	keys, ok := ra.listing(ctx, d.prefix)
+	return ok && d.cleanIn(keys, part, etag)
 }
 
 // cleanIn reports whether keys, a listing of the heads with the pending
