@@ -101,10 +101,15 @@ func (c *checker) problem(ctx context.Context, key, what, fix string, repair fun
 }
 
 // quarantine moves key aside to x/TIME/REST (REST: key below the
-// namespace's prefix): a conditional create of the copy, then a delete
-// conditional on the ETag listed.
+// namespace's prefix, or below the datastore's for a root record such as
+// the namespace's registry record under r/): a conditional create of the
+// copy, then a delete conditional on the ETag listed.
 func (c *checker) quarantine(key, etag string) (string, func(context.Context) error) {
-	to := c.d.prefix + "x/" + timeKey(c.o.Now) + "/" + trimPrefix(key, c.d.prefix)
+	rest, ok := strings.CutPrefix(key, c.d.prefix)
+	if !ok {
+		rest = trimPrefix(key, c.d.root)
+	}
+	to := c.d.prefix + "x/" + timeKey(c.o.Now) + "/" + rest
 	return "move it aside to " + to, func(ctx context.Context) error {
 		o, err := c.d.c.get(ctx, key)
 		if err != nil {
@@ -127,12 +132,9 @@ func (c *checker) quarantine(key, etag string) (string, func(context.Context) er
 // again by its next commit, with no policy until one is set again.
 func (c *checker) checkRegistryRecord(ctx context.Context) error {
 	d := c.d
-	name := datastore.DefaultNamespace
-	if d.prefix != d.root {
-		name = strings.TrimSuffix(strings.TrimPrefix(d.prefix, d.root+nsDir), "/")
-	}
-	if datastore.ValidateNamespace(name) != nil {
-		return nil // an internal scope: never registered
+	name, registers := d.namespaceName()
+	if !registers {
+		return nil
 	}
 	key := d.recordKey(datastore.NamespaceRecords + name)
 	o, err := d.c.get(ctx, key)
@@ -147,16 +149,8 @@ func (c *checker) checkRegistryRecord(ctx context.Context) error {
 	if json.Unmarshal(o.body, &cfg) == nil {
 		return nil
 	}
-	// Aside in the namespace's own x/, named by the record's key below
-	// the datastore's prefix (a root record is not below a namespace's).
-	to := d.prefix + "x/" + timeKey(c.o.Now) + "/" + strings.TrimPrefix(key, d.root)
-	return c.problem(ctx, key, "the namespace's registry record is not one (its lifecycle policy cannot be read; set it again after the repair)", "move it aside to "+to,
-		func(ctx context.Context) error {
-			if _, err := d.c.create(ctx, to, o.body); err != nil && !errors.Is(err, metastore.ErrConflict) {
-				return err
-			}
-			return d.c.deleteIf(ctx, key, o.etag)
-		})
+	fix, f := c.quarantine(key, o.etag)
+	return c.problem(ctx, key, "the namespace's registry record is not one (its lifecycle policy cannot be read; set it again after the repair)", fix, f)
 }
 
 func (c *checker) run(ctx context.Context) error {

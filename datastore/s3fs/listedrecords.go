@@ -63,12 +63,23 @@ func (d *Driver) listedRecordKey(key string) (string, bool) {
 	return d.scopePrefix(name) + "h/" + registryLeaf, true
 }
 
+// namespaceName returns the name of d's namespace ("default" for the
+// root), and false for an internal scope (_catalog), which registers
+// nothing.
+func (d *Driver) namespaceName() (string, bool) {
+	name := datastore.DefaultNamespace
+	if d.prefix != d.root {
+		name = strings.TrimSuffix(strings.TrimPrefix(d.prefix, d.root+nsDir), "/")
+	}
+	return name, datastore.ValidateNamespace(name) == nil
+}
+
 // isListedRecord reports whether key (an object's) is d's namespace's
 // registry record beside its heads, for the readers of the heads that look
 // at every key (lake data check).
 func (d *Driver) isListedRecord(key string) bool {
-	internal := strings.HasPrefix(d.prefix, d.root+nsDir+"_") // an internal scope registers nothing
-	return d.recordsBesideHeads() && !internal && key == d.prefix+"h/"+registryLeaf
+	_, registers := d.namespaceName()
+	return d.recordsBesideHeads() && registers && key == d.prefix+"h/"+registryLeaf
 }
 
 // isRegistryObject reports whether key is some namespace's registry record
