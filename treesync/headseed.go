@@ -1,7 +1,5 @@
 package treesync
 
-import "bytes"
-
 // headsFile keeps, in the state directory, the partition heads this tree's
 // last sync read or wrote (datastore.Store.RememberedHeads), so that the
 // next sync, a new process, takes from it a head its pull's listing shows
@@ -18,22 +16,19 @@ const maxHeadsFile = 1 << 20
 
 // seedHeads gives the store the heads the tree's last sync kept, before
 // the sync's first read (a sync with nothing to push takes its
-// namespace's record from its listing too, on S3: docs/s3.md), and
-// returns them as read.
-func (t *Tree) seedHeads() []byte {
-	b, ok := t.fs.readSmallState(headsFile, maxHeadsFile)
-	if ok {
+// namespace's record from its listing too, on S3: docs/s3.md).
+func (t *Tree) seedHeads() {
+	if b, ok := t.fs.readSmallState(headsFile, maxHeadsFile); ok {
 		t.store.RememberHeads(b)
 	}
-	return b
 }
 
-// saveHeads keeps the heads the sync read or wrote, for the next sync,
-// unless they are those it was seeded with (a sync that found nothing
-// changed writes nothing). A failure costs the next sync the reads it
-// would save: it is not reported.
-func (t *Tree) saveHeads(seeded []byte) {
-	if b := t.store.RememberedHeads(); b != nil && !bytes.Equal(b, seeded) {
+// saveHeads keeps the heads the sync read or wrote, for the next sync (a
+// sync that found nothing changed leaves the file as it is: keepState). A
+// failure costs the next sync the reads it would save: it is not
+// reported.
+func (t *Tree) saveHeads() {
+	if b := t.store.RememberedHeads(); b != nil {
 		t.fs.keepState(headsFile, b)
 	}
 }

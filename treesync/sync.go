@@ -113,7 +113,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	}
 	rep.Dirty = len(dirty)
 	var pre *preRead
-	seeded := t.seedHeads() // headseed.go
+	t.seedHeads() // headseed.go
 	if quietCandidate {
 		// Nothing to push: a few reads may prove there is nothing to
 		// pull or maintain either, and then no lock is needed (quiet).
@@ -125,7 +125,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 			if err := t.saveState(st); err != nil {
 				return rep, err
 			}
-			t.saveHeads(seeded) // headseed.go
+			t.saveHeads() // headseed.go
 			if hints >= 0 {
 				t.clearHints(hints)
 			}
@@ -298,8 +298,8 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if rerr := ls.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 		return rep, afterCommit(rep.Committed, "release", rerr)
 	}
-	t.saveLock()        // lockseed.go
-	t.saveHeads(seeded) // headseed.go
+	t.saveLock()  // lockseed.go
+	t.saveHeads() // headseed.go
 	return rep, err
 }
 
