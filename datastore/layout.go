@@ -70,6 +70,14 @@ const (
 	// one is not read again). A lake that knows only LayoutModelsV3
 	// refuses it: it would look for the registry where it is not written.
 	LayoutModelsV4
+	// LayoutModelsV5 partitions exactly as LayoutModels too; it is what S3
+	// records for a new datastore since a commit of one log object is
+	// visible once its head says so (issue 31: a commit sends no pending
+	// mark and no mark's delete, and a reader does not read a log object
+	// after the head's watermark that is not a staged part). A lake that
+	// knows only LayoutModelsV4 refuses it: it would read such an object,
+	// not yet committed, as a commit.
+	LayoutModelsV5
 )
 
 // FreshLayouter is the optional ability of a driver whose new datastores
@@ -89,7 +97,7 @@ const DefinitionFile = "model.yaml"
 // finds none, with a create-only compare-and-swap, and never changed.
 const LayoutKey = "datastore/layout"
 
-var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2", LayoutModelsV3: "models-v3", LayoutModelsV4: "models-v4"}
+var layoutNames = [...]string{LayoutModels: "models", LayoutTypeID: "type-id", LayoutModelsV2: "models-v2", LayoutModelsV3: "models-v3", LayoutModelsV4: "models-v4", LayoutModelsV5: "models-v5"}
 
 // String returns the layout's stored name.
 func (l Layout) String() string {
@@ -108,7 +116,7 @@ func ParseLayout(name string) (Layout, error) {
 			return Layout(l), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2, models-v3, models-v4", metastore.ErrInvalidArgument, name)
+	return 0, fmt.Errorf("%w: datastore layout %q is unknown to this lake (made by a newer one? upgrade lake); known: models, type-id, models-v2, models-v3, models-v4, models-v5", metastore.ErrInvalidArgument, name)
 }
 
 // Model returns the model a valid path belongs to under l ("command/shell/u1"

@@ -193,7 +193,7 @@ func (d *Driver) statOthers(ctx context.Context, dirs []string) (map[string]data
 		}
 		c := *t // the shelf's copy stays as it was offered
 		return &c
-	})
+	}, false)
 }
 
 // keysBelowOnce is indexKeysBelow, made once for t: a commit of one log

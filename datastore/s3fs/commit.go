@@ -283,6 +283,14 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		if err != nil {
 			return nil, err
 		}
+		if tx != "" && d.needsRollBeforePart(t) {
+			// A staged part follows only objects a head holds
+			// (headcommit.go): roll the others forward first.
+			if err := d.rollForward(ctx, part, t, now); err != nil && !errors.Is(err, errHeadGone) {
+				return nil, err
+			}
+			continue
+		}
 		if t.blocked != nil && t.blocked.Tx != tx {
 			// Another commit's staged part, not yet decided: nothing
 			// may follow it until it is (whole.go). Wait for it a
@@ -392,7 +400,9 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			continue // too slow: the tail may be gone; read it again
 		}
 		var mark string // the pending marker's ETag (see pending.go)
-		if len(entries) > 0 {
+		if len(entries) > 0 && (tx != "" || !d.headCommits()) {
+			// A models-v5 commit of one object needs no mark: no
+			// reader sees it before its head does (headcommit.go).
 			if mark, err = d.markPending(ctx, part, obj.First); err != nil {
 				return nil, err
 			}
@@ -425,16 +435,21 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		}
 		t.objects = append(t.objects, obj)
 		t.last = obj
-		// The create is the commit: it is durable and visible (a stat or
-		// pull reads the log after the watermark). A failed roll-forward
-		// is left to the readers that settle the pending marker (List,
-		// ChangedPartitions), the next writer of the partition or Reclaim
-		// rather than reported as a failed commit, which a caller would
-		// retry into a second version.
+		// Before models-v5 the create is the commit: it is durable and
+		// visible (a stat or pull reads the log after the watermark). A
+		// failed roll-forward is left to the readers that settle the
+		// pending marker (List, ChangedPartitions), the next writer of
+		// the partition or Reclaim rather than reported as a failed
+		// commit, which a caller would retry into a second version. In
+		// models-v5 the roll-forward is the commit (headcommit.go).
 		hetag := t.hetag
 		switch err := d.rollForward(ctx, part, t, now); {
 		case errors.Is(err, errHeadGone):
 			d.reregister(ctx, part, obj, etag, now)
+		case err != nil && d.headCommits():
+			// The head is the commit (headcommit.go): none holds
+			// this one, so it is not acknowledged.
+			return nil, unacknowledged(part, d.logKey(part, obj.First), started, err)
 		case err == nil:
 			d.clearPending(ctx, part, obj.First, mark)
 			if t.rolled != "" && t.blocked == nil {

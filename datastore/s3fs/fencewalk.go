@@ -127,8 +127,13 @@ func (d *Driver) recordToken(ctx context.Context, key string) (uint64, error) {
 // that counts (the walk above: not stale for a token the log named before
 // it), in order, and stops at the first error.
 func (d *Driver) eachCounted(ctx context.Context, t *tail, f func(o *logObject) error) error {
+	return d.eachCountedOf(ctx, t, t.objects, f)
+}
+
+// eachCountedOf is eachCounted over objs, the first of t's objects.
+func (d *Driver) eachCountedOf(ctx context.Context, t *tail, objs []*logObject, f func(o *logObject) error) error {
 	walk := d.tailWalk(t)
-	for _, o := range t.objects {
+	for _, o := range objs {
 		counts, err := walk.counts(ctx, o)
 		if err != nil {
 			return err

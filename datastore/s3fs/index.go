@@ -298,6 +298,13 @@ func (d *Driver) statTail(ctx context.Context, t *tail, paths []string) (map[str
 	return d.statTailKnown(ctx, t, paths, nil, "")
 }
 
+// statVisible is statTail as a reader sees t: after the watermark, only
+// the objects visibleObjects names (headcommit.go). A writer's statTail
+// counts every object after it, which its own roll-forward applies first.
+func (d *Driver) statVisible(ctx context.Context, t *tail, paths []string) (map[string]datastore.Info, error) {
+	return d.statTailOf(ctx, t, d.visibleObjects(t), paths, nil, "")
+}
+
 // indexHint is what a commit read of a path's index entry before its
 // create (its clash check): the entry (nil: absent) and its ETag. The
 // roll-forward's first write of that entry is conditional on it (If-Match
@@ -332,6 +339,12 @@ func (t *tail) hint(path string, e *indexEntry, etag string) {
 // is absent from the index without a GET. The index entries it reads, or
 // knows absent, are kept as t's hints.
 func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, known map[string]bool, dir string) (map[string]datastore.Info, error) {
+	return d.statTailOf(ctx, t, t.objects, paths, known, dir)
+}
+
+// statTailOf is statTailKnown with objs, the objects of t after its
+// watermark that the stat counts.
+func (d *Driver) statTailOf(ctx context.Context, t *tail, objs []*logObject, paths []string, known map[string]bool, dir string) (map[string]datastore.Info, error) {
 	out := map[string]datastore.Info{}
 	want := map[string]bool{}
 	for _, p := range paths {
@@ -341,7 +354,7 @@ func (d *Driver) statTailKnown(ctx context.Context, t *tail, paths []string, kno
 	if len(paths) > 0 {
 		part = d.partition(paths[0])
 	}
-	err := d.eachCounted(ctx, t, func(o *logObject) error {
+	err := d.eachCountedOf(ctx, t, objs, func(o *logObject) error {
 		for _, info := range o.infos(part) {
 			if want[info.Path] {
 				out[info.Path] = info

@@ -21,11 +21,16 @@ var _ datastore.FreshLayouter = (*Driver)(nil)
 // heads (listedrecords.go). A lake that does not know that
 // layout refuses the datastore rather than write in a format its readers
 // do not read.
-func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV4 }
+func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV5 }
 
 // headIndexes reports whether d's datastore keeps a partition's path index
 // in its head while it is small (datastore.LayoutModelsV3 and later,
 // headindex.go).
 func (d *Driver) headIndexes() bool {
-	return d.layout == datastore.LayoutModelsV3 || d.layout == datastore.LayoutModelsV4
+	return d.layout == datastore.LayoutModelsV3 || d.layout >= datastore.LayoutModelsV4
 }
+
+// headCommits reports whether a commit of one log object to d's datastore
+// is visible once its roll-forward writes the head, and not before
+// (datastore.LayoutModelsV5, headcommit.go).
+func (d *Driver) headCommits() bool { return d.layout >= datastore.LayoutModelsV5 }

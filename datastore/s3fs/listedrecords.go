@@ -41,7 +41,7 @@ const registryLeaf = "!ns~"
 
 // recordsBesideHeads reports whether d's datastore keeps the namespace
 // registry beside the namespaces' heads (datastore.LayoutModelsV4).
-func (d *Driver) recordsBesideHeads() bool { return d.layout == datastore.LayoutModelsV4 }
+func (d *Driver) recordsBesideHeads() bool { return d.layout >= datastore.LayoutModelsV4 }
 
 // scopePrefix is the prefix of namespace name's tree: the root's for the
 // default namespace.

@@ -75,7 +75,7 @@ func TestNamespaceRecordBesideTheHeads(t *testing.T) {
 		layout datastore.Layout
 		object string // the record's key below the prefix
 	}{
-		{datastore.LayoutModelsV4, "/n/w1/h/!ns~"},
+		{datastore.LayoutModelsV5, "/n/w1/h/!ns~"},
 		{datastore.LayoutModelsV3, "/r/datastore/namespaces/w1~"},
 	} {
 		t.Run(c.layout.String(), func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestNamespaceRecordBesideTheHeads(t *testing.T) {
 				t.Fatalf("a process remembering nothing, two reads: %d GETs, want %d", n, 1+wantGets)
 			}
 
-			if c.layout != datastore.LayoutModelsV4 {
+			if c.layout != datastore.LayoutModelsV5 {
 				// Damaged under r/ (a datastore made before models-v4):
 				// check names it there too, --repair moves it aside.
 				if _, err := raw.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader("garbage{")}); err != nil {

@@ -37,8 +37,8 @@ func TestMarksBesideHeads(t *testing.T) {
 		}
 	}
 	d, s := open("v2")
-	if s.Layout() != datastore.LayoutModelsV4 {
-		t.Fatalf("a new datastore's layout = %s, want models-v4 (marks beside the heads, as models-v2)", s.Layout())
+	if s.Layout() != datastore.LayoutModelsV5 {
+		t.Fatalf("a new datastore's layout = %s, want models-v5 (marks beside the heads, as models-v2)", s.Layout())
 	}
 	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("a"), nil); err != nil {
 		t.Fatal(err)
@@ -129,6 +129,16 @@ func TestMarksBesideHeads(t *testing.T) {
 // openDatastore opens the datastore under prefix of bucket through api
 // with Open, as a process does (a new one records layout models-v2, its
 // marks beside the heads), closed when the test ends.
+// recordLayout records layout l for the datastore under prefix before any
+// Open does (a datastore made by the lake of that layout).
+func recordLayout(t *testing.T, raw *s3.Client, bucket, prefix string, l datastore.Layout) {
+	t.Helper()
+	if _, err := raw.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/r/datastore/layout~"),
+		Body: strings.NewReader(l.String()), IfNoneMatch: aws.String("*")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func openDatastore(t *testing.T, api s3fs.API, bucket, prefix string) (*s3fs.Driver, *datastore.Store) {
 	t.Helper()
 	d, err := s3fs.Open(t.Context(), api, s3fs.Options{Bucket: bucket, Prefix: prefix})

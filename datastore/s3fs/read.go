@@ -61,21 +61,20 @@ func (d *Driver) Stat(ctx context.Context, paths []string) (map[string]datastore
 	if out, ok := d.aheadStat(ctx, paths); ok { // readahead.go
 		return out, nil
 	}
-	out, tails, err := d.statTails(ctx, paths)
+	out, tails, err := d.statTailsFrom(ctx, paths, nil, true)
 	for part, t := range tails {
 		d.handOff(part, t) // handoff.go
 	}
 	return out, err
 }
 
-// statTails is Stat, with the tail it read of each partition.
-func (d *Driver) statTails(ctx context.Context, paths []string) (map[string]datastore.Info, map[string]*tail, error) {
-	return d.statTailsFrom(ctx, paths, nil)
-}
-
-// statTailsFrom is statTails, starting from the tail known returns for a
-// partition instead of reading it, where known (if not nil) returns one.
-func (d *Driver) statTailsFrom(ctx context.Context, paths []string, known func(part string) *tail) (map[string]datastore.Info, map[string]*tail, error) {
+// statTailsFrom is Stat, with the tail it read of each partition,
+// starting from the tail known returns for a partition instead of reading
+// it, where known (if not nil) returns one. A reader's (visible) counts
+// the objects after a watermark that readers see (headcommit.go); a
+// writer's clash check counts every object, which its commit's
+// roll-forward applies before its own.
+func (d *Driver) statTailsFrom(ctx context.Context, paths []string, known func(part string) *tail, visible bool) (map[string]datastore.Info, map[string]*tail, error) {
 	byPart := map[string][]string{}
 	for _, p := range paths {
 		part := d.partition(p)
@@ -95,7 +94,11 @@ func (d *Driver) statTailsFrom(ctx context.Context, paths []string, known func(p
 			}
 		}
 		tails[part] = t
-		m, err := d.statTail(ctx, t, ps)
+		stat := d.statTail
+		if visible {
+			stat = d.statVisible
+		}
+		m, err := stat(ctx, t, ps)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -153,7 +156,7 @@ func (d *Driver) Head(ctx context.Context, part string) (datastore.Head, error) 
 	if err != nil {
 		return datastore.Head{}, err
 	}
-	return datastore.Head{Partition: part, Seq: t.headSeq(), Floor: t.h.Floor}, nil
+	return datastore.Head{Partition: part, Seq: d.readerSeq(t), Floor: t.h.Floor}, nil
 }
 
 // Changes implements datastore.Driver: a LIST of the log from after (with
@@ -218,7 +221,7 @@ func (d *Driver) ChangesFromHead(ctx context.Context, h datastore.Head, after ui
 		return nil, h.Seq, nil
 	}
 	if objs, ok := d.offeredAfter(h.Partition, h.Seq, after); ok && after > 0 { // recent.go
-		if f, err := d.feedOf(ctx, h.Partition, after, h.Seq, objs, limit); err == nil && f.whole {
+		if f, err := d.feedOf(ctx, h.Partition, after, h.Seq, h.Seq, objs, limit); err == nil && f.whole {
 			return f.changes, f.upTo, nil
 		}
 	}
@@ -251,12 +254,13 @@ func (d *Driver) feedAfter(ctx context.Context, part string, after, applied uint
 	if err != nil {
 		return feed{}, err
 	}
-	return d.feedOf(ctx, part, after, max(end, applied), objs, limit)
+	return d.feedOf(ctx, part, after, max(end, applied), applied, objs, limit)
 }
 
 // feedOf is feedAfter's answer from objs, the log objects after position
-// after in order, up to end.
-func (d *Driver) feedOf(ctx context.Context, part string, after, end uint64, objs []*logObject, limit int) (feed, error) {
+// after in order, up to end; applied is the head's watermark, after which
+// a models-v5 reader reads only staged parts (headcommit.go).
+func (d *Driver) feedOf(ctx context.Context, part string, after, end, applied uint64, objs []*logObject, limit int) (feed, error) {
 	if after > end {
 		return feed{}, fmt.Errorf("%w: position %d is beyond the head %d of partition %q", metastore.ErrInvalidArgument, after, end, part)
 	}
@@ -265,6 +269,12 @@ func (d *Driver) feedOf(ctx context.Context, part string, after, end uint64, obj
 	walk := newFenceWalk(d)
 collect:
 	for _, o := range objs {
+		if d.hiddenAfter(o, applied) {
+			// No head holds it yet: stop right before it, as
+			// before a commit not yet decided.
+			upTo = max(after, o.First-1)
+			break collect
+		}
 		if o.last() > after {
 			pending, err := d.resolve(ctx, o) // whole.go
 			if err != nil {

@@ -34,10 +34,11 @@ func openStore(t *testing.T, api s3fs.API, bucket, prefix string) (*s3fs.Driver,
 }
 
 // newStore is a datastore of the layout a new one records on S3
-// (models-v4: pending marks beside the heads, the index in the heads, the
-// namespace registry beside the namespaces' heads).
+// (models-v5: a commit visible by its head, pending marks beside the heads
+// for staged commits, the index in the heads, the namespace registry
+// beside the namespaces' heads).
 func newStore(t *testing.T) *datastore.Store {
-	return newStoreOf(t, datastore.LayoutModelsV4)
+	return newStoreOf(t, datastore.LayoutModelsV5)
 }
 
 // newStoreOf is a datastore that computes and records layout l.
@@ -50,6 +51,12 @@ func newStoreOf(t *testing.T, l datastore.Layout) *datastore.Store {
 
 func TestConformance(t *testing.T) {
 	dstest.RunConformanceTests(t, newStore)
+}
+
+// TestConformanceModelsV4: the datastores made before a commit was visible
+// by its head (a commit's create is the commit, with a pending mark).
+func TestConformanceModelsV4(t *testing.T) {
+	dstest.RunConformanceTests(t, func(t *testing.T) *datastore.Store { return newStoreOf(t, datastore.LayoutModelsV4) })
 }
 
 // TestConformanceModelsV2: the datastores made before the heads held their
