@@ -22,7 +22,7 @@ import (
 func BenchmarkSyncSteps(b *testing.B) {
 	d := newDriver(b)
 	s := datastore.New(d)
-	s.SetLayout(datastore.LayoutModelsV3) // a new datastore's: the index in the heads
+	s.SetLayout(d.FreshLayout()) // a new datastore's (models-v5: the index in the heads, a commit visible by its head)
 	ctx := b.Context()
 	const part = "bench/1"
 	for i := range 200 {

@@ -113,10 +113,14 @@ func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fenc
 func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fence, early, staged bool) (reached bool, sent []string, violation string, aErr error) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	prefix := fmt.Sprintf("fence/%s/%v/%v/%v/%v/%d", holdersLayout, fence, same, early, staged, k)
+	prefix := fmt.Sprintf("fence/%s/%v/%v/%v/%v/%v/%d", holdersLayout, fence, same, early, staged, holdersFresh, k)
 	h := openHolders(ctx, t, api, bucket, prefix)
 	p, sA, sB, fenceB := h.p, h.sA, h.sB, h.fenceB
-	h.seed(ctx, t, "data/m/1/a", "data/n/1/b")
+	if holdersFresh {
+		h.seed(ctx, t, "data/n/1/b") // A's commit creates m/1's head
+	} else {
+		h.seed(ctx, t, "data/m/1/a", "data/n/1/b")
+	}
 	stA, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +139,7 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 	}
 	h.takeOver(ctx, t, k, fence) // while A is paused
 	seen, err := sB.Stat(ctx, "data/m/1/a")
-	if err != nil {
+	if err != nil && (!holdersFresh || !errors.Is(err, metastore.ErrNotFound)) {
 		t.Fatal(err)
 	}
 	target := "data/n/1/b"
@@ -160,10 +164,10 @@ func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fe
 
 	// What every reader sees afterwards.
 	visible := map[string]bool{}
-	if info, err := sB.Stat(ctx, "data/m/1/a"); err != nil {
-		t.Fatal(err)
-	} else {
+	if info, err := sB.Stat(ctx, "data/m/1/a"); err == nil {
 		visible["stat"] = info.Version == stA.Version
+	} else if !holdersFresh || !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatal(err)
 	}
 	ch, _, err := sB.Changes(ctx, "m/1", 0, 100)
 	if err != nil {
@@ -314,12 +318,35 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 	for _, c := range []struct{ same, early bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
 		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
 	}
-	// And in a new datastore's layout, whose heads hold the index: the
-	// roll-forward's writes are the head's (headindex.go).
-	defer withHoldersLayout(datastore.LayoutModelsV3)()
+	// And in a datastore whose heads hold the index: the roll-forward's
+	// writes are the head's (headindex.go).
+	restore := withHoldersLayout(datastore.LayoutModelsV3)
 	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
 		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
 	}
+	restore()
+	// And in a new datastore's layout, models-v5 (headcommit.go), where
+	// the head's write is the commit and a commit sends no pending mark;
+	// also where A's commit is the first of its partition (a model's
+	// first commit is staged, with its claims).
+	defer withHoldersLayout(datastore.LayoutModelsV5)()
+	for _, c := range []struct{ same, early bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
+	}
+	defer withHoldersFresh()()
+	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
+	}
+}
+
+// holdersFresh: A's commit is the first of its partition (data/m/1/a is
+// not seeded), so it creates the partition's head.
+var holdersFresh bool
+
+// withHoldersFresh sets holdersFresh until the returned func runs.
+func withHoldersFresh() func() {
+	holdersFresh = true
+	return func() { holdersFresh = false }
 }
 
 // holdersLayout is the layout openHolders' stores compute with (the
@@ -344,7 +371,10 @@ func TestPausedStagedHolderAtEveryRequest(t *testing.T) {
 	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
 		pauseAtEveryRequest(t, api, bucket, c.same, c.early, true)
 	}
-	defer withHoldersLayout(datastore.LayoutModelsV3)()
+	restore := withHoldersLayout(datastore.LayoutModelsV3)
+	pauseAtEveryRequest(t, api, bucket, true, true, true)
+	restore()
+	defer withHoldersLayout(datastore.LayoutModelsV5)()
 	pauseAtEveryRequest(t, api, bucket, true, true, true)
 }
 
@@ -387,18 +417,22 @@ func pauseAtEveryRequest(t *testing.T, api s3fs.API, bucket string, same, early,
 // reports.
 func TestPausedHolderWithoutFenceIsCaught(t *testing.T) {
 	api, bucket := s3local.Client(t), s3local.Bucket(t)
-	caught := 0
-	for k := 1; k < 100; k++ {
-		reached, _, v, _ := pausedTakeover(t, api, bucket, k, true, false, true)
-		if !reached {
-			break
+	for _, l := range []datastore.Layout{datastore.LayoutModels, datastore.LayoutModelsV5} {
+		restore := withHoldersLayout(l)
+		caught := 0
+		for k := 1; k < 100; k++ {
+			reached, _, v, _ := pausedTakeover(t, api, bucket, k, true, false, true)
+			if !reached {
+				break
+			}
+			if v != "" {
+				caught++
+			}
 		}
-		if v != "" {
-			caught++
+		restore()
+		if caught == 0 {
+			t.Fatalf("%s: without the fence no interleaving was caught: the checker cannot fail", l)
 		}
+		t.Logf("%s without the fence: %d interleavings caught", l, caught)
 	}
-	if caught == 0 {
-		t.Fatal("without the fence no interleaving was caught: the checker cannot fail")
-	}
-	t.Logf("without the fence: %d interleavings caught", caught)
 }

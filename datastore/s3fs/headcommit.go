@@ -37,6 +37,17 @@ import (
 // that lost its condition is read again and the roll-forward made again,
 // as before; another writer that rolled the object forward first counts).
 //
+// Fencing is as before: a fenced commit re-reads its lock record right
+// before its create, and the create (at the position its tail names) meets
+// a newer holder's fence entry or precedes it. The fence entries alone
+// would order a stale holder's commit before the new holder's reads; the
+// re-check is what refuses a commit under a token its lock record no
+// longer holds when no new holder fenced the partition (a forced release,
+// a record rewritten), which the datastore's contract asks of every
+// backend (dstest's inline fence case), and what puts a head this commit
+// created before a takeover, in the new holder's listing of the heads
+// (TestHeadCommitNewPartitionRechecks).
+//
 // A staged commit (whole.go) keeps its pending marks and its parts are
 // read after the watermark, as before, once its record is flipped; a part
 // is created only where every object before it is in the head, so that an

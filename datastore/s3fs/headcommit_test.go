@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -398,5 +399,60 @@ func TestHeadCommitPartAfterHiddenObject(t *testing.T) {
 	ch, _, err := other.Changes(ctx, "m/1", 1, 10)
 	if err != nil || len(ch) != 2 || ch[0].Path != "data/m/1/h" || ch[1].Path != "data/m/1/t" {
 		t.Fatalf("Changes of m/1 = %+v, %v; want h, then the staged commit's t", ch, err)
+	}
+}
+
+// TestHeadCommitNewPartitionRechecks (issue 31, layout models-v5): a
+// fenced commit that creates its partition's head re-reads the lock
+// record right before its create. A holder paused between its first check
+// and its head's create, taken over meanwhile, would otherwise create a
+// head the new holder's listing (made before it) did not fence, and land
+// a commit after the new holder read the path absent: the fence entries
+// cannot order it. Here it is refused, and never read.
+func TestHeadCommitNewPartitionRechecks(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	const prefix = "hc-recheck"
+	hold := &holdAPI{API: raw, prefix: prefix, lists: map[string]int{}}
+	_, sA := openDatastore(t, hold, bucket, prefix)
+	dB, sB := openDatastore(t, raw, bucket, prefix)
+	fenceA := &datastore.Fence{Key: fenceKey, Token: lockRecord(1<<32 | 1)}
+	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(1<<32 | 2)}
+	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fenceA.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sB.Put(ctx, "other/x", strings.NewReader("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sA.Upload(ctx, "top/a", strings.NewReader("A"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold.arm("PUT /h/top$") // A, after its first check, before its head
+	done := make(chan error, 1)
+	go func() {
+		_, err := sA.Commit(ctx, fenceA, []datastore.Entry{{Put: &st}})
+		done <- err
+	}()
+	select {
+	case <-hold.held:
+	case err := <-done:
+		t.Fatalf("A's commit ended before its head's create: %v", err)
+	}
+	if err := dB.CASRecord(ctx, fenceKey, metastore.ExpectValue(fenceA.Token), fenceB.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sB.Stat(ctx, "top/a"); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("B's read of top/a: %v; want not found", err)
+	}
+	close(hold.resume)
+	if err := <-done; !datastore.IsFenceConflict(err) {
+		t.Fatalf("A's commit, taken over before its head: %v; want a fence conflict", err)
+	}
+	if info, err := sB.Stat(ctx, "top/a"); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("after A resumed, top/a = %+v, %v: a stale holder's commit landed after the new holder read it absent", info, err)
 	}
 }
