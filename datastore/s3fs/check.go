@@ -618,7 +618,7 @@ func (c *checker) checkPending(ctx context.Context) error {
 		}
 		for _, k := range stray {
 			fix, f := c.quarantine(k.key, k.etag)
-			if err := c.problem(ctx, k.key, "a key under p/ in a datastore that keeps its pending marks beside the heads (layout models-v2 or models-v3)", fix, f); err != nil {
+			if err := c.problem(ctx, k.key, "a key under p/ in a datastore that keeps its pending marks beside the heads (layout models-v2 or later)", fix, f); err != nil {
 				return err
 			}
 		}

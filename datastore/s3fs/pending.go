@@ -13,7 +13,9 @@ import (
 	"github.com/lakemeta/lake/metastore"
 )
 
-// Pending markers: how an acknowledged commit always rolls forward.
+// Pending markers: how an acknowledged commit always rolls forward. (In a
+// models-v5 datastore only a staged commit's parts are marked: a commit of
+// one log object is visible once its head holds it, headcommit.go.)
 //
 // A commit is its log object's create; rolling it into the path index and
 // the head follows, and a committer killed in between leaves a commit that
