@@ -127,24 +127,7 @@ func TestHeadCommitKilledBeforeItsHead(t *testing.T) {
 			if sA.Layout() != datastore.LayoutModelsV5 {
 				t.Fatalf("layout %s, want models-v5", sA.Layout())
 			}
-			if _, err := sB.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
-				t.Fatal(err)
-			}
-			_, cursor, err := sB.ChangedPartitions(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ka.mu.Lock()
-			ka.armed, ka.at = true, k
-			ka.mu.Unlock()
-			_, cerr := sA.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
-			ka.mu.Lock()
-			sent, finished := ka.sent, ka.n < k
-			ka.mu.Unlock()
+			st, cursor, sent, finished, cerr := killedCommit(ctx, t, sA, sB, ka, k)
 			if finished {
 				if cerr != nil {
 					t.Fatalf("%s: the commit, not killed: %v", r.name, cerr)

@@ -73,6 +73,32 @@ func (k *killAPI) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o 
 	return k.API.DeleteObject(ctx, in, o...)
 }
 
+// killedCommit is the setting of the killed-committer tests: B puts
+// data/m/1/a and reads the changed partitions (cursor); A, over ka armed
+// to fail from its request k on, commits a second version (st) of it. It
+// returns the requests A sent before it was killed, whether A's commit
+// ended before request k (finished), and the commit's error.
+func killedCommit(ctx context.Context, t *testing.T, sA, sB *datastore.Store, ka *killAPI, k int) (st datastore.Staged, cursor string, sent []string, finished bool, err error) {
+	t.Helper()
+	if _, err := sB.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, cursor, err = sB.ChangedPartitions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil); err != nil {
+		t.Fatal(err)
+	}
+	ka.mu.Lock()
+	ka.armed, ka.at = true, k
+	ka.mu.Unlock()
+	_, err = sA.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	return st, cursor, ka.sent, ka.n < k, err
+}
+
 // readers are the ways another process reads a partition after a
 // committer died; each must see the commit, whoever reads first.
 var readers = []struct {
@@ -139,24 +165,7 @@ func TestKilledCommitRollsForward(t *testing.T) {
 				sA, sB := datastore.New(dA), datastore.New(dB)
 				sA.SetLayout(layout)
 				sB.SetLayout(layout)
-				if _, err := sB.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
-					t.Fatal(err)
-				}
-				_, cursor, err := sB.ChangedPartitions(ctx, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				st, err := sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ka.mu.Lock()
-				ka.armed, ka.at = true, k
-				ka.mu.Unlock()
-				_, cerr := sA.Commit(ctx, nil, []datastore.Entry{{Put: &st}})
-				ka.mu.Lock()
-				sent, finished := ka.sent, ka.n < k
-				ka.mu.Unlock()
+				st, cursor, sent, finished, cerr := killedCommit(ctx, t, sA, sB, ka, k)
 				if finished {
 					break // the commit sent fewer than k requests
 				}
