@@ -176,8 +176,8 @@ func runChild(raw string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	s := datastore.New(d)
-	l, err := lock.New(dslock.New(datastore.New(d)), &lock.Options{Lease: cfg.Lease, Wait: time.Minute, ClockSkew: time.Second, Holder: cfg.ID})
+	s := freshStore(d)
+	l, err := lock.New(dslock.New(s), &lock.Options{Lease: cfg.Lease, Wait: time.Minute, ClockSkew: time.Second, Holder: cfg.ID})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

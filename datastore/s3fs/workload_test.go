@@ -25,6 +25,15 @@ func openURL(ctx context.Context, bucket, prefix string) (*s3fs.Driver, error) {
 	return s3fs.Open(ctx, s3fs.NewClient(s3local.EnvConfig(os.Getenv(s3local.EnvEndpoint))), s3fs.Options{Bucket: bucket, Prefix: prefix})
 }
 
+// freshStore is a store over d that reads and writes as a new datastore
+// does (its driver's FreshLayout: models-v5, a commit visible by its head),
+// so that the workloads check the protocol new datastores use.
+func freshStore(d *s3fs.Driver) *datastore.Store {
+	s := datastore.New(d)
+	s.SetLayout(d.FreshLayout())
+	return s
+}
+
 // TestFencingWorkload is the checked workload on S3: holders in separate
 // processes increment the register through the lock while the parent
 // pauses the holder (SIGSTOP) past its lease and resumes it. The checker
@@ -122,7 +131,7 @@ func fencingRound(t *testing.T, fenced bool) fencingResult {
 			r.outcomes[sc.Text()]++
 		}
 	}
-	r.store = datastore.New(d)
+	r.store = freshStore(d)
 	r.writes = visibleWrites(t, r.store)
 	r.violations = checkHistory(r.writes)
 	return r
@@ -135,7 +144,7 @@ func fencingRound(t *testing.T, fenced bool) fencingResult {
 // level of `lake data run` with ten workers.
 func TestTenWorkers(t *testing.T) {
 	d := newDriver(t)
-	s := datastore.New(d)
+	s := freshStore(d)
 	const workers, each = 10, 2
 	var wg sync.WaitGroup
 	errs := make(chan error, workers+2)
