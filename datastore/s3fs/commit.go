@@ -279,7 +279,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 				}
 			}
 		}
-		t, err := d.register(ctx, part, regFence, len(entries) == 0 && req != nil && len(req.claims) > 0, known)
+		t, err := d.register(ctx, part, regFence, len(entries) == 0 && req != nil && len(req.claims) > 0, known, attempt == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -498,11 +498,11 @@ func inEntryOrder(entries []datastore.Entry, got []logEntry) []logEntry {
 // register reads part's tail, creating its head (the registry entry) first
 // if the partition is new; with a fence, only once the lock record holds
 // it (so a stale holder registers no partition).
-func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence, claimsOnly bool, known *tail) (*tail, error) {
+func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fence, claimsOnly bool, known *tail, first bool) (*tail, error) {
 	t := writerTail(known)
 	if t == nil {
 		var err error
-		if t, err = d.readTail(ctx, part, true); err != nil {
+		if t, err = d.writerTailOf(ctx, part, first); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package s3fs
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -103,4 +104,29 @@ func (d *Driver) needsRollBeforePart(t *tail) bool {
 // sees it, until the partition's next writer (or Reclaim) rolls it forward.
 func unacknowledged(part, key string, since time.Time, err error) error {
 	return fmt.Errorf("%w: s3 commit to partition %q: its log object %s was created but no head holds it after %v (%v): readers do not see it until the partition's next commit or reclaim rolls it forward", metastore.ErrUnavailable, part, key, time.Since(since).Round(time.Millisecond), err)
+}
+
+// writerTailOf reads part's tail for a commit (readTail's withLast). A
+// commit's first attempt in a models-v5 datastore whose head holds the
+// fences of the object ending at its watermark lists no log: it takes the
+// log to end at the watermark and creates at the position after it. That
+// create is the check: positions follow each other from the watermark on,
+// so the position being free proves nothing lies after the watermark, and
+// one taken (an object no head holds yet, a commit in flight, a newer
+// holder's fence entry, a staged part) makes the next attempt read the tail
+// whole, as every attempt did before (issue 31: a LIST fewer in most
+// commits).
+func (d *Driver) writerTailOf(ctx context.Context, part string, first bool) (*tail, error) {
+	if !first || !d.headCommits() {
+		return d.readTail(ctx, part, true)
+	}
+	h, etag, ok, err := d.readHead(ctx, part)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !h.knownFences() {
+		return d.tailOf(ctx, part, h, etag, ok, true)
+	}
+	base := headBase(h)
+	return &tail{h: h, hetag: etag, exists: true, withLast: true, base: base, last: base}, nil
 }
