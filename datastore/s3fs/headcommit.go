@@ -62,11 +62,8 @@ import (
 // of staged parts (decided: t holds none from an undecided one on) right
 // after the watermark.
 func (d *Driver) visibleObjects(t *tail) []*logObject {
-	if !d.headCommits() {
-		return t.objects
-	}
 	for i, o := range t.objects {
-		if o.Tx == "" {
+		if d.hiddenAfter(o, t.h.Applied) {
 			return t.objects[:i]
 		}
 	}
@@ -127,6 +124,6 @@ func (d *Driver) writerTailOf(ctx context.Context, part string, first bool) (*ta
 	if !ok || !h.knownFences() {
 		return d.tailOf(ctx, part, h, etag, ok, true)
 	}
-	base := headBase(h)
-	return &tail{h: h, hetag: etag, exists: true, withLast: true, base: base, last: base}, nil
+	// What a writer needs of the head alone (its fences), nothing after.
+	return writerTail(&tail{h: h, hetag: etag, exists: true}), nil
 }
