@@ -24,25 +24,23 @@ import (
 // heads, as since models-v3) under prefix "hi" of a fresh bucket, with the raw client.
 func headIndexStore(t *testing.T) (*s3fs.Driver, *datastore.Store, *s3.Client, string) {
 	t.Helper()
-	return headIndexStoreOf(t, 0)
-}
-
-// headIndexStoreOf is headIndexStore; a layout l (not 0) is recorded
-// before the datastore is opened, which then has it.
-func headIndexStoreOf(t *testing.T, l datastore.Layout) (*s3fs.Driver, *datastore.Store, *s3.Client, string) {
-	t.Helper()
 	c, bucket := s3local.Client(t), s3local.Bucket(t)
-	if l != 0 {
-		recordLayout(t, c, bucket, "hi", l)
-		d, s := openDatastore(t, c, bucket, "hi")
-		if s.Layout() != l {
-			t.Fatalf("the datastore's layout = %s, want %s", s.Layout(), l)
-		}
-		return d, s, c, bucket
-	}
 	d, s := openDatastore(t, c, bucket, "hi")
 	if s.Layout() != datastore.LayoutModelsV5 {
 		t.Fatalf("a new datastore's layout = %s, want models-v5", s.Layout())
+	}
+	return d, s, c, bucket
+}
+
+// headIndexStoreOf is headIndexStore for a datastore made by the lake of
+// layout l: l is recorded before the datastore is opened, which then has it.
+func headIndexStoreOf(t *testing.T, l datastore.Layout) (*s3fs.Driver, *datastore.Store, *s3.Client, string) {
+	t.Helper()
+	c, bucket := s3local.Client(t), s3local.Bucket(t)
+	recordLayout(t, c, bucket, "hi", l)
+	d, s := openDatastore(t, c, bucket, "hi")
+	if s.Layout() != l {
+		t.Fatalf("the datastore's layout = %s, want %s", s.Layout(), l)
 	}
 	return d, s, c, bucket
 }
