@@ -112,6 +112,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			res = append(res, out[i])
 		}
 	}
+	d.follow(ctx, fence, res) // follow.go
 	return res, nil
 }
 
@@ -377,7 +378,7 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 		}
 		// Keep entry order: puts were appended before deletes above.
 		obj.Entries = inEntryOrder(entries, obj.Entries)
-		if fence != nil && len(entries) > 0 && tx == "" {
+		if fence != nil && len(entries) > 0 && tx == "" && !checkedByCarrier(ctx) {
 			// Re-check the lock record right before the create (and its
 			// pending mark), so that the window in which a takeover can
 			// pass unseen is two requests wide; the new holder's fence
@@ -392,6 +393,8 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			// flip, which checks the record right before it; a newer
 			// holder's fence entry after the part gives its commit up
 			// (whole.go), and one before it refuses it at the tail.
+			// Nor does a commit another carries (follow.go): the
+			// carrier's check, a moment before, fences it.
 			if _, err := d.checkFence(ctx, fence); err != nil {
 				return nil, err
 			}

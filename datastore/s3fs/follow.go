@@ -1,0 +1,106 @@
+package s3fs
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/lakemeta/lake/datastore"
+)
+
+// The catalog fold carried by the sync's commit (issue 31,
+// datastore.CommitFollower). A sync's fold commits the rows of the models
+// its commit changed right after that commit, planned from what the commit
+// applied (catalog.PlanFold); on its own it is a fenced commit like any
+// other: a read of the lock record right before its create, the log
+// object and the head. On DynamoDB the rows ride in the data commit's
+// transaction. S3 has no transaction of two partitions, but the fold's
+// commit needs no read of the lock record of its own: the data commit's,
+// a moment before, is the check that fences both, as the carrying
+// transaction's check is the rider's on DynamoDB.
+//
+// Why that check is enough. The fence entries order a stale holder's
+// create against a takeover whenever the check that preceded it saw the
+// holder's token, however long before (docs/s3.md, "What is fenced on
+// S3"): the check preceded the new holder's lock write, which precedes its
+// listing of the heads and the fence entry it appends to every partition
+// of the namespace and to the namespace's partition of the catalog scope.
+// The rows' create then either meets that fence entry at its position
+// (refused: the tail read again names the newer token, and the fold runs
+// as before, and is refused the same way) or lands before it, where the
+// new holder's reads see it. A catalog partition with no head yet is
+// registered after a read of the record of its own (register), as any
+// first commit, since a takeover's listing could not have named it.
+// What the shared check does not refuse is a rewrite of the record that
+// is not a takeover (a forced release no one followed, a foreign write)
+// landing between the data commit and the rows: the rows, which describe
+// the data commit that stands, land as they would had the holder paused
+// after its check; the next holder takes the lock over and fences.
+//
+// The rows and the cursor's record (the rider's Record) are written after
+// the data commit, not with it: a crash between them leaves the rows or
+// the cursor behind, as a crash between the commit and a fold of its own
+// did, and the next fold brings them forward. A rider whose commit fails
+// is not carried and the caller folds as before; one whose object landed
+// but no head holds it (unacknowledged) is rolled forward by that fold's
+// commit, whose rows are the same.
+
+// carryKey marks a context whose commit's fence was checked by the commit
+// that carries it (follow).
+type carryKey struct{}
+
+// checkedByCarrier reports whether ctx's commit was fenced by the check
+// of the commit carrying it: it makes no re-check of its own before its
+// create.
+func checkedByCarrier(ctx context.Context) bool { return ctx.Value(carryKey{}) != nil }
+
+// follow commits the rider ctx's CommitFollower plans over applied, the
+// result of d's commit fenced by fence whose own check preceded it, in
+// the rider's store: its entries as one log object of one partition, with
+// no check of the lock record of its own, then the rider's record. It
+// does nothing where the rider cannot follow that way: no follower or
+// rider, another fence or bucket, entries of more than one partition or
+// more than one log object.
+func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []datastore.Info) {
+	f := datastore.CommitFollowerOf(ctx)
+	if f == nil || fence == nil || len(applied) == 0 {
+		return
+	}
+	r := f.Follow(applied, func(pos []byte) ([]datastore.Head, []byte, bool) {
+		return d.ChangedPartitionsOver(pos, applied)
+	})
+	if r == nil || r.Fence == nil || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
+		return
+	}
+	rd, ok := datastore.UnwrapDriver(r.Driver).(*Driver)
+	if !ok || rd.c != d.c || rd.prefix == d.prefix {
+		return
+	}
+	if w := r.Record; w != nil && (w.Key == fence.Key || w.Key == datastore.LayoutKey) {
+		return
+	}
+	entries := r.Entries()
+	if len(entries) == 0 || len(entries) > MaxCommit {
+		return
+	}
+	part := rd.partition(entries[0].Path())
+	for _, e := range entries {
+		if rd.checkPath(e.Path()) != nil || rd.partition(e.Path()) != part {
+			return
+		}
+	}
+	out, err := rd.commitPartition(context.WithValue(ctx, carryKey{}, true), part, r.Fence, parseFence(r.Fence), entries, r.Now)
+	if err != nil || len(out) == 0 {
+		return
+	}
+	if w := r.Record; w != nil {
+		// After the rows, as the fold's own cursor move is: a refusal
+		// (another fold moved the record, or the remembered cursor was
+		// not it) leaves it unwritten, and the caller reads the record
+		// at its next fold (catalog.Plan).
+		if err := rd.CASRecord(ctx, w.Key, w.Expect, w.Value); err == nil {
+			w.MarkWritten()
+		}
+	}
+	r.MarkCarried(out)
+	f.MarkCarried(r)
+}

@@ -1,0 +1,339 @@
+package s3fs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// The catalog fold carried by the sync's commit on S3 (follow.go): a
+// fenced commit offered a CommitFollower commits the follower's rows in
+// the catalog scope after its own, with one read of the lock record for
+// both, then the follower's record.
+
+const followRow = "default/m/1" // the root namespace's partition of the catalog scope
+
+// follower offers s's next commit a follower committing a row (content
+// row) in the catalog scope, carrying a record write when rec is set.
+func follower(ctx context.Context, t *testing.T, s *datastore.Store, fence *datastore.Fence, row string, rec *datastore.RecordWrite) (context.Context, *datastore.CommitFollower, datastore.Staged) {
+	t.Helper()
+	cat, err := s.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := cat.Upload(ctx, followRow, strings.NewReader(row), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, f := s.WithCommitFollower(ctx, func([]datastore.Info, func(string) ([]datastore.Head, string, bool)) *datastore.CommitRider {
+		return cat.FollowingCommit(ctx, fence, []datastore.Entry{{Put: &st}}, rec)
+	})
+	return fctx, f, st
+}
+
+// TestFollowerRidesOneCheck: the follower's row and record land with the
+// commit, and the lock record is read once for both commits; without the
+// follower, the same two commits read it twice.
+func TestFollowerRidesOneCheck(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	for _, l := range []datastore.Layout{datastore.LayoutModelsV5, datastore.LayoutModels} {
+		t.Run(l.String(), func(t *testing.T) {
+			ctx := t.Context()
+			prefix := fmt.Sprintf("follow/%s/%d", l, time.Now().UnixNano())
+			recordLayout(t, raw, bucket, prefix, l)
+			ka := &killAPI{API: raw}
+			_, s := openDatastore(t, ka, bucket, prefix)
+			fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(7)}
+			if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fence.Token); err != nil {
+				t.Fatal(err)
+			}
+			cat, err := s.CatalogStore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The partitions registered, as a sync's are after its first.
+			if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cat.Put(ctx, followRow, strings.NewReader("row 0"), nil); err != nil {
+				t.Fatal(err)
+			}
+			lockReads := func(f func()) int {
+				ka.mu.Lock()
+				ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
+				ka.mu.Unlock()
+				f()
+				ka.mu.Lock()
+				defer ka.mu.Unlock()
+				ka.armed = false
+				n := 0
+				for _, r := range ka.sent {
+					if r == "GET "+prefix+"/r/"+fenceKey+"~" {
+						n++
+					}
+				}
+				return n
+			}
+			commit := func(ctx context.Context, content string) {
+				st, err := s.Upload(ctx, "data/m/1/a", strings.NewReader(content), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Commit(ctx, fence, []datastore.Entry{{Put: &st}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			rec := &datastore.RecordWrite{Key: "datastore/catalog/default", Expect: metastore.ExpectAbsent(), Value: []byte("cursor 1")}
+			var row datastore.Staged
+			carried := lockReads(func() {
+				fctx, f, st := follower(ctx, t, s, fence, "row 1", rec)
+				row = st
+				commit(fctx, "1")
+				r, ok := f.Carried()
+				if !ok {
+					t.Fatal("the follower was not carried")
+				}
+				if out, ok := r.Carried(); !ok || len(out) != 1 || out[0].Partition != "default" || out[0].Version != st.Version {
+					t.Fatalf("the rider applied %+v, %v; want the row in partition default", out, ok)
+				}
+			})
+			if !rec.Written() {
+				t.Fatal("the follower's record was not written")
+			}
+			if got, err := s.Records().GetRecord(ctx, rec.Key); err != nil || string(got) != "cursor 1" {
+				t.Fatalf("record = %q, %v", got, err)
+			}
+			if info, err := cat.Stat(ctx, followRow); err != nil || info.Version != row.Version {
+				t.Fatalf("the carried row is not what a stat returns: %+v, %v", info, err)
+			}
+			apart := lockReads(func() {
+				commit(ctx, "2")
+				if _, err := cat.Put(ctx, followRow, strings.NewReader("row 2"), nil); err != nil {
+					t.Fatal(err)
+				}
+				st, err := cat.Upload(ctx, followRow, strings.NewReader("row 3"), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := cat.Commit(ctx, fence, []datastore.Entry{{Put: &st}}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Logf("%s: the lock record read %d time(s) for a commit and its carried fold, %d for the two apart", l, carried, apart)
+			if carried != 1 || apart != 2 {
+				t.Fatalf("lock record reads: carried %d (want 1), apart %d (want 2)", carried, apart)
+			}
+
+			// A record that does not hold what the write expects: the rows
+			// are carried, the record is left alone and says so.
+			stale := &datastore.RecordWrite{Key: rec.Key, Expect: metastore.ExpectValue([]byte("cursor 0")), Value: []byte("cursor 9")}
+			fctx, f, _ := follower(ctx, t, s, fence, "row 4", stale)
+			commit(fctx, "4")
+			if _, ok := f.Carried(); !ok || stale.Written() {
+				t.Fatalf("a record not as expected: carried %v, written %v; want carried, not written", ok, stale.Written())
+			}
+			if got, _ := s.Records().GetRecord(ctx, rec.Key); string(got) != "cursor 1" {
+				t.Fatalf("record = %q, want it untouched", got)
+			}
+		})
+	}
+}
+
+// TestFollowerUnderAStaleFence: a commit refused by its fence carries
+// nothing, and a follower under another fence than the commit's is not
+// carried.
+func TestFollowerUnderAStaleFence(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	prefix := fmt.Sprintf("follow-stale/%d", time.Now().UnixNano())
+	recordLayout(t, raw, bucket, prefix, datastore.LayoutModelsV5)
+	_, s := openDatastore(t, raw, bucket, prefix)
+	fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(7)}
+	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), lockRecord(8)); err != nil {
+		t.Fatal(err)
+	}
+	fctx, f, _ := follower(ctx, t, s, fence, "stale row", nil)
+	st, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("stale"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(fctx, fence, []datastore.Entry{{Put: &st}}); !datastore.IsFenceConflict(err) {
+		t.Fatalf("commit under a stale fence: %v, want a fence conflict", err)
+	}
+	if _, ok := f.Carried(); ok {
+		t.Fatal("a refused commit carried its follower")
+	}
+	cat, _ := s.CatalogStore()
+	if _, err := cat.Stat(ctx, followRow); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("the row of a refused commit's follower: %v, want not found", err)
+	}
+
+	// The commit under the record's token, its follower under another.
+	held := &datastore.Fence{Key: fenceKey, Token: lockRecord(8)}
+	fctx, f, _ = follower(ctx, t, s, fence, "other fence", nil)
+	if _, err := s.Commit(fctx, held, []datastore.Entry{{Put: &st}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Carried(); ok {
+		t.Fatal("a follower under another fence than the commit's was carried")
+	}
+	if _, err := cat.Stat(ctx, followRow); !errors.Is(err, metastore.ErrNotFound) {
+		t.Fatalf("the row of a follower under another fence: %v, want not found", err)
+	}
+}
+
+// TestPausedFollowerAtEveryRequest: holder A's commit carrying a row is
+// paused before each of its requests in turn (the data commit's and the
+// row's) while B takes the lock over, fences the namespace and its
+// partition of the catalog (FenceTakeover), reads the row and A's file,
+// and commits a row of its own; A resumes before or after B's commit. In
+// every interleaving each of A's two commits either stood before B's fence
+// (and B's reads saw it) or was refused and is seen by no reader: the
+// row's commit, which reads no lock record of its own, is fenced by the
+// data commit's check and the fence entry B appends to the catalog
+// partition.
+func TestPausedFollowerAtEveryRequest(t *testing.T) {
+	api, bucket := s3local.Client(t), s3local.Bucket(t)
+	defer withHoldersLayout(datastore.LayoutModelsV5)()
+	for _, early := range []bool{true, false} {
+		outcomes := map[string]int{}
+		var requests []string
+		for k := 1; ; k++ {
+			reached, sent, outcome, v := pausedFollower(t, api, bucket, k, early)
+			if !reached {
+				requests = sent
+				break
+			}
+			if v != "" {
+				t.Errorf("A paused before request %d, resumed before B's commit %v: %s", k, early, v)
+			}
+			outcomes[outcome]++
+			if k > 100 {
+				t.Fatal("the commit sent more than 100 requests")
+			}
+		}
+		t.Logf("A resumed before B's commit %v: A's commit and its row are %d requests (%s); outcomes %v", early, len(requests), strings.Join(requests, ", "), outcomes)
+		// Both commits refused (paused before the data commit's
+		// check), the data standing and the row refused (paused
+		// between them: the row meets B's fence entry), both standing.
+		for _, o := range []string{"both refused", "data stood, row refused", "both stood"} {
+			if outcomes[o] == 0 {
+				t.Errorf("no interleaving ended %q: %v", o, outcomes)
+			}
+		}
+	}
+}
+
+// pausedFollower runs one interleaving of TestPausedFollowerAtEveryRequest
+// and names its outcome.
+func pausedFollower(t *testing.T, api s3fs.API, bucket string, k int, early bool) (reached bool, sent []string, outcome, violation string) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	h := openHolders(ctx, t, api, bucket, fmt.Sprintf("follow-paused/%v/%d/%d", early, k, time.Now().UnixNano()))
+	h.seed(ctx, t, "data/m/1/a")
+	catB, err := h.sB.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st0, err := catB.Upload(ctx, followRow, strings.NewReader("row 0"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catB.Commit(ctx, h.fenceA, []datastore.Entry{{Put: &st0}}); err != nil {
+		t.Fatal(err)
+	}
+	stA, err := h.sA.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, f, rowA := follower(ctx, t, h.sA, h.fenceA, "row A", nil)
+	h.p.arm(k)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.sA.Commit(fctx, h.fenceA, []datastore.Entry{{Put: &stA}})
+		done <- err
+	}()
+	var aErr error
+	select {
+	case <-h.p.paused:
+	case <-done: // the commit ended before request k
+		h.p.mu.Lock()
+		defer h.p.mu.Unlock()
+		return false, h.p.sent, "", ""
+	}
+	h.takeOver(ctx, t, k, true)
+	seenFile, err := h.sB.Stat(ctx, "data/m/1/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenRow, err := catB.Stat(ctx, followRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stB, err := catB.Upload(ctx, followRow, strings.NewReader("B saw "+seenRow.Version), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early {
+		close(h.p.release)
+		aErr = <-done
+	}
+	if _, err := catB.Commit(ctx, h.fenceB, []datastore.Entry{{Put: &stB}}); err != nil {
+		t.Fatalf("k=%d: B's row: %v", k, err)
+	}
+	if !early {
+		close(h.p.release)
+		aErr = <-done
+	}
+	if aErr != nil && !datastore.IsFenceConflict(aErr) {
+		return true, nil, "", fmt.Sprintf("A's commit failed with %v, want a fence conflict or success", aErr)
+	}
+	// What B read after its fence, the file's feed, and the row now (B
+	// wrote it last: A's version there landed after B's commit).
+	fileLanded := false
+	ch, _, err := h.sB.Changes(ctx, "m/1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ch {
+		fileLanded = fileLanded || c.Version == stA.Version
+	}
+	rowNow, err := catB.Stat(ctx, followRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawRow := seenRow.Version == rowA.Version
+	_, carried := f.Carried()
+	switch {
+	case aErr != nil && (fileLanded || sawRow || carried):
+		return true, nil, "", fmt.Sprintf("A's refused commit: file in the feed %v, row seen by B %v, carried %v", fileLanded, sawRow, carried)
+	case rowNow.Version == rowA.Version:
+		return true, nil, "", "A's row landed after B's commit"
+	case fileLanded && seenFile.Version != stA.Version:
+		return true, nil, "", "A's file landed after B's fence: B's stat did not see it"
+	case carried && !sawRow:
+		return true, nil, "", "A's follower is carried but B's stat after its fence did not see the row"
+	case aErr == nil && !fileLanded:
+		return true, nil, "", "A's acknowledged commit is not in the feed"
+	}
+	switch {
+	case aErr != nil:
+		outcome = "both refused"
+	case carried:
+		outcome = "both stood"
+	case sawRow:
+		outcome = "data stood, row landed uncarried"
+	default:
+		outcome = "data stood, row refused"
+	}
+	return true, nil, outcome, ""
+}
