@@ -21,12 +21,17 @@ import (
 // offered to another operation through its context (WithCommitRider). A
 // driver that can (DynamoDB, the drop of a namespace of the same table)
 // builds the rider's items as its own Commit would, with the same
-// conditions, and sends them in its own transaction; if the transaction
+// conditions, and sends them in its own transaction (S3, which has no
+// transaction of two partitions, commits the rider right after the drop,
+// fenced by the drop's check: s3fs/follow.go); if the transaction
 // fails on one of the rider's conditions the driver sends its own items
 // alone, as without the rider. The caller asks Carried afterwards and
 // commits the rider itself when it was not carried. Nothing is ever
 // applied twice: a carried rider's commit applied with the transaction,
-// and one not carried applied nothing.
+// and one not carried applied nothing (on S3, one whose object landed but
+// whose head write failed is not acknowledged and not carried: the
+// caller's own commit of the same entries rolls it forward first, and
+// applies them again over it, to the same state).
 
 // CommitRider is a commit prepared by Store.CommitRider (deletes) or
 // Store.FollowingCommit (a commit following another), to be carried by

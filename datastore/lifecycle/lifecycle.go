@@ -130,7 +130,9 @@ func Apply(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, act
 			// The row's removal that follows builds on the drop's read
 			// where the driver can (datastore.Store.PrefetchCommit), and
 			// rides in the drop's last write where the driver can
-			// (datastore.CommitRider: DynamoDB, a transaction fewer).
+			// (datastore.CommitRider: DynamoDB, a transaction fewer), or
+			// follows the drop under its check (S3: a read of the lock
+			// record fewer).
 			rctx := ctx
 			var rider *datastore.CommitRider
 			if cat, err := ns.CatalogStore(); err == nil {

@@ -68,7 +68,11 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	if whole {
 		// More than one log object: staged under a commit record that
 		// one conditional write flips (whole.go).
-		return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, nil, nil)
+		out, err := d.commitWhole(ctx, fence, ft, entries, order, byPart, now, nil, nil)
+		if err == nil {
+			d.follow(ctx, fence, out) // its flip checked the fence right before (follow.go)
+		}
+		return out, err
 	}
 	out := make([]datastore.Info, len(entries))
 	applied := make([]bool, len(entries))
@@ -93,7 +97,11 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 					return nil, err
 				}
 			}
-			return d.commitWhole(ctx, fence, ft, entries, order, byPart, now, need.parts, need.tails)
+			res, err := d.commitWhole(ctx, fence, ft, entries, order, byPart, now, need.parts, need.tails)
+			if err == nil {
+				d.follow(ctx, fence, res) // as above
+			}
+			return res, err
 		}
 		if err != nil {
 			return nil, err

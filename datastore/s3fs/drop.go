@@ -54,8 +54,17 @@ var _ datastore.GuardedDropper = (*Driver)(nil)
 // index entry is read after the first pass's roll-forward (which puts
 // every change of the log in the index) and before anything is removed;
 // the read is the one its removal needs (its ETag, its version).
+//
+// A commit ctx offers (datastore.WithCommitRider: the lifecycle's removal
+// of the model's catalog row) is carried after a drop that removed the
+// partition, fenced by the drop's check (follow.go): no read of the lock
+// record of its own.
 func (d *Driver) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fence, part, guard string, now time.Time) (datastore.DropStats, bool, error) {
-	return d.drop(ctx, fence, part, guard, now)
+	st, dropped, err := d.drop(ctx, fence, part, guard, now)
+	if err == nil && dropped {
+		d.carry(ctx, fence, datastore.CommitRiderOf(ctx))
+	}
+	return st, dropped, err
 }
 
 // drop is DropPartition, unless guard ("": none) is a live file of part

@@ -7,8 +7,10 @@ import (
 	"github.com/lakemeta/lake/datastore"
 )
 
-// The catalog fold carried by the sync's commit (issue 31,
-// datastore.CommitFollower). A sync's fold commits the rows of the models
+// Commits carried by another operation on S3 (issue 31): the catalog fold
+// carried by the sync's commit (datastore.CommitFollower), and the removal
+// of a dropped model's catalog row carried by the drop
+// (datastore.CommitRider). A sync's fold commits the rows of the models
 // its commit changed right after that commit, planned from what the commit
 // applied (catalog.PlanFold); on its own it is a fenced commit like any
 // other: a read of the lock record right before its create, the log
@@ -16,7 +18,10 @@ import (
 // transaction. S3 has no transaction of two partitions, but the fold's
 // commit needs no read of the lock record of its own: the data commit's,
 // a moment before, is the check that fences both, as the carrying
-// transaction's check is the rider's on DynamoDB.
+// transaction's check is the rider's on DynamoDB. The same holds for a
+// commit staged under a record (its flip checks the record right before)
+// and for the lifecycle's removal of a dropped model's row after the drop
+// (the drop checks it right before its removals).
 //
 // Why that check is enough. The fence entries order a stale holder's
 // create against a takeover whenever the check that preceded it saw the
@@ -54,12 +59,8 @@ type carryKey struct{}
 func checkedByCarrier(ctx context.Context) bool { return ctx.Value(carryKey{}) != nil }
 
 // follow commits the rider ctx's CommitFollower plans over applied, the
-// result of d's commit fenced by fence whose own check preceded it, in
-// the rider's store: its entries as one log object of one partition, with
-// no check of the lock record of its own, then the rider's record. It
-// does nothing where the rider cannot follow that way: no follower or
-// rider, another fence or bucket, entries of more than one partition or
-// more than one log object.
+// result of d's commit fenced by fence, whose own check preceded it
+// (carry).
 func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []datastore.Info) {
 	f := datastore.CommitFollowerOf(ctx)
 	if f == nil || fence == nil || len(applied) == 0 {
@@ -68,31 +69,47 @@ func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []d
 	r := f.Follow(applied, func(pos []byte) ([]datastore.Head, []byte, bool) {
 		return d.ChangedPartitionsOver(pos, applied)
 	})
-	if r == nil || r.Fence == nil || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
-		return
+	if d.carry(ctx, fence, r) {
+		f.MarkCarried(r)
+	}
+}
+
+// carry commits rider r after an operation of d fenced by fence whose own
+// check of the lock record preceded it (a commit, a drop), in the rider's
+// store: its entries as one log object of one partition, with no check of
+// the lock record of its own, then the rider's record. It reports whether
+// r was carried, and does nothing where r cannot be carried that way: no
+// rider, or one carried already, another fence or bucket, entries of more
+// than one partition or more than one log object, a commit that fails.
+func (d *Driver) carry(ctx context.Context, fence *datastore.Fence, r *datastore.CommitRider) bool {
+	if r == nil || fence == nil || r.Fence == nil || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
+		return false
+	}
+	if _, done := r.Carried(); done {
+		return false
 	}
 	rd, ok := datastore.UnwrapDriver(r.Driver).(*Driver)
 	if !ok || rd.c != d.c || rd.prefix == d.prefix {
-		return
+		return false
 	}
 	if w := r.Record; w != nil && (w.Key == fence.Key || w.Key == datastore.LayoutKey) {
-		return
+		return false
 	}
 	entries := r.Entries()
 	if len(entries) == 0 || len(entries) > MaxCommit {
-		return
+		return false
 	}
 	part := rd.partition(entries[0].Path())
 	for _, e := range entries {
 		if rd.checkPath(e.Path()) != nil || rd.partition(e.Path()) != part {
-			return
+			return false
 		}
 	}
 	out, err := rd.commitPartition(context.WithValue(ctx, carryKey{}, true), part, r.Fence, parseFence(r.Fence), entries, r.Now)
-	if err != nil || len(out) == 0 {
-		return
+	if err != nil {
+		return false
 	}
-	if w := r.Record; w != nil {
+	if w := r.Record; w != nil && len(out) > 0 {
 		// After the rows, as the fold's own cursor move is: a refusal
 		// (another fold moved the record, or the remembered cursor was
 		// not it) leaves it unwritten, and the caller reads the record
@@ -102,5 +119,5 @@ func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []d
 		}
 	}
 	r.MarkCarried(out)
-	f.MarkCarried(r)
+	return true
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
+	"github.com/lakemeta/lake/datastore/lifecycle"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
@@ -336,4 +338,105 @@ func pausedFollower(t *testing.T, api s3fs.API, bucket string, k int, early bool
 		outcome = "data stood, row refused"
 	}
 	return true, nil, outcome, ""
+}
+
+// TestDropCarriesTheRowRemoval: the lifecycle's drop of an orphaned model
+// carries the removal of the model's catalog row (datastore.CommitRider)
+// after the partition is gone, fenced by the drop's read of the lock
+// record: one read for both, two for the same drop and removal apart (the
+// negative control). The row is gone, the catalog's feed has its deletion
+// at the position Apply reports, and the partition is gone.
+func TestDropCarriesTheRowRemoval(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	prefix := fmt.Sprintf("follow-drop/%d", time.Now().UnixNano())
+	recordLayout(t, raw, bucket, prefix, datastore.LayoutModelsV5)
+	ka := &killAPI{API: raw}
+	_, root := openDatastore(t, ka, bucket, prefix)
+	ns, err := root.Namespace("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := &datastore.Fence{Key: "lock/rec/ns/sync", Token: lockRecord(3)}
+	if err := root.Records().CASRecord(ctx, fence.Key, metastore.ExpectAbsent(), fence.Token); err != nil {
+		t.Fatal(err)
+	}
+	lockReads := func(f func()) int {
+		ka.mu.Lock()
+		ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
+		ka.mu.Unlock()
+		f()
+		ka.mu.Lock()
+		defer ka.mu.Unlock()
+		ka.armed = false
+		n := 0
+		for _, r := range ka.sent {
+			if r == "GET "+prefix+"/r/"+fence.Key+"~" {
+				n++
+			}
+		}
+		return n
+	}
+	orphan := func(model string) {
+		t.Helper()
+		var es []datastore.Entry
+		for _, p := range []string{"data/" + model + "/model.yaml", "data/" + model + "/out/1/raw"} {
+			st, err := ns.Upload(ctx, p, strings.NewReader("x"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, datastore.Entry{Put: &st})
+		}
+		if _, err := ns.Commit(ctx, fence, es); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ns.Commit(ctx, fence, []datastore.Entry{{Delete: "data/" + model + "/model.yaml"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := catalog.Fold(ctx, ns, fence); err != nil {
+			t.Fatal(err)
+		}
+		if r, ok, err := catalog.Get(ctx, ns, "ns", model); err != nil || !ok || r.State != catalog.Orphaned {
+			t.Fatalf("%s's row before the drop: %+v, %v, %v; want it orphaned", model, r, ok, err)
+		}
+	}
+	cat, err := ns.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	orphan("m/a")
+	var st lifecycle.Stats
+	carried := lockReads(func() {
+		if st, err = lifecycle.Apply(ctx, ns, fence, []lifecycle.Action{{Kind: lifecycle.DropModel, Namespace: "ns", Model: "m/a"}}); err != nil || st.Models != 1 {
+			t.Fatalf("drop m/a: %+v, %v", st, err)
+		}
+	})
+	if _, ok, err := catalog.Get(ctx, ns, "ns", "m/a"); err != nil || ok {
+		t.Fatalf("m/a's row after the drop: %v, %v; want it removed", ok, err)
+	}
+	if got, err := ns.StatMany(ctx, []string{"data/m/a/out/1/raw"}); err != nil || len(got) != 0 {
+		t.Fatalf("m/a's file after the drop: %v, %v; want none", got, err)
+	}
+	if len(st.Removed) != 1 || len(st.Removed[0]) != 1 || !st.Removed[0][0].Deleted || st.Removed[0][0].Path != catalog.RowPath("ns", "m/a") {
+		t.Fatalf("the removal as Apply reports it: %+v; want the row's tombstone", st.Removed)
+	}
+	rm := st.Removed[0][0]
+	if ch, _, err := cat.Changes(ctx, rm.Partition, rm.Pos-1, 10); err != nil || len(ch) != 1 || ch[0].Path != rm.Path || !ch[0].Deleted {
+		t.Fatalf("the catalog's feed at the removal: %+v, %v; want the row's deletion at %d", ch, err, rm.Pos)
+	}
+
+	orphan("m/b")
+	apart := lockReads(func() {
+		if _, dropped, err := ns.DropPartitionIfDeleted(ctx, fence, "m/b", catalog.DefinitionPath("m/b")); err != nil || !dropped {
+			t.Fatalf("drop m/b: %v, %v", dropped, err)
+		}
+		if _, err := catalog.Remove(ctx, ns, fence, "ns", "m/b"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("the lock record read %d time(s) for a drop and its row's removal carried, %d apart", carried, apart)
+	if carried != 1 || apart != 2 {
+		t.Fatalf("lock record reads: carried %d (want 1), apart %d (want 2)", carried, apart)
+	}
 }
