@@ -98,7 +98,13 @@ func (m *meter) DropPartitionIfDeleted(ctx context.Context, fence *datastore.Fen
 	}
 	t := time.Now()
 	st, dropped, err := gd.DropPartitionIfDeleted(withTally(ctx, m), fence, partition, guard, now)
-	m.note("prune", t, st.Files+st.Tombstones, st.Files+st.Tombstones, partKey(partition))
+	written := st.Files + st.Tombstones
+	if r := datastore.CommitRiderOf(ctx); r != nil {
+		if _, ok := r.Carried(); ok {
+			written += len(r.Entries()) // the catalog row's removal the drop carried
+		}
+	}
+	m.note("prune", t, st.Files+st.Tombstones, written, partKey(partition))
 	return st, dropped, err
 }
 
@@ -245,7 +251,13 @@ func (m *meter) Commit(ctx context.Context, fence *datastore.Fence, entries []da
 	for i, e := range entries {
 		paths[i] = e.Path()
 	}
-	m.note("commit", t, 0, len(entries), m.pathKeys(paths)...)
+	// The catalog fold a commit carried (datastore.CommitFollower) was
+	// written with it, not by a Commit of its own: its entries count here.
+	carried := 0
+	if r, ok := datastore.CommitFollowerOf(ctx).Carried(); ok {
+		carried = len(r.Entries())
+	}
+	m.note("commit", t, 0, len(entries)+carried, m.pathKeys(paths)...)
 	if err != nil {
 		return out, err
 	}

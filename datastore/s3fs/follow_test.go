@@ -41,6 +41,25 @@ func follower(ctx context.Context, t *testing.T, s *datastore.Store, fence *data
 	return fctx, f, st
 }
 
+// recordReads runs f with ka recording, and returns how many times f read
+// the record key of the datastore under prefix.
+func recordReads(ka *killAPI, prefix, key string, f func()) int {
+	ka.mu.Lock()
+	ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
+	ka.mu.Unlock()
+	f()
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	ka.armed = false
+	n := 0
+	for _, r := range ka.sent {
+		if r == "GET "+prefix+"/r/"+key+"~" {
+			n++
+		}
+	}
+	return n
+}
+
 // TestFollowerRidesOneCheck: the follower's row and record land with the
 // commit, and the lock record is read once for both commits; without the
 // follower, the same two commits read it twice.
@@ -68,22 +87,7 @@ func TestFollowerRidesOneCheck(t *testing.T) {
 			if _, err := cat.Put(ctx, followRow, strings.NewReader("row 0"), nil); err != nil {
 				t.Fatal(err)
 			}
-			lockReads := func(f func()) int {
-				ka.mu.Lock()
-				ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
-				ka.mu.Unlock()
-				f()
-				ka.mu.Lock()
-				defer ka.mu.Unlock()
-				ka.armed = false
-				n := 0
-				for _, r := range ka.sent {
-					if r == "GET "+prefix+"/r/"+fenceKey+"~" {
-						n++
-					}
-				}
-				return n
-			}
+			lockReads := func(f func()) int { return recordReads(ka, prefix, fenceKey, f) }
 			commit := func(ctx context.Context, content string) {
 				st, err := s.Upload(ctx, "data/m/1/a", strings.NewReader(content), nil)
 				if err != nil {
@@ -361,22 +365,7 @@ func TestDropCarriesTheRowRemoval(t *testing.T) {
 	if err := root.Records().CASRecord(ctx, fence.Key, metastore.ExpectAbsent(), fence.Token); err != nil {
 		t.Fatal(err)
 	}
-	lockReads := func(f func()) int {
-		ka.mu.Lock()
-		ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
-		ka.mu.Unlock()
-		f()
-		ka.mu.Lock()
-		defer ka.mu.Unlock()
-		ka.armed = false
-		n := 0
-		for _, r := range ka.sent {
-			if r == "GET "+prefix+"/r/"+fence.Key+"~" {
-				n++
-			}
-		}
-		return n
-	}
+	lockReads := func(f func()) int { return recordReads(ka, prefix, fence.Key, f) }
 	orphan := func(model string) {
 		t.Helper()
 		var es []datastore.Entry

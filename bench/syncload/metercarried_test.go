@@ -1,0 +1,96 @@
+package syncload
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
+	"github.com/lakemeta/lake/internal/s3local"
+	"github.com/lakemeta/lake/metastore"
+)
+
+// TestMeterCountsCarriedCommits: a commit that carries the catalog fold
+// (datastore.CommitFollower) writes the fold's entries too, and the meter
+// counts them among the items the commit wrote; so does a drop carrying
+// the removal of a catalog row (datastore.CommitRider). Before, a carried
+// commit's entries were counted by no Commit of the meter: the harness's
+// items written per sync left out every carried row.
+func TestMeterCountsCarriedCommits(t *testing.T) {
+	ctx := t.Context()
+	bucket := s3local.Bucket(t)
+	prefix := fmt.Sprintf("metercarried/%d", time.Now().UnixNano())
+	d, err := s3fs.Open(ctx, s3local.Client(t), s3fs.Options{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMeter(d, DefaultConfig(), "default", nil)
+	s := datastore.New(m)
+	fence := &datastore.Fence{Key: "lock/rec/default/sync", Token: []byte(`{"token":5}`)}
+	if err := s.Records().CASRecord(ctx, fence.Key, metastore.ExpectAbsent(), fence.Token); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := s.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Put(ctx, "default/m/1", strings.NewReader("row 0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	written := func() int64 {
+		m.root().mu.Lock()
+		defer m.root().mu.Unlock()
+		return m.root().c.ItemsWritten
+	}
+
+	row, err := cat.Upload(ctx, "default/m/1", strings.NewReader("row 1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, f := s.WithCommitFollower(ctx, func([]datastore.Info, func(string) ([]datastore.Head, string, bool)) *datastore.CommitRider {
+		return cat.FollowingCommit(ctx, fence, []datastore.Entry{{Put: &row}}, nil)
+	})
+	file, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := written()
+	if _, err := s.Commit(fctx, fence, []datastore.Entry{{Put: &file}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Carried(); !ok {
+		t.Fatal("the fold was not carried")
+	}
+	if got := written() - before; got != 2 {
+		t.Fatalf("a commit of one file carrying one row counted %d items written, want 2", got)
+	}
+
+	// A drop carrying the row's removal: the model's file and definition,
+	// and the row.
+	if _, err := s.Put(ctx, "data/m/2/model.yaml", strings.NewReader("type: m\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, fence, []datastore.Entry{{Delete: "data/m/2/model.yaml"}}); err != nil {
+		t.Fatal(err)
+	}
+	rider := cat.CommitRider(fence, []string{"default/m/1"})
+	if rider == nil {
+		t.Fatal("no rider")
+	}
+	before = written()
+	st, dropped, err := s.DropPartitionIfDeleted(datastore.WithCommitRider(ctx, rider), fence, "m/2", "data/m/2/model.yaml")
+	if err != nil || !dropped {
+		t.Fatalf("drop: %v, %v", dropped, err)
+	}
+	if _, ok := rider.Carried(); !ok {
+		t.Fatal("the row's removal was not carried")
+	}
+	if got, want := written()-before, int64(st.Files+st.Tombstones+1); got != want {
+		t.Fatalf("a drop of %d entries carrying a row's removal counted %d items written, want %d", st.Files+st.Tombstones, got, want)
+	}
+}
