@@ -252,10 +252,19 @@ func (m *meter) Commit(ctx context.Context, fence *datastore.Fence, entries []da
 		paths[i] = e.Path()
 	}
 	// The catalog fold a commit carried (datastore.CommitFollower) was
-	// written with it, not by a Commit of its own: its entries count here.
+	// written with it, not by a Commit of its own: its entries count here,
+	// and so does a record write it carried (the fold cursor's,
+	// datastore.WithRecordWrite or the fold's own), as CASRecord counts
+	// one.
 	carried := 0
 	if r, ok := datastore.CommitFollowerOf(ctx).Carried(); ok {
 		carried = len(r.Entries())
+		if r.Record != nil && r.Record.Written() {
+			carried++
+		}
+	}
+	if w := datastore.RecordWriteOf(ctx); w != nil && w.Written() {
+		carried++
 	}
 	m.note("commit", t, 0, len(entries)+carried, m.pathKeys(paths)...)
 	if err != nil {

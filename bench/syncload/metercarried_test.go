@@ -13,8 +13,9 @@ import (
 )
 
 // TestMeterCountsCarriedCommits: a commit that carries the catalog fold
-// (datastore.CommitFollower) writes the fold's entries too, and the meter
-// counts them among the items the commit wrote; so does a drop carrying
+// (datastore.CommitFollower) writes the fold's entries and its cursor's
+// record too, and the meter counts them among the items the commit wrote
+// (a record write as CASRecord counts one); so does a drop carrying
 // the removal of a catalog row (datastore.CommitRider). Before, a carried
 // commit's entries were counted by no Commit of the meter: the harness's
 // items written per sync left out every carried row.
@@ -52,8 +53,9 @@ func TestMeterCountsCarriedCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := &datastore.RecordWrite{Key: "datastore/catalog/default", Expect: metastore.ExpectAbsent(), Value: []byte("cursor")}
 	fctx, f := s.WithCommitFollower(ctx, func([]datastore.Info, func(string) ([]datastore.Head, string, bool)) *datastore.CommitRider {
-		return cat.FollowingCommit(ctx, fence, []datastore.Entry{{Put: &row}}, nil)
+		return cat.FollowingCommit(ctx, fence, []datastore.Entry{{Put: &row}}, rec)
 	})
 	file, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("1"), nil)
 	if err != nil {
@@ -66,8 +68,8 @@ func TestMeterCountsCarriedCommits(t *testing.T) {
 	if _, ok := f.Carried(); !ok {
 		t.Fatal("the fold was not carried")
 	}
-	if got := written() - before; got != 2 {
-		t.Fatalf("a commit of one file carrying one row counted %d items written, want 2", got)
+	if got := written() - before; !rec.Written() || got != 3 {
+		t.Fatalf("a commit of one file carrying one row and the cursor's record (written %v) counted %d items written, want 3", rec.Written(), got)
 	}
 
 	// A drop carrying the row's removal: the model's file and definition,
