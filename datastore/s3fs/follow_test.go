@@ -1,6 +1,7 @@
 package s3fs_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/datastore/lifecycle"
@@ -427,5 +430,94 @@ func TestDropCarriesTheRowRemoval(t *testing.T) {
 	t.Logf("the lock record read %d time(s) for a drop and its row's removal carried, %d apart", carried, apart)
 	if carried != 1 || apart != 2 {
 		t.Fatalf("lock record reads: carried %d (want 1), apart %d (want 2)", carried, apart)
+	}
+}
+
+// TestFollowerAfterARewriteNotATakeover pins what the carrier's check does
+// not refuse, and what it does: a foreign client rewrites the lock record
+// (no takeover, no fence entry) while holder A's carried row waits for its
+// create, after A's data commit. The row lands, describing the data commit
+// that stands, as it would had A paused after its check; A's next commit,
+// a commit of its own under the token the record no longer holds, applies
+// nothing; and a holder that then takes the lock over and fences reads
+// A's row.
+func TestFollowerAfterARewriteNotATakeover(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	prefix := fmt.Sprintf("follow-rewrite/%d", time.Now().UnixNano())
+	recordLayout(t, raw, bucket, prefix, datastore.LayoutModelsV5)
+	hold := &holdAPI{API: raw, prefix: prefix, lists: map[string]int{}}
+	_, s := openDatastore(t, hold, bucket, prefix)
+	fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(7)}
+	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fence.Token); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := s.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Put(ctx, followRow, strings.NewReader("row 0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	fctx, f, row := follower(ctx, t, s, fence, "row A", nil)
+	file, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold.arm("PUT /_catalog/l/")
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Commit(fctx, fence, []datastore.Entry{{Put: &file}})
+		done <- err
+	}()
+	select {
+	case <-hold.held:
+	case err := <-done:
+		t.Fatalf("the commit ended (%v) before its carried row's create", err)
+	}
+	// The foreign rewrite: a raw PutObject of another holder's record.
+	if _, err := raw.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/r/" + fenceKey + "~"),
+		Body: bytes.NewReader(lockRecord(8))}); err != nil {
+		t.Fatal(err)
+	}
+	close(hold.resume)
+	if err := <-done; err != nil {
+		t.Fatalf("the data commit: %v", err)
+	}
+	if _, ok := f.Carried(); !ok {
+		t.Fatal("the row was not carried")
+	}
+	if info, err := cat.Stat(ctx, followRow); err != nil || info.Version != row.Version {
+		t.Fatalf("the carried row: %+v, %v; want A's, landed", info, err)
+	}
+	// A's next commit of its own is refused: its check reads the record.
+	again, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("A again"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, fence, []datastore.Entry{{Put: &again}}); !datastore.IsFenceConflict(err) {
+		t.Fatalf("A's next commit under the rewritten record: %v, want a fence conflict", err)
+	}
+	// A holder taking the lock over from the rewritten record, fencing.
+	_, sB := openDatastore(t, raw, bucket, prefix)
+	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(9)}
+	if err := sB.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(lockRecord(8)), fenceB.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
+		t.Fatal(err)
+	}
+	catB, err := sB.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := catB.Stat(ctx, followRow); err != nil || info.Version != row.Version {
+		t.Fatalf("the new holder's stat of the row: %+v, %v; want A's", info, err)
+	}
+	if info, err := sB.Stat(ctx, "data/m/1/a"); err != nil || info.Version != file.Version {
+		t.Fatalf("the new holder's stat of the file: %+v, %v; want A's data commit", info, err)
 	}
 }
