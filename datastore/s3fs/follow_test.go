@@ -217,7 +217,7 @@ func TestPausedFollowerAtEveryRequest(t *testing.T) {
 		outcomes := map[string]int{}
 		var requests []string
 		for k := 1; ; k++ {
-			reached, sent, outcome, v := pausedFollower(t, api, bucket, k, early)
+			reached, sent, outcome, v := pausedFollower(t, api, bucket, k, early, true)
 			if !reached {
 				requests = sent
 				break
@@ -242,9 +242,33 @@ func TestPausedFollowerAtEveryRequest(t *testing.T) {
 	}
 }
 
+// TestPausedFollowerWithoutCatalogFenceIsCaught is the negative control:
+// the same interleavings with B fencing the namespace's partitions but not
+// its partition of the catalog land A's carried row after B's read, which
+// the checker reports.
+func TestPausedFollowerWithoutCatalogFenceIsCaught(t *testing.T) {
+	api, bucket := s3local.Client(t), s3local.Bucket(t)
+	defer withHoldersLayout(datastore.LayoutModelsV5)()
+	caught := 0
+	for k := 1; k < 100; k++ {
+		reached, _, _, v := pausedFollower(t, api, bucket, k, true, false)
+		if !reached {
+			break
+		}
+		if v != "" {
+			caught++
+		}
+	}
+	t.Logf("without the catalog partition's fence entry: %d interleavings caught", caught)
+	if caught == 0 {
+		t.Fatal("without the catalog partition's fence entry no interleaving was caught: the checker cannot fail")
+	}
+}
+
 // pausedFollower runs one interleaving of TestPausedFollowerAtEveryRequest
-// and names its outcome.
-func pausedFollower(t *testing.T, api s3fs.API, bucket string, k int, early bool) (reached bool, sent []string, outcome, violation string) {
+// and names its outcome. Without catalogFence (the negative control) B
+// fences the namespace's partitions but not its partition of the catalog.
+func pausedFollower(t *testing.T, api s3fs.API, bucket string, k int, early, catalogFence bool) (reached bool, sent []string, outcome, violation string) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	h := openHolders(ctx, t, api, bucket, fmt.Sprintf("follow-paused/%v/%d/%d", early, k, time.Now().UnixNano()))
@@ -279,7 +303,18 @@ func pausedFollower(t *testing.T, api s3fs.API, bucket string, k int, early bool
 		defer h.p.mu.Unlock()
 		return false, h.p.sent, "", ""
 	}
-	h.takeOver(ctx, t, k, true)
+	if catalogFence {
+		h.takeOver(ctx, t, k, true)
+	} else {
+		h.takeOver(ctx, t, k, false)
+		parts, err := h.sB.Driver().Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.dB.FencePartitions(ctx, *h.fenceB, parts); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seenFile, err := h.sB.Stat(ctx, "data/m/1/a")
 	if err != nil {
 		t.Fatal(err)
