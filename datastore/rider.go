@@ -45,7 +45,10 @@ type CommitRider struct {
 	Deletes []string
 	Now     time.Time
 	// Record, if not nil, is a record write the rider's commit carries
-	// too (as WithRecordWrite's), written exactly when it is.
+	// too (as WithRecordWrite's), written exactly when it is where the
+	// carrying write takes it in the same request (DynamoDB's
+	// transaction); a driver that would need a request of its own for it
+	// (S3) carries the commit and leaves the record (Written false).
 	Record *RecordWrite
 
 	entries []Entry // FollowingCommit's; else Deletes

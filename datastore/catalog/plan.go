@@ -17,8 +17,9 @@ import (
 // Planned from what the commit will apply (datastore.CommitFollower), its
 // rows and the cursor's record ride in the commit's own transaction where
 // the driver can (DynamoDB): one transaction a sync that commits, not
-// two. On S3 the commit carries them after its own, fenced by its check
-// (s3fs/follow.go): one read of the lock record fewer. A plan that would need a read (a row not read ahead, a row not at
+// two. On S3 the commit carries the rows after its own, fenced by its
+// check, and leaves the cursor's record behind (s3fs/follow.go): one read
+// of the lock record and one write of the record fewer. A plan that would need a read (a row not read ahead, a row not at
 // the position right before the commit's, a model to list, a cursor the
 // store cannot move without a read) is not made: the fold runs after the
 // commit, as before.
@@ -54,9 +55,6 @@ func (p *Plan) Stats(applied []datastore.Info) (FoldStats, bool) {
 		return FoldStats{}, false
 	}
 	st := p.stats
-	if !p.recorded() {
-		st.Cursor = "" // not moved: the next fold reads the record
-	}
 	st.Applied = out
 	for _, a := range out {
 		st.Committed = append(st.Committed, datastore.Head{Partition: a.Partition, Seq: a.Pos})
@@ -64,24 +62,18 @@ func (p *Plan) Stats(applied []datastore.Info) (FoldStats, bool) {
 	return st, true
 }
 
-// Cursor returns the cursor the carried rider wrote to the record ("" if it
-// was not carried).
+// Cursor returns the cursor the carried fold moved to ("" if it was not
+// carried): the record's new value where the driver carried the record
+// too (DynamoDB), the caller's to keep either way (on S3 the record is left
+// behind, a lower bound: a fold from it skips the rows already folded).
 func (p *Plan) Cursor() string {
 	if p == nil {
 		return ""
 	}
-	if _, carried := p.Rider.Carried(); !carried || !p.recorded() {
+	if _, carried := p.Rider.Carried(); !carried {
 		return ""
 	}
 	return p.stats.Cursor
-}
-
-// recorded reports whether the carried rider's cursor record was written:
-// on DynamoDB always with its rows, in one transaction; on S3 after them,
-// where its compare-and-swap may be refused (another fold moved it, or the
-// remembered cursor was not it).
-func (p *Plan) recorded() bool {
-	return p.Rider.Record == nil || p.Rider.Record.Written()
 }
 
 // PlanFold plans the fold of ns's namespace that FoldWith(ctx, ns, fence,

@@ -41,10 +41,18 @@ import (
 // the data commit that stands, land as they would had the holder paused
 // after its check; the next holder takes the lock over and fences.
 //
-// The rows and the cursor's record (the rider's Record) are written after
-// the data commit, not with it: a crash between them leaves the rows or
-// the cursor behind, as a crash between the commit and a fold of its own
-// did, and the next fold brings them forward. A rider whose commit fails
+// The rows are written after the data commit, not with it: a crash
+// between them leaves the rows behind, as a crash between the commit and
+// a fold of its own did, and the next fold brings them forward. The fold
+// cursor's record, which rides in DynamoDB's transaction, is not written
+// here (one PUT a sync): the tree keeps the cursor the fold moved to, and
+// the record lags. A lagging record costs nothing in correctness: a fold
+// skips every model whose row already stands at its head's position
+// (catalog.foldModels), so a fold from the record's older cursor (a tree
+// without a remembered cursor, or whose guess the record refuses) finds
+// the rows folded since and leaves them; on S3 it reads no more for it
+// (the changed partitions are one LIST whatever the cursor's age, and the
+// rows are in their partition's head). A rider whose commit fails
 // is not carried and the caller folds as before; one whose object landed
 // but no head holds it (unacknowledged) is rolled forward by that fold's
 // commit, whose rows are the same.
@@ -77,7 +85,7 @@ func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []d
 // carry commits rider r after an operation of d fenced by fence whose own
 // check of the lock record preceded it (a commit, a drop), in the rider's
 // store: its entries as one log object of one partition, with no check of
-// the lock record of its own, then the rider's record. It reports whether
+// the lock record of its own (its record, if any, left). It reports whether
 // r was carried, and does nothing where r cannot be carried that way: no
 // rider, or one carried already, another fence or bucket, entries of more
 // than one partition or more than one log object, a commit that fails.
@@ -109,15 +117,10 @@ func (d *Driver) carry(ctx context.Context, fence *datastore.Fence, r *datastore
 	if err != nil {
 		return false
 	}
-	if w := r.Record; w != nil && len(out) > 0 {
-		// After the rows, as the fold's own cursor move is: a refusal
-		// (another fold moved the record, or the remembered cursor was
-		// not it) leaves it unwritten, and the caller reads the record
-		// at its next fold (catalog.Plan).
-		if err := rd.CASRecord(ctx, w.Key, w.Expect, w.Value); err == nil {
-			w.MarkWritten()
-		}
-	}
+	// The rider's record (the fold cursor's) is left unwritten: it would
+	// be a request of its own here, where DynamoDB carries it in the same
+	// transaction (datastore.CommitRider.Record), and the caller keeps
+	// the cursor it moved to (catalog.Plan).
 	r.MarkCarried(out)
 	return true
 }
