@@ -14,6 +14,11 @@ type RecordWrite struct {
 	Key    string
 	Expect metastore.Expect
 	Value  []byte
+	// Optional lets a driver that would need a request of its own for
+	// the write, apart from the carrying one (S3), leave it unwritten
+	// (Written false); the caller keeps the value. A driver that carries
+	// it in the same request (DynamoDB's transaction) writes it anyway.
+	Optional bool
 	// written is set by a driver that wrote the record with the commit;
 	// refused when the commit was refused because the record did not
 	// hold what Expect says (nothing of the commit was applied then).

@@ -47,8 +47,8 @@ type CommitRider struct {
 	// Record, if not nil, is a record write the rider's commit carries
 	// too (as WithRecordWrite's), written exactly when it is where the
 	// carrying write takes it in the same request (DynamoDB's
-	// transaction); a driver that would need a request of its own for it
-	// (S3) carries the commit and leaves the record (Written false).
+	// transaction); a driver that needs a request of its own for it (S3)
+	// writes it after the commit, or leaves it when it is Optional.
 	Record *RecordWrite
 
 	entries []Entry // FollowingCommit's; else Deletes

@@ -216,7 +216,11 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	if fs, ok := rep.plan.Stats(rep.committed); ok {
 		apply(fs)
 		pulled = nil
+		if st.FoldsUnrecorded++; rep.plan.Recorded() {
+			st.FoldsUnrecorded, st.FoldRecorded = 0, fs.Cursor // DynamoDB: in the commit's transaction
+		}
 	} else {
+		st.FoldsUnrecorded, st.FoldRecorded = 0, "" // a fold of its own writes the record: set below
 		if c := rep.plan.Cursor(); c != "" {
 			cursor = c // carried over part of the commit only: fold the rest
 			pulled = nil
@@ -241,6 +245,19 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	}
 	st.Policy = &cfg.Lifecycle
 	st.FoldCursor = cursor
+	if st.FoldsUnrecorded == 0 && st.FoldRecorded == "" {
+		st.FoldRecorded = cursor // the record as the fold of its own left it, most likely
+	}
+	if st.FoldsUnrecorded >= recordEvery && cursor != "" {
+		// The folds the commits carried left the record (S3): bring it up
+		// to date, so that a fold from it reads a few syncs' changes, not
+		// the namespace's history. Best effort: a failure leaves the
+		// record behind, which costs such a fold reads, never a row.
+		if err := catalog.RecordCursor(ctx, t.store, st.FoldRecorded, cursor); err == nil {
+			st.FoldRecorded = cursor
+		}
+		st.FoldsUnrecorded = 0
+	}
 	return nil
 }
 
@@ -366,6 +383,14 @@ func advanceCatalog(st *state, committed []datastore.Head) {
 	}
 }
 
+// recordEvery is how many folds the syncs' commits carry, leaving the fold
+// cursor's record where its write is a request of its own (S3), before a
+// sync writes it (catalog.RecordCursor); the tree keeps the cursor
+// meanwhile (catalog.FoldOptions.CursorOptional). A tree with no cursor of
+// its own folds from the record's, reading the partitions changed since:
+// the heads of a few syncs' worth, not of the namespace's history.
+const recordEvery = 16
+
 // planFold returns the context for the sync's commit, asking it to carry
 // the catalog fold that follows it (catalog.PlanFold, planned from what
 // the commit will apply: on DynamoDB the rows and the fold cursor's record
@@ -380,7 +405,8 @@ func (t *Tree) planFold(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	}
 	fence := dslock.Fence(ls)
 	cctx, _ := t.store.WithCommitFollower(ctx, func(applied []datastore.Info, over func(string) ([]datastore.Head, string, bool)) *datastore.CommitRider {
-		p, ok := catalog.PlanFold(ctx, t.store, fence, catalog.FoldOptions{Before: rep.stated, Cursor: st.FoldCursor, Committed: applied, Rows: rep.rows, Pulled: rep.pulled}, over)
+		p, ok := catalog.PlanFold(ctx, t.store, fence, catalog.FoldOptions{Before: rep.stated, Cursor: st.FoldCursor, Committed: applied, Rows: rep.rows, Pulled: rep.pulled,
+			CursorOptional: true}, over)
 		if !ok {
 			rep.plan = nil
 			return nil

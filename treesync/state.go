@@ -68,6 +68,15 @@ type state struct {
 	// need not read the cursor's record: only a guess, which the fold
 	// checks against the record (catalog.FoldOptions.Cursor).
 	FoldCursor string `json:"foldCursor,omitempty"`
+	// FoldsUnrecorded counts this tree's folds since the cursor's record
+	// was last written: a fold the sync's commit carries on S3 leaves the
+	// record (a request of its own there), and every recordEvery-th sync
+	// writes it (catalog.FoldOptions.CursorOptional).
+	FoldsUnrecorded int `json:"foldsUnrecorded,omitempty"`
+	// FoldRecorded is the cursor this tree last wrote to the record (or
+	// its fold of its own did), which the next write expects
+	// (catalog.RecordCursor).
+	FoldRecorded string `json:"foldRecorded,omitempty"`
 	// config is the namespace's configuration as this sync read it
 	// (policy.go); never saved.
 	config *datastore.NamespaceConfig

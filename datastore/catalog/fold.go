@@ -15,6 +15,36 @@ import (
 // ChangedPartitions cursor up to which its changes are in the catalog.
 func cursorKey(namespace string) string { return "datastore/catalog/" + namespace }
 
+// RecordCursor writes cursor, the cursor a fold of ns's namespace moved
+// to, as the fold cursor's record, over known, the value the caller last
+// wrote there ("" for none), or, when the record holds anything else (it
+// was written by another tree since, or never by this one), over what a
+// read finds: the record is where a fold with no cursor of its own
+// starts, and every cursor a fold reached is a right place to start (a
+// fold skips the rows already at their models' positions), so a write
+// over another fold's is harmless. For a caller that lets the folds its
+// commits carry leave the record (FoldOptions.CursorOptional) and brings
+// it up to date now and then.
+func RecordCursor(ctx context.Context, ns *datastore.Store, known, cursor string) error {
+	recs, key := ns.Records(), cursorKey(ns.NamespaceName())
+	expect := metastore.ExpectValue([]byte(known))
+	if known == "" {
+		expect = metastore.ExpectAbsent()
+	}
+	err := recs.CASRecord(ctx, key, expect, []byte(cursor))
+	if !errors.Is(err, metastore.ErrConflict) {
+		return err
+	}
+	cur, err := recs.GetRecord(ctx, key)
+	switch {
+	case errors.Is(err, metastore.ErrNotFound):
+		return recs.CASRecord(ctx, key, metastore.ExpectAbsent(), []byte(cursor))
+	case err != nil:
+		return err
+	}
+	return recs.CASRecord(ctx, key, metastore.ExpectValue(cur), []byte(cursor))
+}
+
 // FoldStats says what one Fold did.
 type FoldStats struct {
 	// Changed counts the model partitions the namespace's index named as
@@ -133,6 +163,14 @@ type FoldOptions struct {
 	// read (or are the caller's commit) whatever P is. Only the first
 	// pass of FoldWith uses it.
 	Rows map[string]datastore.Info
+	// CursorOptional lets a fold the caller's commit carries
+	// (PlanFold) leave the cursor's record unwritten where its write is
+	// a request of its own (S3; datastore.RecordWrite.Optional): the
+	// caller keeps the cursor (FoldStats.Cursor) and writes the record
+	// now and then, so that it lags by a few folds. A fold from an older
+	// cursor skips every row already at its model's head, so the lag
+	// costs reads of the partitions changed since, never a row.
+	CursorOptional bool
 	// Pulled is a ChangedPartitions read of the namespace the caller made
 	// under its lock before its commit (a sync's pull). When the fold's
 	// cursor is the one that read started from, the fold takes its

@@ -18,8 +18,9 @@ import (
 // rows and the cursor's record ride in the commit's own transaction where
 // the driver can (DynamoDB): one transaction a sync that commits, not
 // two. On S3 the commit carries the rows after its own, fenced by its
-// check, and leaves the cursor's record behind (s3fs/follow.go): one read
-// of the lock record and one write of the record fewer. A plan that would need a read (a row not read ahead, a row not at
+// check, and writes the cursor's record after them unless the caller lets
+// it lag (FoldOptions.CursorOptional; s3fs/follow.go): one read of the lock
+// record fewer, and most syncs one write of the record fewer. A plan that would need a read (a row not read ahead, a row not at
 // the position right before the commit's, a model to list, a cursor the
 // store cannot move without a read) is not made: the fold runs after the
 // commit, as before.
@@ -62,10 +63,21 @@ func (p *Plan) Stats(applied []datastore.Info) (FoldStats, bool) {
 	return st, true
 }
 
+// Recorded reports whether the carried fold wrote the cursor's record
+// (false where it was not carried, or left the record: on S3 when
+// FoldOptions.CursorOptional, or refused).
+func (p *Plan) Recorded() bool {
+	if p == nil {
+		return false
+	}
+	_, carried := p.Rider.Carried()
+	return carried && p.Rider.Record != nil && p.Rider.Record.Written()
+}
+
 // Cursor returns the cursor the carried fold moved to ("" if it was not
-// carried): the record's new value where the driver carried the record
-// too (DynamoDB), the caller's to keep either way (on S3 the record is left
-// behind, a lower bound: a fold from it skips the rows already folded).
+// carried): the record's new value where the driver wrote the record too
+// (Recorded), the caller's to keep either way (a record left behind is a
+// lower bound: a fold from it skips the rows already folded).
 func (p *Plan) Cursor() string {
 	if p == nil {
 		return ""
@@ -107,7 +119,7 @@ func PlanFold(ctx context.Context, ns *datastore.Store, fence *datastore.Fence, 
 		return nil, false
 	}
 	st.Rows, st.Removed, st.Written, st.Gone, st.Forwarded = len(written), len(gone), written, gone, forwarded
-	record := &datastore.RecordWrite{Key: cursorKey(ns.NamespaceName()), Expect: metastore.ExpectValue([]byte(old)), Value: []byte(next)}
+	record := &datastore.RecordWrite{Key: cursorKey(ns.NamespaceName()), Expect: metastore.ExpectValue([]byte(old)), Value: []byte(next), Optional: o.CursorOptional}
 	r := cat.FollowingCommit(ctx, fence, entries, record)
 	if r == nil {
 		return nil, false

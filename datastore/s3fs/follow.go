@@ -44,15 +44,16 @@ import (
 // The rows are written after the data commit, not with it: a crash
 // between them leaves the rows behind, as a crash between the commit and
 // a fold of its own did, and the next fold brings them forward. The fold
-// cursor's record, which rides in DynamoDB's transaction, is not written
-// here (one PUT a sync): the tree keeps the cursor the fold moved to, and
-// the record lags. A lagging record costs nothing in correctness: a fold
-// skips every model whose row already stands at its head's position
-// (catalog.foldModels), so a fold from the record's older cursor (a tree
-// without a remembered cursor, or whose guess the record refuses) finds
-// the rows folded since and leaves them; on S3 it reads no more for it
-// (the changed partitions are one LIST whatever the cursor's age, and the
-// rows are in their partition's head). A rider whose commit fails
+// cursor's record, which rides in DynamoDB's transaction, is a PUT of its
+// own here: a sync leaves it (RecordWrite.Optional) but every 16th, its
+// tree keeping the cursor the fold moved to, so the record lags by a few
+// syncs. A lagging record costs no row: a fold skips every model whose
+// row already stands at its head's position (catalog.foldModels), so a
+// fold from the record's older cursor (a tree without a cursor of its
+// own, or whose guess the record refuses) finds the rows folded since and
+// leaves them, having read the heads of the partitions changed since the
+// record's cursor: a bounded few, since the record is written every few
+// syncs. A rider whose commit fails
 // is not carried and the caller folds as before; one whose object landed
 // but no head holds it (unacknowledged) is rolled forward by that fold's
 // commit, whose rows are the same.
@@ -85,7 +86,8 @@ func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []d
 // carry commits rider r after an operation of d fenced by fence whose own
 // check of the lock record preceded it (a commit, a drop), in the rider's
 // store: its entries as one log object of one partition, with no check of
-// the lock record of its own (its record, if any, left). It reports whether
+// the lock record of its own, then the rider's record unless it is
+// optional. It reports whether
 // r was carried, and does nothing where r cannot be carried that way: no
 // rider, or one carried already, another fence or bucket, entries of more
 // than one partition or more than one log object, a commit that fails.
@@ -117,10 +119,16 @@ func (d *Driver) carry(ctx context.Context, fence *datastore.Fence, r *datastore
 	if err != nil {
 		return false
 	}
-	// The rider's record (the fold cursor's) is left unwritten: it would
-	// be a request of its own here, where DynamoDB carries it in the same
-	// transaction (datastore.CommitRider.Record), and the caller keeps
-	// the cursor it moved to (catalog.Plan).
+	if w := r.Record; w != nil && !w.Optional && len(out) > 0 {
+		// The rider's record (the fold cursor's) is a request of its own
+		// here, where DynamoDB carries it in the same transaction: made
+		// only when the caller asks (not Optional), after the rows, as
+		// the fold's own cursor move is; a refusal (another fold moved
+		// it) leaves it, as a fold from the record's cursor would.
+		if err := rd.CASRecord(ctx, w.Key, w.Expect, w.Value); err == nil {
+			w.MarkWritten()
+		}
+	}
 	r.MarkCarried(out)
 	return true
 }

@@ -22,7 +22,7 @@ import (
 // The catalog fold carried by the sync's commit on S3 (follow.go): a
 // fenced commit offered a CommitFollower commits the follower's rows in
 // the catalog scope after its own, with one read of the lock record for
-// both, and leaves the follower's record.
+// both, then the follower's record unless it is optional.
 
 const followRow = "default/m/1" // the root namespace's partition of the catalog scope
 
@@ -63,11 +63,12 @@ func recordReads(ka *killAPI, prefix, key string, f func()) int {
 	return n
 }
 
-// TestFollowerRidesOneCheck: the follower's row lands with the commit, its
-// record is left (a PUT of its own, which DynamoDB's transaction carries
-// and S3 leaves: the caller keeps the cursor), and the lock record is read
-// once for both commits; without the follower, the same two commits read
-// it twice.
+// TestFollowerRidesOneCheck: the follower's row lands with the commit, and
+// the lock record is read once for both commits (without the follower,
+// the same two commits read it twice); its record, a PUT of its own here
+// (DynamoDB's transaction carries it), is left when optional, written
+// after the rows when not, and left when it does not hold what the write
+// expects.
 func TestFollowerRidesOneCheck(t *testing.T) {
 	raw, bucket := s3local.Client(t), s3local.Bucket(t)
 	for _, l := range []datastore.Layout{datastore.LayoutModelsV5, datastore.LayoutModels} {
@@ -103,7 +104,7 @@ func TestFollowerRidesOneCheck(t *testing.T) {
 				}
 			}
 
-			rec := &datastore.RecordWrite{Key: "datastore/catalog/default", Expect: metastore.ExpectAbsent(), Value: []byte("cursor 1")}
+			rec := &datastore.RecordWrite{Key: "datastore/catalog/default", Expect: metastore.ExpectAbsent(), Value: []byte("cursor 1"), Optional: true}
 			var row datastore.Staged
 			carried := lockReads(func() {
 				fctx, f, st := follower(ctx, t, s, fence, "row 1", rec)
@@ -117,10 +118,10 @@ func TestFollowerRidesOneCheck(t *testing.T) {
 					t.Fatalf("the rider applied %+v, %v; want the row in partition default", out, ok)
 				}
 			})
-			// The record is left (no PUT of its own): the caller keeps
-			// the cursor (catalog.Plan).
+			// An optional record is left (no PUT of its own): the caller
+			// keeps the cursor (catalog.Plan).
 			if rec.Written() {
-				t.Fatal("the follower's record was written")
+				t.Fatal("the follower's optional record was written")
 			}
 			if got, err := s.Records().GetRecord(ctx, rec.Key); !errors.Is(err, metastore.ErrNotFound) {
 				t.Fatalf("record = %q, %v; want it left absent", got, err)
@@ -144,6 +145,27 @@ func TestFollowerRidesOneCheck(t *testing.T) {
 			t.Logf("%s: the lock record read %d time(s) for a commit and its carried fold, %d for the two apart", l, carried, apart)
 			if carried != 1 || apart != 2 {
 				t.Fatalf("lock record reads: carried %d (want 1), apart %d (want 2)", carried, apart)
+			}
+
+			// A record not optional is written after the rows; one that
+			// does not hold what the write expects is left, and says so.
+			due := &datastore.RecordWrite{Key: rec.Key, Expect: metastore.ExpectAbsent(), Value: []byte("cursor 2")}
+			fctx, f, _ := follower(ctx, t, s, fence, "row 4", due)
+			commit(fctx, "4")
+			if _, ok := f.Carried(); !ok || !due.Written() {
+				t.Fatalf("a record due: carried %v, written %v; want both", ok, due.Written())
+			}
+			if got, err := s.Records().GetRecord(ctx, rec.Key); err != nil || string(got) != "cursor 2" {
+				t.Fatalf("record = %q, %v; want cursor 2", got, err)
+			}
+			stale := &datastore.RecordWrite{Key: rec.Key, Expect: metastore.ExpectValue([]byte("cursor 0")), Value: []byte("cursor 9")}
+			fctx, f, _ = follower(ctx, t, s, fence, "row 5", stale)
+			commit(fctx, "5")
+			if _, ok := f.Carried(); !ok || stale.Written() {
+				t.Fatalf("a record not as expected: carried %v, written %v; want carried, not written", ok, stale.Written())
+			}
+			if got, _ := s.Records().GetRecord(ctx, rec.Key); string(got) != "cursor 2" {
+				t.Fatalf("record = %q, want it untouched", got)
 			}
 
 		})
