@@ -44,6 +44,32 @@ func follower(ctx context.Context, t *testing.T, s *datastore.Store, fence *data
 	return fctx, f, st
 }
 
+// followed opens the datastore under prefix through api, with the lock
+// record holding the returned fence and the partitions registered, as a
+// sync's are after its first (a file of m/1, the root namespace's row):
+// the setting of a commit carrying its fold. It returns the store and its
+// catalog's.
+func followed(t *testing.T, api s3fs.API, bucket, prefix string) (s, cat *datastore.Store, fence *datastore.Fence) {
+	t.Helper()
+	ctx := t.Context()
+	_, s = openDatastore(t, api, bucket, prefix)
+	fence = &datastore.Fence{Key: fenceKey, Token: lockRecord(7)}
+	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fence.Token); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := s.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Put(ctx, followRow, strings.NewReader("row 0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return s, cat, fence
+}
+
 // recordReads runs f with ka recording, and returns how many times f read
 // the record key of the datastore under prefix.
 func recordReads(ka *killAPI, prefix, key string, f func()) int {
@@ -77,22 +103,7 @@ func TestFollowerRidesOneCheck(t *testing.T) {
 			prefix := fmt.Sprintf("follow/%s/%d", l, time.Now().UnixNano())
 			recordLayout(t, raw, bucket, prefix, l)
 			ka := &killAPI{API: raw}
-			_, s := openDatastore(t, ka, bucket, prefix)
-			fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(7)}
-			if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fence.Token); err != nil {
-				t.Fatal(err)
-			}
-			cat, err := s.CatalogStore()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The partitions registered, as a sync's are after its first.
-			if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cat.Put(ctx, followRow, strings.NewReader("row 0"), nil); err != nil {
-				t.Fatal(err)
-			}
+			s, cat, fence := followed(t, ka, bucket, prefix)
 			lockReads := func(f func()) int { return recordReads(ka, prefix, fenceKey, f) }
 			commit := func(ctx context.Context, content string) {
 				st, err := s.Upload(ctx, "data/m/1/a", strings.NewReader(content), nil)
@@ -497,21 +508,7 @@ func TestFollowerAfterARewriteNotATakeover(t *testing.T) {
 	prefix := fmt.Sprintf("follow-rewrite/%d", time.Now().UnixNano())
 	recordLayout(t, raw, bucket, prefix, datastore.LayoutModelsV5)
 	hold := &holdAPI{API: raw, prefix: prefix, lists: map[string]int{}}
-	_, s := openDatastore(t, hold, bucket, prefix)
-	fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(7)}
-	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fence.Token); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := s.CatalogStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.Put(ctx, followRow, strings.NewReader("row 0"), nil); err != nil {
-		t.Fatal(err)
-	}
+	s, cat, fence := followed(t, hold, bucket, prefix)
 	fctx, f, row := follower(ctx, t, s, fence, "row A", nil)
 	file, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("A"), nil)
 	if err != nil {
