@@ -27,7 +27,7 @@ func (d *Driver) FreshLayout() datastore.Layout { return datastore.LayoutModelsV
 // in its head while it is small (datastore.LayoutModelsV3 and later,
 // headindex.go).
 func (d *Driver) headIndexes() bool {
-	return d.layout == datastore.LayoutModelsV3 || d.layout >= datastore.LayoutModelsV4
+	return d.layout >= datastore.LayoutModelsV3
 }
 
 // headCommits reports whether a commit of one log object to d's datastore
