@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -89,6 +90,22 @@ func (r *CommitRider) Entries() []Entry {
 		out[i] = Entry{Delete: p}
 	}
 	return out
+}
+
+// RidesWith is for drivers: whether r may be carried by an operation
+// fenced by fence. It must be a rider not carried yet, under that very
+// fence (the carrying operation's check is its check), and whose record
+// write, if any, is neither the fence's record nor the layout's (which
+// the carrying write checks). Whether the carrying driver can take r's
+// commit (its kind, its store) is the driver's to say.
+func (r *CommitRider) RidesWith(fence *Fence) bool {
+	if r == nil || fence == nil || r.Fence == nil || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
+		return false
+	}
+	if _, done := r.Carried(); done {
+		return false
+	}
+	return r.Record == nil || (r.Record.Key != fence.Key && r.Record.Key != LayoutKey)
 }
 
 // MarkCarried is for drivers: the rider's commit applied with the

@@ -1,7 +1,6 @@
 package dynamofs
 
 import (
-	"bytes"
 	"context"
 	"slices"
 
@@ -39,14 +38,11 @@ func (d *Driver) prepareRide(ctx context.Context, fence *datastore.Fence, base [
 // prepareRideOf is prepareRide of rider r (a CommitFollower's, or the one
 // ctx offers), with the record write r carries (r.Record) among its items.
 func (d *Driver) prepareRideOf(ctx context.Context, r *datastore.CommitRider, fence *datastore.Fence, base []types.TransactWriteItem) *ride {
-	if r == nil || fence == nil || r.Fence == nil {
-		return nil
-	}
-	if _, done := r.Carried(); done {
+	if !r.RidesWith(fence) {
 		return nil
 	}
 	rd, ok := datastore.UnwrapDriver(r.Driver).(*Driver)
-	if !ok || rd.shared != d.shared || rd.pfx == d.pfx || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
+	if !ok || rd.shared != d.shared || rd.pfx == d.pfx {
 		return nil
 	}
 	entries := r.Entries()
@@ -61,9 +57,6 @@ func (d *Driver) prepareRideOf(ctx context.Context, r *datastore.CommitRider, fe
 		}
 	}
 	if r.Record != nil {
-		if r.Record.Key == fence.Key || r.Record.Key == datastore.LayoutKey {
-			return nil
-		}
 		it, err := recordWriteItem(d.table, r.Record)
 		if err != nil {
 			return nil

@@ -1,7 +1,6 @@
 package s3fs
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/lakemeta/lake/datastore"
@@ -92,17 +91,11 @@ func (d *Driver) follow(ctx context.Context, fence *datastore.Fence, applied []d
 // rider, or one carried already, another fence or bucket, entries of more
 // than one partition or more than one log object, a commit that fails.
 func (d *Driver) carry(ctx context.Context, fence *datastore.Fence, r *datastore.CommitRider) bool {
-	if r == nil || fence == nil || r.Fence == nil || r.Fence.Key != fence.Key || !bytes.Equal(r.Fence.Token, fence.Token) {
-		return false
-	}
-	if _, done := r.Carried(); done {
+	if !r.RidesWith(fence) {
 		return false
 	}
 	rd, ok := datastore.UnwrapDriver(r.Driver).(*Driver)
 	if !ok || rd.c != d.c || rd.prefix == d.prefix {
-		return false
-	}
-	if w := r.Record; w != nil && (w.Key == fence.Key || w.Key == datastore.LayoutKey) {
 		return false
 	}
 	entries := r.Entries()
