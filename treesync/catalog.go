@@ -213,14 +213,11 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	// read ahead under this lock (FoldOptions.Rows), never to a later
 	// fold, which must read the rows the first wrote. The commit may have
 	// carried it (planFold): it is then done.
-	if fs, ok := rep.plan.Stats(rep.committed); ok {
+	fs, carried := rep.plan.Stats(rep.committed)
+	if carried {
 		apply(fs)
 		pulled = nil
-		if st.FoldsUnrecorded++; rep.plan.Recorded() {
-			st.FoldsUnrecorded, st.FoldRecorded = 0, fs.Cursor // DynamoDB: in the commit's transaction
-		}
 	} else {
-		st.FoldsUnrecorded, st.FoldRecorded = 0, "" // a fold of its own writes the record: set below
 		if c := rep.plan.Cursor(); c != "" {
 			cursor = c // carried over part of the commit only: fold the rest
 			pulled = nil
@@ -245,20 +242,29 @@ func (t *Tree) maintain(ctx context.Context, ls *lock.Lease, st *state, rep *Rep
 	}
 	st.Policy = &cfg.Lifecycle
 	st.FoldCursor = cursor
-	if st.FoldsUnrecorded == 0 && st.FoldRecorded == "" {
-		st.FoldRecorded = cursor // the record as the fold of its own left it, most likely
-	}
-	if st.FoldsUnrecorded >= recordEvery && cursor != "" {
-		// The folds the commits carried left the record (S3): bring it up
-		// to date, so that a fold from it reads a few syncs' changes, not
-		// the namespace's history. Best effort: a failure leaves the
-		// record behind, which costs such a fold reads, never a row.
-		if err := catalog.RecordCursor(ctx, t.store, st.FoldRecorded, cursor); err == nil {
-			st.FoldRecorded = cursor
-		}
-		st.FoldsUnrecorded = 0
-	}
+	t.keepRecord(ctx, st, carried && !rep.plan.Recorded())
 	return nil
+}
+
+// keepRecord counts a sync whose fold left the fold cursor's record
+// (left: carried by the commit on S3), and brings the record up to date
+// every recordEvery such syncs, so that a fold from it reads a few syncs'
+// changes, not the namespace's history. A fold of its own writes the
+// record (catalog.FoldWith), as DynamoDB's carried one does: the count
+// starts again from the tree's cursor. Best effort: a failed write leaves
+// the record behind, which costs such a fold reads, never a row.
+func (t *Tree) keepRecord(ctx context.Context, st *state, left bool) {
+	if !left {
+		st.FoldsUnrecorded, st.FoldRecorded = 0, st.FoldCursor
+		return
+	}
+	if st.FoldsUnrecorded++; st.FoldsUnrecorded < recordEvery || st.FoldCursor == "" {
+		return
+	}
+	if err := catalog.RecordCursor(ctx, t.store, st.FoldRecorded, st.FoldCursor); err == nil {
+		st.FoldRecorded = st.FoldCursor
+	}
+	st.FoldsUnrecorded = 0
 }
 
 // expire applies the namespace's lifecycle policy p, planned from the
