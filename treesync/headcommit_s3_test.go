@@ -42,15 +42,7 @@ func TestUnacknowledgedCommitOnS3(t *testing.T) {
 	ctx := t.Context()
 	raw, bucket := s3local.Client(t), s3local.Bucket(t)
 	f := &headReplaceFault{API: raw}
-	d, err := s3fs.Open(ctx, f, s3fs.Options{Bucket: bucket, Prefix: "tu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := datastore.Open(ctx, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := openS3Store(t, f, bucket, "tu")
 	if s.Layout() != datastore.LayoutModelsV5 {
 		t.Fatalf("layout %s, want models-v5", s.Layout())
 	}
