@@ -110,11 +110,15 @@ type client struct {
 	// known: the heads this process read or wrote, by their ETags
 	// (knownheads.go), shared by every namespace's driver.
 	known headMemory
+	// ownWrites: the lock records this process wrote in the last
+	// ownWriteAge, by object key (ownwrite.go), shared by every
+	// namespace's driver.
+	ownWrites *offers.Shelf[[]byte]
 }
 
 // newClient returns the client of bucket through api.
 func newClient(api API, bucket string) *client {
-	return &client{api: api, bucket: bucket, handoff: offers.New[*tail](handoffAge), recent: offers.New[recentOffer](recentAge)}
+	return &client{api: api, bucket: bucket, handoff: offers.New[*tail](handoffAge), recent: offers.New[recentOffer](recentAge), ownWrites: offers.New[[]byte](ownWriteAge)}
 }
 
 func newWID() string {

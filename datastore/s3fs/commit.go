@@ -48,7 +48,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 	ft := parseFence(fence)
 	if len(entries) == 0 || whole {
 		var err error
-		if ft, err = d.checkFence(ctx, fence); err != nil {
+		if ft, err = d.checkFenceOrOwnWrite(ctx, fence); err != nil {
 			return nil, err
 		}
 	}
@@ -93,7 +93,7 @@ func (d *Driver) Commit(ctx context.Context, fence *datastore.Fence, entries []d
 			// twice before its record): nothing staged is seen before
 			// the flip, which checks it again right before.
 			if t := need.tails[part]; t == nil || !t.created {
-				if ft, err = d.checkFence(ctx, fence); err != nil {
+				if ft, err = d.checkFenceOrOwnWrite(ctx, fence); err != nil {
 					return nil, err
 				}
 			}
@@ -164,7 +164,7 @@ func (d *Driver) appendFence(ctx context.Context, fence datastore.Fence, partiti
 			return err
 		}
 	}
-	ft, err := d.checkFence(ctx, &fence)
+	ft, err := d.checkFenceOrOwnWrite(ctx, &fence) // a new holder's own acquisition (ownwrite.go)
 	if err != nil {
 		return err
 	}
@@ -402,8 +402,10 @@ func (d *Driver) commitPartitionTx(ctx context.Context, part string, fence *data
 			// holder's fence entry after the part gives its commit up
 			// (whole.go), and one before it refuses it at the tail.
 			// Nor does a commit another carries (follow.go): the
-			// carrier's check, a moment before, fences it.
-			if _, err := d.checkFence(ctx, fence); err != nil {
+			// carrier's check, a moment before, fences it. This
+			// process's own acquisition a moment before is the
+			// check too (ownwrite.go).
+			if _, err := d.checkFenceOrOwnWrite(ctx, fence); err != nil {
 				return nil, err
 			}
 		}
@@ -520,7 +522,7 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 	if t.exists {
 		return t, nil
 	}
-	if _, err := d.checkFence(ctx, fence); err != nil {
+	if _, err := d.checkFenceOrOwnWrite(ctx, fence); err != nil { // ownwrite.go
 		return nil, err
 	}
 	h := head{ClaimsOnly: claimsOnly, Indexed: d.headIndexes()}

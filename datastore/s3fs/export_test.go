@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakemeta/lake/internal/offers"
 	"github.com/lakemeta/lake/metastore"
 )
 
@@ -44,6 +45,17 @@ func (d *Driver) HandedToReclaim(ctx context.Context, version string) (bool, err
 // so that readers read the log: for the tests of the log reads. Call it
 // before the first commit.
 func (d *Driver) WithoutRecent() { d.c.noRecent = true }
+
+// SetOwnWriteAge makes the drivers of d's client take this process's own
+// write of a lock record as a commit's check while it is younger than age
+// (ownwrite.go; zero: never, every check reads the record), for the tests
+// that count the check's reads or pass its age. Call it before the first
+// write of the record.
+func (d *Driver) SetOwnWriteAge(age time.Duration) { d.c.ownWrites = offers.New[[]byte](age) }
+
+// OwnWriteAge is how long a process's own write of a lock record serves as
+// a commit's check.
+const OwnWriteAge = ownWriteAge
 
 // RecentObjects and RecentBytes bound the copies of its last log objects
 // a head carries (recent.go), for the tests that go past them.

@@ -37,6 +37,7 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 		if err == nil {
 			d.keepWritten(k, etag, value)
 		}
+		d.wroteRecord(k, okValue(err, value)) // ownwrite.go
 		return object{}, etag, err
 	}
 	// S3's ETag of an object written in one part without KMS is the MD5
@@ -46,10 +47,13 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	// settles it.
 	if etag, err := d.c.replace(ctx, k, md5ETag(expect.Value()), value); err == nil {
 		d.keepWritten(k, etag, value)
+		d.wroteRecord(k, value)
 		return object{body: expect.Value()}, etag, nil
 	} else if !errors.Is(err, metastore.ErrConflict) {
+		d.wroteRecord(k, nil)
 		return object{}, "", err
 	}
+	d.wroteRecord(k, nil) // another write got there: read below
 	cur, err := d.c.get(ctx, k)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return object{}, "", metastore.Conflict(key, "record differs from expected")
@@ -64,6 +68,7 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	if err == nil {
 		d.keepWritten(k, etag, value)
 	}
+	d.wroteRecord(k, okValue(err, value))
 	return cur, etag, err
 }
 
@@ -76,6 +81,7 @@ func (d *Driver) CASRecord(ctx context.Context, key string, expect metastore.Exp
 // DeleteRecord implements datastore.Records with a DeleteObject conditional
 // on the ETag of the value read.
 func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) error {
+	d.wroteRecord(d.recordKey(key), nil)
 	cur, err := d.c.get(ctx, d.recordKey(key))
 	if errors.Is(err, metastore.ErrNotFound) {
 		return metastore.Conflict(key, "record differs from expected")
@@ -154,12 +160,22 @@ func (d *Driver) FencedRecord(ctx context.Context, fence datastore.Fence, key st
 	}
 	// Undo; if the undo itself loses (someone wrote over it), that writer
 	// read the value and owns what follows.
+	d.wroteRecord(d.recordKey(key), nil)
 	if expect.Absent() {
 		_ = d.c.deleteIf(ctx, d.recordKey(key), etag)
 	} else {
 		_, _ = d.c.replace(ctx, d.recordKey(key), etag, old.body)
 	}
 	return ferr
+}
+
+// okValue is value if err is nil, else nil: what a write whose outcome
+// err tells leaves known.
+func okValue(err error, value []byte) []byte {
+	if err != nil {
+		return nil
+	}
+	return value
 }
 
 // md5ETag is the ETag S3 gives an object of body written in one part.

@@ -284,7 +284,7 @@ func (d *Driver) commitWholeOnce(ctx context.Context, fence *datastore.Fence, ft
 		giveUp()
 		return nil, fmt.Errorf("%w: s3 commit %s took longer than the commit window %s; nothing of it was applied", metastore.ErrUnavailable, id, d.window)
 	}
-	if _, err := d.checkFence(ctx, fence); err != nil {
+	if _, err := d.checkFenceOrOwnWrite(ctx, fence); err != nil { // ownwrite.go
 		giveUp()
 		return nil, err
 	}
