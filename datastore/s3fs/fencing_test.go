@@ -113,7 +113,7 @@ func pausedTakeover(t *testing.T, api s3fs.API, bucket string, k int, same, fenc
 func pausedTakeoverOf(t *testing.T, api s3fs.API, bucket string, k int, same, fence, early, staged bool) (reached bool, sent []string, violation string, aErr error) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	prefix := fmt.Sprintf("fence/%s/%v/%v/%v/%v/%v/%d", holdersLayout, fence, same, early, staged, holdersFresh, k)
+	prefix := fmt.Sprintf("fence/%s/%v/%v/%v/%v/%v/%v/%d", holdersLayout, fence, same, early, staged, holdersFresh, holdersOwnWrite, k)
 	h := openHolders(ctx, t, api, bucket, prefix)
 	p, sA, sB, fenceB := h.p, h.sA, h.sB, h.fenceB
 	if holdersFresh {
@@ -249,7 +249,15 @@ func openHolders(ctx context.Context, t *testing.T, api s3fs.API, bucket, prefix
 	const tokA = 1<<32 | 1
 	h.fenceA = &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA)}
 	h.fenceB = &datastore.Fence{Key: fenceKey, Token: lockRecord(tokA + 1)}
-	if err := h.dB.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), h.fenceA.Token); err != nil {
+	acquirer := h.dB
+	if holdersOwnWrite {
+		// A acquired the lock itself a moment ago: its checks take that
+		// write (ownwrite.go), for an age no pause here reaches, and read
+		// no record; the fence entries alone must order its commit.
+		dA.SetOwnWriteAge(time.Hour)
+		acquirer = dA
+	}
+	if err := acquirer.CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), h.fenceA.Token); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -337,6 +345,27 @@ func TestPausedHolderAtEveryRequest(t *testing.T) {
 	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
 		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
 	}
+	// And where A acquired the lock itself a moment before: its commit
+	// reads no lock record (ownwrite.go), on a partition it creates and
+	// on one that stands.
+	defer withHoldersOwnWrite()()
+	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
+	}
+	holdersFresh = false
+	for _, c := range []struct{ same, early bool }{{true, true}, {false, false}} {
+		pauseAtEveryRequest(t, api, bucket, c.same, c.early, false)
+	}
+}
+
+// holdersOwnWrite: A wrote the lock record itself (its acquisition), so
+// that its commit's checks are that write, with no read of the record.
+var holdersOwnWrite bool
+
+// withHoldersOwnWrite sets holdersOwnWrite until the returned func runs.
+func withHoldersOwnWrite() func() {
+	holdersOwnWrite = true
+	return func() { holdersOwnWrite = false }
 }
 
 // holdersFresh: A's commit is the first of its partition (data/m/1/a is
@@ -375,6 +404,10 @@ func TestPausedStagedHolderAtEveryRequest(t *testing.T) {
 	pauseAtEveryRequest(t, api, bucket, true, true, true)
 	restore()
 	defer withHoldersLayout(datastore.LayoutModelsV5)()
+	pauseAtEveryRequest(t, api, bucket, true, true, true)
+	// A acquired the lock itself: its record and its flip read no lock
+	// record (ownwrite.go).
+	defer withHoldersOwnWrite()()
 	pauseAtEveryRequest(t, api, bucket, true, true, true)
 }
 
@@ -417,8 +450,15 @@ func pauseAtEveryRequest(t *testing.T, api s3fs.API, bucket string, same, early,
 // reports.
 func TestPausedHolderWithoutFenceIsCaught(t *testing.T) {
 	api, bucket := s3local.Client(t), s3local.Bucket(t)
-	for _, l := range []datastore.Layout{datastore.LayoutModels, datastore.LayoutModelsV5} {
+	for _, c := range []struct {
+		l   datastore.Layout
+		own bool
+	}{{datastore.LayoutModels, false}, {datastore.LayoutModelsV5, false}, {datastore.LayoutModelsV5, true}} {
+		l := c.l
 		restore := withHoldersLayout(l)
+		if c.own {
+			defer withHoldersOwnWrite()()
+		}
 		caught := 0
 		for k := 1; k < 100; k++ {
 			reached, _, v, _ := pausedTakeover(t, api, bucket, k, true, false, true)
@@ -430,9 +470,10 @@ func TestPausedHolderWithoutFenceIsCaught(t *testing.T) {
 			}
 		}
 		restore()
+		holdersOwnWrite = false
 		if caught == 0 {
-			t.Fatalf("%s: without the fence no interleaving was caught: the checker cannot fail", l)
+			t.Fatalf("%s (A's own write as its check %v): without the fence no interleaving was caught: the checker cannot fail", l, c.own)
 		}
-		t.Logf("%s without the fence: %d interleavings caught", l, caught)
+		t.Logf("%s (A's own write as its check %v) without the fence: %d interleavings caught", l, c.own, caught)
 	}
 }
