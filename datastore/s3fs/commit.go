@@ -530,6 +530,15 @@ func (d *Driver) register(ctx context.Context, part string, fence *datastore.Fen
 	etag, err := d.c.create(ctx, d.headKey(part), body)
 	if err == nil {
 		d.c.known.put(d.headKey(part), etag, body) // knownheads.go
+		if d.headCommits() {
+			// As a first attempt from a head that holds its fences
+			// (writerTailOf): the create at position 1 is the check
+			// that the log is empty. One taken (an object a dropped
+			// partition's drop has not deleted yet) makes the next
+			// attempt read the tail whole (issue 31: a LIST fewer for
+			// each new partition).
+			return &tail{h: h, hetag: etag, exists: true, withLast: true, created: true}, nil
+		}
 		// The head is the one just created: only the log is read (a
 		// dropped partition's may still hold objects).
 		t, err := d.tailAt(ctx, part, h, etag, true)

@@ -465,3 +465,80 @@ func TestHeadCommitNewPartitionRechecks(t *testing.T) {
 		t.Fatalf("after A resumed, top/a = %+v, %v: a stale holder's commit landed after the new holder read it absent", info, err)
 	}
 }
+
+// TestNewHeadListsNoLog (issue 31, layout models-v5): a commit that creates
+// its partition's head lists no log (the create at position 1 is the
+// check, as a first attempt's from a head that holds its fences), and an
+// object left at position 1 with no head (a drop not finished, a foreign
+// writer) is met by that create and read then: the outcome is the one of a
+// datastore of models-v4, whose new head's commit lists the log, the
+// control: the object is rolled forward ahead of the commit, and garbage
+// there is damage, nothing written.
+func TestNewHeadListsNoLog(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	leftover := func(prefix, part string, body []byte) {
+		t.Helper()
+		if _, err := raw.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/l/" + part + "/00000000000000000001"),
+			Body: bytes.NewReader(body), IfNoneMatch: aws.String("*")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj, _ := json.Marshal(map[string]any{"first": 1, "time": time.Now().UTC(), "entries": []map[string]any{
+		{"path": "data/m/1/x", "version": "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0", "size": 1, "inline": "eA==",
+			"sha256": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}}})
+	for _, l := range []datastore.Layout{datastore.LayoutModelsV5, datastore.LayoutModelsV4} {
+		t.Run(l.String(), func(t *testing.T) {
+			prefix := fmt.Sprintf("newhead/%s/%d", l, time.Now().UnixNano())
+			recordLayout(t, raw, bucket, prefix, l)
+			ka := &killAPI{API: raw}
+			_, s := openDatastore(t, ka, bucket, prefix)
+			lists := func(f func()) int {
+				ka.mu.Lock()
+				ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
+				ka.mu.Unlock()
+				f()
+				ka.mu.Lock()
+				defer ka.mu.Unlock()
+				ka.armed = false
+				n := 0
+				for _, r := range ka.sent {
+					if strings.HasPrefix(r, "LIST "+prefix+"/l/n%2F1/") {
+						n++
+					}
+				}
+				return n
+			}
+			// A new partition with an empty log.
+			if n := lists(func() {
+				if _, err := s.Put(ctx, "data/n/1/a", strings.NewReader("a"), nil); err != nil {
+					t.Fatal(err)
+				}
+			}); (n == 0) != (l == datastore.LayoutModelsV5) {
+				t.Fatalf("the new partition's log listed %d time(s) by its first commit", n)
+			}
+			// A new partition over an object left at position 1.
+			leftover(prefix, "m%2F1", obj)
+			if _, err := s.Put(ctx, "data/m/1/b", strings.NewReader("b"), nil); err != nil {
+				t.Fatal(err)
+			}
+			_, other := openDatastore(t, raw, bucket, prefix)
+			ch, _, err := other.Changes(ctx, "m/1", 0, 10)
+			if err != nil || len(ch) != 2 || ch[0].Path != "data/m/1/x" || ch[0].Pos != 1 || ch[1].Path != "data/m/1/b" || ch[1].Pos != 2 {
+				t.Fatalf("Changes = %+v, %v; want x at 1 (the object left), then b at 2", ch, err)
+			}
+			if _, got, err := other.Get(ctx, "data/m/1/b"); err != nil || string(got) != "b" {
+				t.Fatalf("Get(b) = %q, %v", got, err)
+			}
+			// Garbage at position 1 of a new partition: damage, nothing
+			// written.
+			leftover(prefix, "k%2F1", []byte("garbage"))
+			if _, err := s.Put(ctx, "data/k/1/c", strings.NewReader("c"), nil); err == nil {
+				t.Fatal("a new partition's commit over garbage at position 1 succeeded")
+			}
+			if info, err := other.Stat(ctx, "data/k/1/c"); err == nil {
+				t.Fatalf("the refused commit's file is read: %+v", info)
+			}
+		})
+	}
+}
