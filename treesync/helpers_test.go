@@ -24,6 +24,14 @@ var backends = []struct {
 }{
 	{"bolt", boltStore},
 	{"dynamodb", dynamoStore},
+	{"s3", s3Store},
+}
+
+// s3Store opens a new datastore (a new one's layout) under a prefix of
+// the test's bucket of the S3 server.
+func s3Store(t *testing.T) *datastore.Store {
+	s, _ := newS3Store(t, "tree")
+	return s
 }
 
 func boltStore(t *testing.T) *datastore.Store {

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
 	"github.com/lakemeta/lake/treesync"
@@ -119,7 +120,16 @@ func TestForeignStateEntriesNeverPulled(t *testing.T) {
 		foreignPut(t, s, ".LAKE/catalog.json", `{}`)
 		foreignPut(t, s, "data/m/1/.lake/dirty", "data/nothing\n")
 		put(t, s, "data/m/1/g", "g0")
-		rep := syncPartial(t, a, "data/m/1/.lake/dirty", `partition ".LAKE"`, `partition ".lake"`)
+		// The partitions .lake and .LAKE are named by the pull where the
+		// store lists them; S3 lists no head whose key names no valid
+		// partition (one stray key must not stop every reader): there
+		// lake data check names them (below) and the sync does not.
+		skipped := []string{"data/m/1/.lake/dirty", `partition ".LAKE"`, `partition ".lake"`}
+		_, onS3 := s.Driver().(*s3fs.Driver)
+		if onS3 {
+			skipped = skipped[:1]
+		}
+		rep := syncPartial(t, a, skipped...)
 		if rep.Downloaded != 1 {
 			t.Fatalf("sync beside foreign entries: %+v, want data/m/1/g downloaded", rep)
 		}
@@ -142,7 +152,7 @@ func TestForeignStateEntriesNeverPulled(t *testing.T) {
 		wantRemote(t, s, "data/m/1/f", "f1")
 		// A conflict decided with --prefer remote touches no state file.
 		b := newTree(t, s, &treesync.Options{Prefer: treesync.PreferRemote})
-		syncPartial(t, b, "data/m/1/.lake/dirty", `partition ".LAKE"`, `partition ".lake"`)
+		syncPartial(t, b, skipped...)
 		write(t, b, "data/m/1/f", "b")
 		write(t, a, "data/m/1/f", "a")
 		syncPartial(t, a)
@@ -156,6 +166,23 @@ func TestForeignStateEntriesNeverPulled(t *testing.T) {
 		// The store itself refuses .lake from lake's clients.
 		if _, err := s.Put(t.Context(), "data/x/.lake/dirty", strings.NewReader("x"), nil); !errors.Is(err, metastore.ErrReservedKey) {
 			t.Fatalf("put under .lake: %v, want ErrReservedKey", err)
+		}
+		if onS3 {
+			rep, err := s.Check(t.Context(), datastore.CheckOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			named := map[string]bool{}
+			for _, p := range rep.Problems {
+				for _, part := range []string{".lake", ".LAKE"} {
+					if strings.HasSuffix(p.Object, "/h/"+part) {
+						named[part] = true
+					}
+				}
+			}
+			if !named[".lake"] || !named[".LAKE"] {
+				t.Fatalf("lake data check names the foreign partitions' heads %v; problems %v", named, rep.Problems)
+			}
 		}
 	})
 }
