@@ -78,6 +78,12 @@ func followed(t *testing.T, api s3fs.API, bucket, prefix string) (s, cat *datast
 // recordReads runs f with ka recording, and returns how many times f read
 // the record key of the datastore under prefix.
 func recordReads(ka *killAPI, prefix, key string, f func()) int {
+	return sentMatching(ka, f, func(r string) bool { return r == "GET "+prefix+"/r/"+key+"~" })
+}
+
+// sentMatching runs f with ka recording, and returns how many of the
+// requests f sent match.
+func sentMatching(ka *killAPI, f func(), match func(request string) bool) int {
 	ka.mu.Lock()
 	ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
 	ka.mu.Unlock()
@@ -87,11 +93,29 @@ func recordReads(ka *killAPI, prefix, key string, f func()) int {
 	ka.armed = false
 	n := 0
 	for _, r := range ka.sent {
-		if r == "GET "+prefix+"/r/"+key+"~" {
+		if match(r) {
 			n++
 		}
 	}
 	return n
+}
+
+// takeOverAndFence opens the datastore under prefix as a new holder that
+// takes the lock over from the record's bytes from to those of token,
+// and fences (FenceTakeover, as lake data sync after a takeover); it
+// returns the holder's store.
+func takeOverAndFence(t *testing.T, raw s3fs.API, bucket, prefix string, from []byte, token uint64) *datastore.Store {
+	t.Helper()
+	ctx := t.Context()
+	_, sB := openDatastore(t, raw, bucket, prefix)
+	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(token)}
+	if err := sB.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(from), fenceB.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
+		t.Fatal(err)
+	}
+	return sB
 }
 
 // TestFollowerRidesOneCheck: the follower's row lands with the commit, and
@@ -555,14 +579,7 @@ func TestFollowerAfterARewriteNotATakeover(t *testing.T) {
 		t.Fatalf("A's next commit under the rewritten record: %v, want a fence conflict", err)
 	}
 	// A holder taking the lock over from the rewritten record, fencing.
-	_, sB := openDatastore(t, raw, bucket, prefix)
-	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(9)}
-	if err := sB.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(lockRecord(8)), fenceB.Token); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
-		t.Fatal(err)
-	}
+	sB := takeOverAndFence(t, raw, bucket, prefix, lockRecord(8), 9)
 	catB, err := sB.CatalogStore()
 	if err != nil {
 		t.Fatal(err)

@@ -494,20 +494,7 @@ func TestNewHeadListsNoLog(t *testing.T) {
 			ka := &killAPI{API: raw}
 			_, s := openDatastore(t, ka, bucket, prefix)
 			lists := func(f func()) int {
-				ka.mu.Lock()
-				ka.armed, ka.n, ka.at, ka.sent = true, 0, 1<<30, nil
-				ka.mu.Unlock()
-				f()
-				ka.mu.Lock()
-				defer ka.mu.Unlock()
-				ka.armed = false
-				n := 0
-				for _, r := range ka.sent {
-					if strings.HasPrefix(r, "LIST "+prefix+"/l/n%2F1/") {
-						n++
-					}
-				}
-				return n
+				return sentMatching(ka, f, func(r string) bool { return strings.HasPrefix(r, "LIST "+prefix+"/l/n%2F1/") })
 			}
 			// A new partition with an empty log.
 			if n := lists(func() {

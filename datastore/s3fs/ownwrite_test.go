@@ -108,14 +108,7 @@ func TestOwnWriteAsTheCheck(t *testing.T) {
 	}
 	// A holder taking the lock over from the rewritten record, fencing,
 	// reads it.
-	_, sB := openDatastore(t, raw, bucket, prefix)
-	fenceB := &datastore.Fence{Key: fenceKey, Token: lockRecord(4)}
-	if err := sB.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(lockRecord(3)), fenceB.Token); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sB.FenceTakeover(ctx, fenceB); err != nil {
-		t.Fatal(err)
-	}
+	sB := takeOverAndFence(t, raw, bucket, prefix, lockRecord(3), 4)
 	wantContent(sB, "within the age")
 	// Under the new holder's fence entry, the old token applies nothing
 	// whatever this process remembers.
@@ -127,7 +120,7 @@ func TestOwnWriteAsTheCheck(t *testing.T) {
 	// process wrote: the next commit reads the record.
 	d.SetOwnWriteAge(time.Minute)
 	fence = &datastore.Fence{Key: fenceKey, Token: lockRecord(5)}
-	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(fenceB.Token), fence.Token); err != nil {
+	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(lockRecord(4)), fence.Token); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectValue(lockRecord(99)), lockRecord(6)); err == nil {
