@@ -48,9 +48,10 @@ import (
 // it.
 
 // ownWriteAge bounds how old this process's write of a lock record may be
-// to serve as a commit's check: an acquisition, a pull's reads and the
-// commit's own requests, well under a second even at the seed's ~300 ms a
-// request; uploads of chunked files that take longer send the GET.
+// (counted from its answer) to serve as a commit's check: an acquisition,
+// a pull's reads and the commit's own requests, well under a second even
+// at the seed's ~300 ms a request; uploads of chunked files that take
+// longer send the GET.
 const ownWriteAge = time.Second
 
 // wroteRecord remembers value as what this process last wrote at object
