@@ -29,7 +29,7 @@ func (t *Tree) catalogPath() string { return filepath.Join(t.dir, StateDir, Cata
 // CatalogExport the whole catalog. It returns the models of the tree's own
 // namespace whose rows were removed (pruned): their partitions are read
 // again whole by the pull, which removes their files.
-func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report) ([]string, error) {
+func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report, sk *skips) ([]string, error) {
 	if t.opts.Catalog == CatalogOff {
 		return nil, nil
 	}
@@ -60,13 +60,17 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	return t.applyCatalog(st, rep, ch, next)
+	return t.applyCatalog(st, rep, sk, ch, next)
 }
 
 // applyCatalog brings the mirror up to date with ch, the catalog's changes
 // from st's cursor to next (catalog.Read's), and returns the models of the
-// tree's own namespace whose rows were removed.
-func (t *Tree) applyCatalog(st *state, rep *Report, ch catalog.Changes, next catalog.Cursor) ([]string, error) {
+// tree's own namespace whose rows were removed. The entries Read left out
+// (a foreign writer's) are named in sk: the sync goes on and reports them.
+func (t *Tree) applyCatalog(st *state, rep *Report, sk *skips, ch catalog.Changes, next catalog.Cursor) ([]string, error) {
+	for _, s := range ch.Skipped {
+		sk.add(s.Entry, s.Why)
+	}
 	mirror, err := t.loadCatalog()
 	if err != nil {
 		return nil, err

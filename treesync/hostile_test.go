@@ -12,13 +12,16 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
@@ -35,12 +38,17 @@ func foreignPut(t *testing.T, s *datastore.Store, p, content string) {
 }
 
 func foreignPutErr(ctx context.Context, s *datastore.Store, p, content string) error {
+	return foreignPutMeta(ctx, s, p, content, []byte{})
+}
+
+// foreignPutMeta is foreignPutErr with the file's metadata meta.
+func foreignPutMeta(ctx context.Context, s *datastore.Store, p, content string, meta []byte) error {
 	d := s.Driver()
 	var v [16]byte
 	rand.Read(v[:])
 	sum := sha256.Sum256([]byte(content))
 	st := datastore.Staged{Path: p, Version: hex.EncodeToString(v[:]), Size: int64(len(content)), Chunks: 1,
-		SHA256: hex.EncodeToString(sum[:]), Meta: []byte{}, Started: s.Now()}
+		SHA256: hex.EncodeToString(sum[:]), Meta: meta, Started: s.Now()}
 	if err := d.BeginUpload(ctx, st); err != nil {
 		return err
 	}
@@ -184,6 +192,73 @@ func TestForeignStateEntriesNeverPulled(t *testing.T) {
 				t.Fatalf("lake data check names the foreign partitions' heads %v; problems %v", named, rep.Problems)
 			}
 		}
+	})
+}
+
+// TestForeignCatalogEntriesSkipped: entries a foreign writer left in the
+// catalog scope, which every sync of every namespace reads (a partition
+// whose name is no namespace's, a path that names no model, a row that
+// does not decode, a row that names another namespace's model), are
+// skipped and named (exit 9), never mirrored, and the sync goes on: its
+// commit lands, the mirror keeps the honest rows, and a damaged row of the
+// tree's own model is rebuilt by its fold. Before, one such entry failed
+// every sync of every namespace (the fold, every sync of the namespace).
+func TestForeignCatalogEntriesSkipped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *datastore.Store) {
+		ctx := t.Context()
+		a := newTree(t, s, nil)
+		write(t, a, "data/m/1/f", "f0")
+		syncPartial(t, a)
+		cat, err := s.CatalogStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged, _ := json.Marshal(catalog.Row{Namespace: "default", Model: "m/1", State: catalog.Orphaned})
+		for _, e := range []struct{ path, meta string }{
+			{".lake/x", ""},                                // a partition no namespace has (on bolt and DynamoDB)
+			{"ns2/../../x", ""},                            // names no model
+			{"ns3/t%2F1%2Fx", "garbage"},                   // not a row
+			{"ns4/t%2F1%2Fx", string(forged)},              // another model's row
+			{catalog.RowPath("default", "m/1"), "garbage"}, // the tree's own model's row, damaged
+		} {
+			if err := foreignPutMeta(ctx, cat, e.path, "x", []byte(e.meta)); err != nil {
+				t.Fatalf("foreign commit of %q: %v", e.path, err)
+			}
+		}
+		want := []string{catalog.RowPath("default", "m/1"), "ns2/../../x", "ns3/t%2F1%2Fx", "ns4/t%2F1%2Fx"}
+		if _, onS3 := s.Driver().(*s3fs.Driver); !onS3 {
+			// S3 lists no head whose key names no valid partition.
+			want = append([]string{`catalog partition ".lake"`}, want...)
+		}
+		write(t, a, "data/m/1/f", "f1")
+		rep := syncPartial(t, a, want...)
+		if rep.Committed != 1 {
+			t.Fatalf("the sync beside the foreign rows: %+v, want its commit", rep)
+		}
+		wantRemote(t, s, "data/m/1/f", "f1")
+		mirror, err := a.Catalog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mirror) != 1 || mirror["default/m/1"].State == catalog.Orphaned || mirror["default/m/1"].Files != 1 {
+			t.Fatalf("the mirror: %+v, want the honest row of default/m/1 alone", mirror)
+		}
+		// The damaged row of the tree's own model was rebuilt by the
+		// sync's fold, as a model with no row is.
+		if r, ok, err := catalog.Get(ctx, s, "default", "m/1"); err != nil || !ok || r.Files != 1 || r.Model != "m/1" {
+			t.Fatalf("default/m/1's row after the fold: %+v, %v, %v; want it rebuilt", r, ok, err)
+		}
+		// Named once: the next sync reads past them.
+		write(t, a, "data/m/1/f", "f2")
+		if rep := syncPartial(t, a); rep.Committed != 1 {
+			t.Fatalf("the next sync: %+v", rep)
+		}
+		// A new tree reads the catalog from the start: the foreign
+		// entries are named again; the damaged row is not, the fold
+		// having replaced it (a feed names a path's latest change).
+		b := newTree(t, s, nil)
+		syncPartial(t, b, slices.DeleteFunc(want, func(e string) bool { return e == catalog.RowPath("default", "m/1") })...)
+		wantFile(t, b, "data/m/1/f", "f2")
 	})
 }
 

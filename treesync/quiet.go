@@ -51,7 +51,7 @@ type preRead struct {
 // another, and a sync that goes on under the lock uses the catalog's
 // changes and the configuration read here, as it did when quiet read them
 // last. On S3 a sync with nothing changed waits one round trip, not three.
-func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Report) (done bool, pre *preRead, err error) {
+func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Report, sk *skips) (done bool, pre *preRead, err error) {
 	if len(st.Skipped) > 0 || t.opts.Catalog == CatalogExport {
 		return false, nil, nil
 	}
@@ -88,7 +88,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		if t.opts.Catalog == CatalogOff || catErr != nil {
 			return false, nil, nil // the locked path reads it again and says why
 		}
-		dropped, err := t.applyCatalog(st, rep, ch, catNext)
+		dropped, err := t.applyCatalog(st, rep, sk, ch, catNext)
 		if err != nil {
 			return false, nil, err
 		}
@@ -105,7 +105,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 	if catErr != nil {
 		return false, nil, catErr
 	}
-	dropped, err := t.applyCatalog(st, rep, ch, catNext)
+	dropped, err := t.applyCatalog(st, rep, sk, ch, catNext)
 	rep.Pull = time.Since(pullStart)
 	if err != nil {
 		return false, nil, err

@@ -118,7 +118,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 		// Nothing to push: a few reads may prove there is nothing to
 		// pull or maintain either, and then no lock is needed (quiet).
 		var done bool
-		if done, pre, err = t.quiet(ctx, st, models, &rep); err != nil {
+		if done, pre, err = t.quiet(ctx, st, models, &rep, sk); err != nil {
 			return rep, err
 		} else if done {
 			t.rememberLayout()
@@ -169,7 +169,7 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	var dropped []string
 	if pre != nil && pre.catalogRead {
 		dropped = pre.dropped // read before the lock by quiet
-	} else if dropped, err = t.readCatalog(pctx, st, &rep); err != nil {
+	} else if dropped, err = t.readCatalog(pctx, st, &rep, sk); err != nil {
 		return rep, err
 	}
 	pl, err := t.plan(pctx, st, models, dropped, sk)

@@ -438,11 +438,19 @@ func foldModels(ctx context.Context, ns, cat *datastore.Store, models []datastor
 		o := outcome{h: h}
 		var row Row
 		var reason string
+		var prev *Row
 		if info, ok := prevs[rowPath(nsName, h.Partition)]; ok && !info.Deleted {
-			r, err := decodeRow(info)
-			if err != nil {
-				return nil, nil, nil, 0, err
+			// A row that does not decode, or that names another model
+			// (damage, or a foreign writer's), is rebuilt from the
+			// model's files, as a model with no row is (its Created is
+			// then the rebuild's): it must not stop every sync of the
+			// namespace, and it is what a fold writes anyway.
+			if r, err := decodeRow(info); err == nil && r.Namespace == nsName && r.Model == h.Partition {
+				prev = &r
 			}
+		}
+		if prev != nil {
+			r := *prev
 			if r.Pos >= h.Seq {
 				continue // already folded
 			}

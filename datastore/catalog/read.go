@@ -62,6 +62,49 @@ type Changes struct {
 	Reset []string
 	// Read counts the catalog entries read.
 	Read int
+	// Skipped names the entries left out: ones no lake client writes.
+	Skipped []Skip
+}
+
+// Skip is a catalog entry Read left out because no lake client writes it
+// (a foreign writer's, or a damaged one): a partition of the catalog scope
+// whose name is not a namespace's, a path that names no model, a row filed
+// in another namespace's partition, a row that does not decode or names
+// another model than its path. One such entry must not stop every sync of
+// every namespace, which each read the catalog; it is named, so that it
+// can be deleted in the backend, and never mirrored.
+type Skip struct {
+	// Entry names it: `catalog partition "NAME"`, or the row's path.
+	Entry string
+	// Why says what is wrong, and the way out.
+	Why string
+}
+
+func (s Skip) String() string { return s.Entry + ": " + s.Why }
+
+// foreign is the way out every Skip names.
+const foreign = "a foreign writer's entry, never mirrored (delete it in the backend)"
+
+// rowChange returns the change info records in the feed of namespace
+// ns's partition, or a Skip if no lake client writes such an entry.
+func rowChange(ns string, info datastore.Info) (Change, *Skip) {
+	nsName, model, ok := parseRowPath(info.Path)
+	switch {
+	case !ok:
+		return Change{}, &Skip{info.Path, "names no model: " + foreign}
+	case nsName != ns:
+		return Change{}, &Skip{info.Path, fmt.Sprintf("is filed in namespace %q's partition: %s", ns, foreign)}
+	case info.Deleted:
+		return Change{Namespace: nsName, Model: model, Removed: true}, nil
+	}
+	r, err := decodeRow(info)
+	if err != nil {
+		return Change{}, &Skip{info.Path, fmt.Sprintf("is not a catalog row (%v): %s", err, foreign)}
+	}
+	if r.Namespace != nsName || r.Model != model {
+		return Change{}, &Skip{info.Path, fmt.Sprintf("holds the row of %s/%s: %s", r.Namespace, r.Model, foreign)}
+	}
+	return Change{Namespace: nsName, Model: model, Row: r}, nil
 }
 
 // readPage is the most changes Read asks a namespace's feed for at once.
@@ -86,6 +129,15 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 	if err != nil {
 		return out, c, err
 	}
+	valid := heads[:0:0]
+	for _, h := range heads {
+		if err := datastore.ValidatePartition(h.Partition); err != nil {
+			out.Skipped = append(out.Skipped, Skip{fmt.Sprintf("catalog partition %q", h.Partition), "is not a namespace's: " + foreign})
+			continue
+		}
+		valid = append(valid, h)
+	}
+	heads = valid
 	// Every changed namespace's first page in one pass: its feed read up
 	// to the head just listed, the floors checked once after them all.
 	first, err := cat.ChangesOfHeads(ctx, heads, next.Positions, readPage)
@@ -101,33 +153,25 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 		var after uint64
 		for {
 			if page.Horizon {
-				rows, err := All(ctx, store, ns)
+				files, err := cat.ListAll(ctx, ns+"/")
 				if err != nil {
 					return out, c, err
 				}
 				out.Reset = append(out.Reset, ns)
-				for _, r := range rows {
-					out.Changes = append(out.Changes, Change{Namespace: r.Namespace, Model: r.Model, Row: r})
-				}
-				out.Read += len(rows)
+				page.Changes = files // every live row: the reset's changes
 				after = h.Seq
-				break
 			}
 			for _, info := range page.Changes {
 				out.Read++
-				nsName, model, ok := parseRowPath(info.Path)
-				if !ok {
-					return out, c, fmt.Errorf("lake: catalog path %q names no model", info.Path)
-				}
-				if info.Deleted {
-					out.Changes = append(out.Changes, Change{Namespace: nsName, Model: model, Removed: true})
+				ch, skip := rowChange(ns, info)
+				if skip != nil {
+					out.Skipped = append(out.Skipped, *skip)
 					continue
 				}
-				r, err := decodeRow(info)
-				if err != nil {
-					return out, c, err
-				}
-				out.Changes = append(out.Changes, Change{Namespace: nsName, Model: model, Row: r})
+				out.Changes = append(out.Changes, ch)
+			}
+			if page.Horizon {
+				break
 			}
 			after = page.UpTo
 			if len(page.Changes) < readPage {
