@@ -9,9 +9,6 @@ package treesync_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/datastore/catalog"
+	"github.com/lakemeta/lake/datastore/dstest"
 	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/lock"
 	"github.com/lakemeta/lake/metastore"
@@ -43,20 +41,7 @@ func foreignPutErr(ctx context.Context, s *datastore.Store, p, content string) e
 
 // foreignPutMeta is foreignPutErr with the file's metadata meta.
 func foreignPutMeta(ctx context.Context, s *datastore.Store, p, content string, meta []byte) error {
-	d := s.Driver()
-	var v [16]byte
-	rand.Read(v[:])
-	sum := sha256.Sum256([]byte(content))
-	st := datastore.Staged{Path: p, Version: hex.EncodeToString(v[:]), Size: int64(len(content)), Chunks: 1,
-		SHA256: hex.EncodeToString(sum[:]), Meta: meta, Started: s.Now()}
-	if err := d.BeginUpload(ctx, st); err != nil {
-		return err
-	}
-	if err := d.PutChunk(ctx, st.Version, 0, []byte(content)); err != nil {
-		return err
-	}
-	_, err := d.Commit(ctx, nil, []datastore.Entry{{Put: &st}}, s.Now())
-	return err
+	return dstest.ForeignPut(ctx, s, p, content, meta)
 }
 
 func put(t *testing.T, s *datastore.Store, p, content string) {

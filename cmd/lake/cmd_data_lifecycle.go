@@ -324,7 +324,8 @@ Without --since the rows of --namespace are read whole (--all: of every
 namespace). With --since CURSOR only the rows changed since CURSOR are read,
 in every namespace, at a cost that grows with what changed; "removed" lines
 name pruned models. --since "" starts from the beginning. The next cursor is
-printed on stderr.`,
+printed on stderr, and so is each entry left out because no lake client
+writes it (a foreign writer's: "lake: skipped ENTRY: why").`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, false, func(s *datastore.Store) error {
@@ -341,6 +342,9 @@ printed on stderr.`,
 					ch, next, err := catalog.Read(ctx, s, c)
 					if err != nil {
 						return err
+					}
+					for _, sk := range ch.Skipped {
+						fmt.Fprintf(cmd.ErrOrStderr(), "lake: skipped %s\n", sk)
 					}
 					for _, c := range ch.Changes {
 						if c.Removed {

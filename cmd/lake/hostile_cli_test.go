@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/boltfs"
+	"github.com/lakemeta/lake/datastore/dstest"
 )
 
 // TestWorkingTreeRowsFromOutside replays issue 27's rows with the binary:
@@ -66,4 +70,51 @@ func testWorkingTreeRows(t *testing.T, dir, store string) {
 		t.Fatalf("status beside a link: exit %d, %q", r.code, r.stdout)
 	}
 	wantLakeOnce(t, "run", r.stderr)
+}
+
+// TestForeignCatalogEntryFromOutside: an entry a foreign writer left in the
+// catalog scope (a path that names no model) stops no sync: lake data sync
+// commits, names it on stderr and exits 9; lake data catalog --since names
+// it on stderr and prints the honest rows. Before, both failed, and so did
+// every sync of every namespace.
+func TestForeignCatalogEntryFromOutside(t *testing.T) {
+	dir := t.TempDir()
+	store := "bolt://" + filepath.Join(dir, "lake.db")
+	lake := func(args ...string) result { return run(t, dir, "", append([]string{"--store", store}, args...)...) }
+	ok(t, lake("data", "init"))
+	tree := filepath.Join(dir, "tree")
+	f := filepath.Join(tree, "data", "m", "1", "f")
+	os.MkdirAll(filepath.Dir(f), 0o755)
+	if err := os.WriteFile(f, []byte("f0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, lake("data", "sync", "-C", tree))
+	// The foreign writer, with the bolt file to itself between two runs.
+	d, err := boltfs.Open(filepath.Join(dir, "lake.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := datastore.New(d)
+	cat, err := s.CatalogStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dstest.ForeignPut(t.Context(), cat, "ns2/../../x", "x", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.WriteFile(f, []byte("f1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := lake("data", "sync", "-C", tree)
+	if r.code != exitPartial || !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stderr, "delete it in the backend") {
+		t.Fatalf("sync beside a foreign catalog entry: exit %d, %q; want 9 naming it", r.code, r.stderr)
+	}
+	if got := ok(t, lake("data", "get", "data/m/1/f")).stdout; got != "f1" {
+		t.Fatalf("the sync's commit: data/m/1/f = %q, want f1", got)
+	}
+	r = ok(t, lake("data", "catalog", "--since", ""))
+	if !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stdout, "changed\tdefault\tm/1\t") {
+		t.Fatalf("catalog --since beside a foreign entry: %+v", r)
+	}
 }
