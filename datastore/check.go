@@ -2,6 +2,8 @@ package datastore
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,7 +84,9 @@ func (r CheckReport) Unrepaired() int {
 }
 
 // Check runs the driver's Checker over s's namespace, or refuses
-// (metastore.ErrRefused) if the driver has none.
+// (metastore.ErrRefused) if the driver has none; then, unless the driver
+// does it itself (RegistryChecker), it checks the namespace's registry
+// record (checkRegistryRecord).
 func (s *Store) Check(ctx context.Context, o CheckOptions) (CheckReport, error) {
 	if err := s.open(); err != nil {
 		return CheckReport{}, err
@@ -94,5 +98,60 @@ func (s *Store) Check(ctx context.Context, o CheckOptions) (CheckReport, error) 
 	if o.Now.IsZero() {
 		o.Now = s.now()
 	}
-	return c.Check(ctx, o)
+	rep, err := c.Check(ctx, o)
+	if err != nil {
+		return rep, err
+	}
+	if rc, ok := s.d.(RegistryChecker); !ok || !rc.ChecksRegistryRecord() {
+		err = s.checkRegistryRecord(ctx, o, &rep)
+	}
+	return rep, err
+}
+
+// RegistryChecker is the optional ability of a Checker that checks its
+// namespace's registry record itself (S3's, an object beside the heads;
+// a node's, whose own Store checks it): Store.Check does not check it
+// again.
+type RegistryChecker interface {
+	ChecksRegistryRecord() bool
+}
+
+// QuarantineRecords is the prefix under which Store.Check's repair moves
+// a registry record aside (Records keys QuarantineRecords+TIME/+KEY).
+const QuarantineRecords = "datastore/quarantine/"
+
+// checkRegistryRecord names the namespace's registry record when it is not
+// one: every sync's lifecycle of the namespace fails on it, each time,
+// until it is repaired. A repair moves it aside (a create of its bytes
+// under QuarantineRecords, then a delete of the record conditional on
+// them), after which the namespace has no policy until one is set again,
+// and its next commit registers it again.
+func (s *Store) checkRegistryRecord(ctx context.Context, o CheckOptions, rep *CheckReport) error {
+	key := nsRegistryPrefix + s.NamespaceName()
+	recs := s.root.Records()
+	raw, err := recs.GetRecord(ctx, key)
+	if errors.Is(err, metastore.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep.Objects++
+	var c NamespaceConfig
+	if json.Unmarshal(raw, &c) == nil {
+		return nil
+	}
+	aside := QuarantineRecords + o.Now.UTC().Format("20060102T150405.000000000Z") + "/" + key
+	p := Problem{Object: "record " + key, What: "the namespace's registry record is not one (its lifecycle policy cannot be read; set it again after the repair)", Fix: "move it aside to record " + aside}
+	if o.Repair {
+		if err := recs.CASRecord(ctx, aside, metastore.ExpectAbsent(), raw); err != nil && !errors.Is(err, metastore.ErrConflict) {
+			return err
+		}
+		if err := recs.DeleteRecord(ctx, key, raw); err != nil {
+			return err
+		}
+		p.Repaired = true
+	}
+	rep.Problems = append(rep.Problems, p)
+	return nil
 }

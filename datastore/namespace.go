@@ -205,7 +205,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]NamespaceConfig, error) {
 	for _, r := range recs {
 		var c NamespaceConfig
 		if err := json.Unmarshal(r.Value, &c); err != nil {
-			return nil, fmt.Errorf("lake: corrupt namespace record %q: %w", r.Key, err)
+			return nil, Damaged("record "+r.Key, "not a namespace registry record (%v)", err)
 		}
 		c.Name = strings.TrimPrefix(r.Key, nsRegistryPrefix)
 		if c.Name == DefaultNamespace {
@@ -239,7 +239,7 @@ func (s *Store) config(ctx context.Context) (NamespaceConfig, []byte, error) {
 	}
 	var c NamespaceConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return NamespaceConfig{}, nil, fmt.Errorf("lake: corrupt namespace record %q: %w", nsRegistryPrefix+name, err)
+		return NamespaceConfig{}, nil, Damaged("record "+nsRegistryPrefix+name, "not the namespace's registry record (%v)", err)
 	}
 	c.Name = name
 	s.knownRegistered()

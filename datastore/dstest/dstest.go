@@ -65,6 +65,7 @@ func RunConformanceTests(t *testing.T, newStore Harness) {
 		{"InlineSmallFiles", testInline},                         // inline.go
 		{"StatSeesCommitWhole", testStatSeesCommitWhole},         // wholeread.go
 		{"ListSeesCommitWhole", testListSeesCommitWhole},
+		{"RegistryRecordDamaged", testRegistryRecordDamaged}, // registry.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -21,3 +21,7 @@ func (d *Driver) Check(ctx context.Context, o datastore.CheckOptions) (datastore
 	err := d.call(ctx, http.MethodPost, nodeapi.DataCheck, nodeapi.DataCheckRequest{Repair: o.Repair, Chunks: o.Chunks, Fence: o.Fence, Now: o.Now}, &rep)
 	return rep, err
 }
+
+// ChecksRegistryRecord implements datastore.RegistryChecker: the node's
+// own Store.Check checks the namespace's registry record.
+func (d *Driver) ChecksRegistryRecord() bool { return true }

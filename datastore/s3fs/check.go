@@ -815,3 +815,7 @@ func (c *checker) clearClaimsOnly(ctx context.Context, part string) error {
 	_, err = c.d.replaceHead(ctx, part, etag, h)
 	return err
 }
+
+// ChecksRegistryRecord implements datastore.RegistryChecker: Check names a
+// registry record that is not one (checkRegistryRecord).
+func (d *Driver) ChecksRegistryRecord() bool { return true }
