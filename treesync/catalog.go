@@ -40,9 +40,12 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report, sk *skip
 		}
 		var removed []string
 		own := t.opts.Namespace
-		rows, err := catalog.All(ctx, t.root, "")
+		rows, skipped, err := catalog.All(ctx, t.root, "")
 		if err != nil {
 			return nil, err
+		}
+		for _, s := range skipped {
+			sk.add(s.Entry, s.Why)
 		}
 		rep.CatalogRead = len(rows)
 		fresh := map[string]catalog.Row{}

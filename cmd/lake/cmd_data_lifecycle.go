@@ -324,8 +324,8 @@ Without --since the rows of --namespace are read whole (--all: of every
 namespace). With --since CURSOR only the rows changed since CURSOR are read,
 in every namespace, at a cost that grows with what changed; "removed" lines
 name pruned models. --since "" starts from the beginning. The next cursor is
-printed on stderr, and so is each entry left out because no lake client
-writes it (a foreign writer's: "lake: skipped ENTRY: why").`,
+printed on stderr. Either way each entry left out because no lake client
+writes it (a foreign writer's) is named on stderr: "lake: skipped ENTRY: why".`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withData(cmd, false, func(s *datastore.Store) error {
@@ -366,9 +366,12 @@ writes it (a foreign writer's: "lake: skipped ENTRY: why").`,
 					}
 					nsName = g.namespace
 				}
-				rows, err := catalog.All(ctx, s, nsName)
+				rows, skipped, err := catalog.All(ctx, s, nsName)
 				if err != nil {
 					return err
+				}
+				for _, sk := range skipped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "lake: skipped %s\n", sk)
 				}
 				for _, r := range rows {
 					if err := printRow(out, r, asJSON, ""); err != nil {

@@ -75,8 +75,8 @@ func testWorkingTreeRows(t *testing.T, dir, store string) {
 // TestForeignCatalogEntryFromOutside: an entry a foreign writer left in the
 // catalog scope (a path that names no model) stops no sync: lake data sync
 // commits, names it on stderr and exits 9; lake data catalog --since names
-// it on stderr and prints the honest rows. Before, both failed, and so did
-// every sync of every namespace.
+// it on stderr and prints the honest rows, and so does lake data catalog
+// --all. Before, each failed, and so did every sync of every namespace.
 func TestForeignCatalogEntryFromOutside(t *testing.T) {
 	dir := t.TempDir()
 	store := "bolt://" + filepath.Join(dir, "lake.db")
@@ -116,5 +116,9 @@ func TestForeignCatalogEntryFromOutside(t *testing.T) {
 	r = ok(t, lake("data", "catalog", "--since", ""))
 	if !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stdout, "changed\tdefault\tm/1\t") {
 		t.Fatalf("catalog --since beside a foreign entry: %+v", r)
+	}
+	r = ok(t, lake("data", "catalog", "--all"))
+	if !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stdout, "default\tm/1\t") {
+		t.Fatalf("catalog --all beside a foreign entry: %+v", r)
 	}
 }

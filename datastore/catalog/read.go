@@ -195,11 +195,12 @@ func Read(ctx context.Context, store *datastore.Store, c Cursor) (Changes, Curso
 
 // All returns every row of namespace ("" for every namespace), sorted: the
 // whole catalog, for a person or a full export. It costs what the catalog
-// holds.
-func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, error) {
+// holds. The entries no lake client writes are left out and returned as
+// Read names them (Skip).
+func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, []Skip, error) {
 	cat, err := store.CatalogStore()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	prefix := ""
 	if namespace != "" {
@@ -207,15 +208,18 @@ func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, 
 	}
 	files, err := cat.ListAll(ctx, prefix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows := make([]Row, 0, len(files))
+	var skipped []Skip
 	for _, f := range files {
-		r, err := decodeRow(f)
-		if err != nil {
-			return nil, err
+		ns, _, _ := parseRowPath(f.Path)
+		ch, skip := rowChange(ns, f)
+		if skip != nil {
+			skipped = append(skipped, *skip)
+			continue
 		}
-		rows = append(rows, r)
+		rows = append(rows, ch.Row)
 	}
 	slices.SortFunc(rows, func(a, b Row) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
@@ -223,7 +227,7 @@ func All(ctx context.Context, store *datastore.Store, namespace string) ([]Row, 
 		}
 		return strings.Compare(a.Model, b.Model)
 	})
-	return rows, nil
+	return rows, skipped, nil
 }
 
 // Remove deletes the row of namespace's model (after the model was

@@ -210,7 +210,9 @@ func PlanNamespace(ctx context.Context, ns *datastore.Store, override *datastore
 		}
 		p = c.Lifecycle
 	}
-	rows, err := catalog.All(ctx, ns, ns.NamespaceName())
+	// A row no lake client writes is left out: it plans nothing (lake
+	// data catalog names it).
+	rows, _, err := catalog.All(ctx, ns, ns.NamespaceName())
 	if err != nil {
 		return nil, p, err
 	}
