@@ -120,13 +120,19 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 		}
 		var at *attempt
 		var wait time.Duration // > 0: held and not yet expired
+		damaged := false       // cur is not a lock record
 		if cur == nil {
 			at, err = l.create(ctx, n, nil)
+		} else if rec, derr := decodeLock(n.lockKey(), cur); derr != nil {
+			// A record that is not a lock record (damaged, or a foreign
+			// writer's) proves no holder, as a missing one does: it is
+			// replaced at a new generation, whose tokens pass every token
+			// issued, conditional on its bytes, and the acquisition
+			// counts as breaking a holder (TookOver), so that one that
+			// may still run is fenced.
+			damaged, last = true, lockRecord{}
+			at, err = l.create(ctx, n, cur)
 		} else {
-			var rec lockRecord
-			if rec, err = decodeLock(n.lockKey(), cur); err != nil {
-				return nil, err
-			}
 			last = rec
 			switch tok, ok := rec.Token.next(); {
 			case !ok && rec.Held:
@@ -151,7 +157,7 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 			}
 		}
 		if at != nil {
-			at.broke = cur == nil || last.Held || last.Forced
+			at.broke = cur == nil || damaged || last.Held || last.Forced
 		}
 		switch {
 		case err == nil && at != nil:

@@ -446,3 +446,33 @@ func TestFileDirectoryClashInTheTree(t *testing.T) {
 		wantRemote(t, s, "data/q.local/r", "r")
 	})
 }
+
+// TestDamagedLockRecordTakenOver: a foreign writer's bytes over the
+// namespace's sync lock record stop no sync: the next one replaces the
+// record at a new generation, as a missing record, fences as after any
+// takeover, and commits.
+func TestDamagedLockRecordTakenOver(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *datastore.Store) {
+		ctx := t.Context()
+		a := newTree(t, s, nil)
+		write(t, a, "data/m/1/f", "f0")
+		syncPartial(t, a)
+		key := "rec/" + datastore.DefaultNamespace + "/sync"
+		cur, err := s.Records().GetRecord(ctx, key)
+		if err != nil {
+			t.Fatalf("the sync lock's record: %v", err)
+		}
+		if err := s.Records().CASRecord(ctx, key, metastore.ExpectValue(cur), []byte("garbage")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, a, "data/m/1/f", "f1")
+		rep := syncPartial(t, a)
+		if rep.Committed != 1 {
+			t.Fatalf("the sync over a damaged lock record: %+v", rep)
+		}
+		wantRemote(t, s, "data/m/1/f", "f1")
+		if got, err := s.Records().GetRecord(ctx, key); err != nil || !strings.Contains(string(got), `"token"`) {
+			t.Fatalf("the lock record after the sync: %q, %v; want a lock record again", got, err)
+		}
+	})
+}
