@@ -124,9 +124,33 @@ func (t *Tree) loadCatalog() (map[string]catalog.Row, error) {
 	}
 	m := map[string]catalog.Row{}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("lake: the catalog mirror %s is damaged (remove it; the next sync reads the catalog whole): %v", t.catalogPath(), err)
+		return nil, fmt.Errorf("%w %s (remove it; the next sync reads the catalog whole): %v", errMirrorDamaged, t.catalogPath(), err)
 	}
 	return m, nil
+}
+
+// errMirrorDamaged is loadCatalog's error for a mirror that does not
+// decode (an edit, a disk's damage): a sync rebuilds it (healMirror).
+var errMirrorDamaged = errors.New("lake: damaged catalog mirror")
+
+// healMirror starts the catalog mirror again when it does not decode: it
+// is the catalog's copy, so the sync removes it and reads the catalog
+// whole, as a new tree does, and says so (a warning) instead of failing
+// before its push. A model of the tree's own namespace pruned since the
+// mirror's last good state is then not seen as removed: its files stay in
+// the tree until deleted by hand, as after removing the mirror by hand.
+func (t *Tree) healMirror(st *state, rep *Report) {
+	if t.opts.Catalog == CatalogOff {
+		return
+	}
+	if _, err := t.loadCatalog(); !errors.Is(err, errMirrorDamaged) {
+		return // sound, or unreadable: the sync's own read reports it
+	}
+	if err := t.fs.removeState(CatalogFile); err != nil {
+		return
+	}
+	st.Catalog = catalog.Cursor{}
+	rep.Warnings = append(rep.Warnings, fmt.Sprintf("the catalog mirror %s did not decode: removed; this sync reads the catalog whole", t.catalogPath()))
 }
 
 func (t *Tree) saveCatalog(m map[string]catalog.Row) error {
