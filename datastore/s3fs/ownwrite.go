@@ -48,21 +48,24 @@ import (
 // it.
 
 // ownWriteAge bounds how old this process's write of a lock record may be
-// (counted from its answer) to serve as a commit's check: an acquisition,
+// (counted from its request's sending) to serve as a commit's check: an acquisition,
 // a pull's reads and the commit's own requests, well under a second even
 // at the seed's ~300 ms a request; uploads of chunked files that take
 // longer send the GET.
 const ownWriteAge = time.Second
 
 // wroteRecord remembers value as what this process last wrote at object
-// key, or forgets what it wrote there when value is nil (a write whose
-// outcome is not known, a delete).
-func (d *Driver) wroteRecord(key string, value []byte) {
+// key with a request sent at sent, or forgets what it wrote there when
+// value is nil (a write whose outcome is not known, a delete). The age
+// counts from the request's sending, not its answer: the write took
+// effect in between, and an answer held back (a proxy, a paused process)
+// must not make an old write look new.
+func (d *Driver) wroteRecord(key string, value []byte, sent time.Time) {
 	if value == nil {
 		d.c.ownWrites.Drop(key)
 		return
 	}
-	d.c.ownWrites.Put(key, bytes.Clone(value))
+	d.c.ownWrites.PutAt(key, bytes.Clone(value), sent)
 }
 
 // checkFenceOrOwnWrite is checkFence, answered without a request when this

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/s3fs"
 	"github.com/lakemeta/lake/internal/s3local"
 	"github.com/lakemeta/lake/metastore"
 )
@@ -150,4 +151,60 @@ func TestOwnWriteAsTheCheck(t *testing.T) {
 		t.Fatalf("the record read %d time(s) past the age, want 1", n)
 	}
 	wantContent(s, "after a failed swap")
+}
+
+// slowAnswerAPI holds back the answer of each PutObject of a key ending in
+// suffix by delay, after the server applied it: a proxy, or a process
+// paused, between a write and its answer.
+type slowAnswerAPI struct {
+	s3fs.API
+	suffix string
+	delay  time.Duration
+}
+
+func (a slowAnswerAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	out, err := a.API.PutObject(ctx, in, o...)
+	if in.Key != nil && strings.HasSuffix(*in.Key, a.suffix) {
+		time.Sleep(a.delay)
+	}
+	return out, err
+}
+
+// TestOwnWriteHeldBackAnswer: the age of this process's write of its lock
+// record counts from the request's sending, not its answer: an
+// acquisition whose answer was held back past the age (the record may
+// have been released meanwhile) is no check, and the commit reads the
+// record; one answered at once is.
+func TestOwnWriteHeldBackAnswer(t *testing.T) {
+	raw, bucket := s3local.Client(t), s3local.Bucket(t)
+	ctx := t.Context()
+	for _, c := range []struct {
+		delay time.Duration
+		reads int
+	}{{0, 0}, {300 * time.Millisecond, 1}} {
+		prefix := fmt.Sprintf("ownwrite-slow/%d", time.Now().UnixNano())
+		recordLayout(t, raw, bucket, prefix, datastore.LayoutModelsV5)
+		ka := &killAPI{API: slowAnswerAPI{API: raw, suffix: "/r/" + fenceKey + "~", delay: c.delay}}
+		d, s := openDatastore(t, ka, bucket, prefix)
+		d.SetOwnWriteAge(200 * time.Millisecond)
+		if _, err := s.Put(ctx, "data/m/1/a", strings.NewReader("0"), nil); err != nil {
+			t.Fatal(err)
+		}
+		fence := &datastore.Fence{Key: fenceKey, Token: lockRecord(1)}
+		if err := s.Records().CASRecord(ctx, fenceKey, metastore.ExpectAbsent(), fence.Token); err != nil {
+			t.Fatal(err)
+		}
+		n := recordReads(ka, prefix, fenceKey, func() {
+			st, err := s.Upload(ctx, "data/m/1/a", strings.NewReader("1"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Commit(ctx, fence, []datastore.Entry{{Put: &st}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n != c.reads {
+			t.Fatalf("acquisition answered %v after it applied: the commit read the record %d time(s), want %d", c.delay, n, c.reads)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lakemeta/lake/datastore"
 	"github.com/lakemeta/lake/metastore"
@@ -32,12 +33,13 @@ func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
 // It returns the old object (etag empty if absent) and the new ETag.
 func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) (object, string, error) {
 	k := d.recordKey(key)
+	sent := time.Now() // ownwrite.go
 	if expect.Absent() {
 		etag, err := d.c.create(ctx, k, value)
 		if err == nil {
 			d.keepWritten(k, etag, value)
 		}
-		d.wroteRecord(k, okValue(err, value)) // ownwrite.go
+		d.wroteRecord(k, okValue(err, value), sent)
 		return object{}, etag, err
 	}
 	// S3's ETag of an object written in one part without KMS is the MD5
@@ -47,13 +49,13 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	// settles it.
 	if etag, err := d.c.replace(ctx, k, md5ETag(expect.Value()), value); err == nil {
 		d.keepWritten(k, etag, value)
-		d.wroteRecord(k, value)
+		d.wroteRecord(k, value, sent)
 		return object{body: expect.Value()}, etag, nil
 	} else if !errors.Is(err, metastore.ErrConflict) {
-		d.wroteRecord(k, nil)
+		d.wroteRecord(k, nil, sent)
 		return object{}, "", err
 	}
-	d.wroteRecord(k, nil) // another write got there: read below
+	d.wroteRecord(k, nil, sent) // another write got there: read below
 	cur, err := d.c.get(ctx, k)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return object{}, "", metastore.Conflict(key, "record differs from expected")
@@ -64,11 +66,12 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	if !expect.Matches(true, cur.body) {
 		return object{}, "", metastore.Conflict(key, "record differs from expected")
 	}
+	sent = time.Now()
 	etag, err := d.c.replace(ctx, k, cur.etag, value)
 	if err == nil {
 		d.keepWritten(k, etag, value)
 	}
-	d.wroteRecord(k, okValue(err, value))
+	d.wroteRecord(k, okValue(err, value), sent)
 	return cur, etag, err
 }
 
@@ -81,7 +84,7 @@ func (d *Driver) CASRecord(ctx context.Context, key string, expect metastore.Exp
 // DeleteRecord implements datastore.Records with a DeleteObject conditional
 // on the ETag of the value read.
 func (d *Driver) DeleteRecord(ctx context.Context, key string, expected []byte) error {
-	d.wroteRecord(d.recordKey(key), nil)
+	d.wroteRecord(d.recordKey(key), nil, time.Time{})
 	cur, err := d.c.get(ctx, d.recordKey(key))
 	if errors.Is(err, metastore.ErrNotFound) {
 		return metastore.Conflict(key, "record differs from expected")
@@ -160,7 +163,7 @@ func (d *Driver) FencedRecord(ctx context.Context, fence datastore.Fence, key st
 	}
 	// Undo; if the undo itself loses (someone wrote over it), that writer
 	// read the value and owns what follows.
-	d.wroteRecord(d.recordKey(key), nil)
+	d.wroteRecord(d.recordKey(key), nil, time.Time{})
 	if expect.Absent() {
 		_ = d.c.deleteIf(ctx, d.recordKey(key), etag)
 	} else {

@@ -32,6 +32,10 @@ func New[V any](age time.Duration) *Shelf[V] { return &Shelf[V]{age: age} }
 // Put offers v under key.
 func (s *Shelf[V]) Put(key string, v V) { s.putAt(key, v, time.Now()) }
 
+// PutAt offers v under key as of at: an offer that vouches for an earlier
+// instant (what a request sent then found) is that much older.
+func (s *Shelf[V]) PutAt(key string, v V, at time.Time) { s.putAt(key, v, at) }
+
 // putAt is Put as if made at now.
 func (s *Shelf[V]) putAt(key string, v V, now time.Time) {
 	s.m.Store(key, &offer[V]{v: v, at: now})
