@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/lakemeta/lake/datastore"
+	"github.com/lakemeta/lake/datastore/catalog"
 	"github.com/spf13/cobra"
 )
 
@@ -28,21 +29,21 @@ index entry from the log, commits not rolled forward, a forged fence token
 lowered to its lock record's; on DynamoDB a head, its feed position or a
 shard counter from the partition's items) and move aside what cannot
 (garbage moved to x/TIME/… on S3, under q#MS/… on DynamoDB, named in the
-report). --catalog checks the namespace's catalog
-scope too. Through a node (--store http://HOST:PORT) the check runs on the
+report). --catalog checks the catalog scope too, and the namespace's rows in
+it: an entry no lake client writes is named, and --repair deletes it. Through a node (--store http://HOST:PORT) the check runs on the
 node's own driver and the node sends the report back. Exit 0 when nothing is
 left to repair, 1 otherwise; a driver without a check exits 6. See
 docs/datastore.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withNamespace(cmd, func(ns *datastore.Store) error {
-				scopes := []*datastore.Store{ns}
+				scopes := []checkScope{{s: ns}}
 				if o.catalog {
 					cat, err := ns.CatalogStore()
 					if err != nil {
 						return err
 					}
-					scopes = append(scopes, cat)
+					scopes = append(scopes, checkScope{s: cat, rowsOf: ns})
 				}
 				run := func(fence *datastore.Fence) error {
 					return runDataCheck(cmd.Context(), cmd.OutOrStdout(), scopes, datastore.CheckOptions{Repair: o.repair, Chunks: o.chunks, Fence: fence})
@@ -62,11 +63,24 @@ docs/datastore.md.`,
 	return cmd
 }
 
+// checkScope is a scope lake data check reads: a namespace, or the
+// catalog scope with the rows of namespace rowsOf (catalog.CheckRows).
+type checkScope struct {
+	s      *datastore.Store
+	rowsOf *datastore.Store
+}
+
 // runDataCheck checks each scope and prints its problems and a summary.
-func runDataCheck(ctx context.Context, w io.Writer, scopes []*datastore.Store, o datastore.CheckOptions) error {
+func runDataCheck(ctx context.Context, w io.Writer, scopes []checkScope, o datastore.CheckOptions) error {
 	left := 0
-	for _, s := range scopes {
+	for _, sc := range scopes {
+		s := sc.s
 		rep, err := s.Check(ctx, o)
+		if err == nil && sc.rowsOf != nil {
+			var rows []datastore.Problem
+			rows, err = catalog.CheckRows(ctx, sc.rowsOf, o)
+			rep.Problems = append(rep.Problems, rows...)
+		}
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p)
 		}

@@ -77,6 +77,7 @@ func testWorkingTreeRows(t *testing.T, dir, store string) {
 // commits, names it on stderr and exits 9; lake data catalog --since names
 // it on stderr and prints the honest rows, and so does lake data catalog
 // --all. Before, each failed, and so did every sync of every namespace.
+// lake data check --catalog names them and --repair removes them.
 func TestForeignCatalogEntryFromOutside(t *testing.T) {
 	dir := t.TempDir()
 	store := "bolt://" + filepath.Join(dir, "lake.db")
@@ -102,12 +103,17 @@ func TestForeignCatalogEntryFromOutside(t *testing.T) {
 	if err := dstest.ForeignPut(t.Context(), cat, "ns2/../../x", "x", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
+	// A row of the namespace's own partition that does not decode, for a
+	// model that does not exist: no fold ever writes it again.
+	if err := dstest.ForeignPut(t.Context(), cat, "default/z/9", "x", []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	if err := os.WriteFile(f, []byte("f1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := lake("data", "sync", "-C", tree)
-	if r.code != exitPartial || !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stderr, "delete it in the backend") {
+	if r.code != exitPartial || !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stderr, "delete it in the backend") || !strings.Contains(r.stderr, "lake: skipped default/z/9") {
 		t.Fatalf("sync beside a foreign catalog entry: exit %d, %q; want 9 naming it", r.code, r.stderr)
 	}
 	if got := ok(t, lake("data", "get", "data/m/1/f")).stdout; got != "f1" {
@@ -121,4 +127,21 @@ func TestForeignCatalogEntryFromOutside(t *testing.T) {
 	if !strings.Contains(r.stderr, "lake: skipped ns2/../../x: names no model") || !strings.Contains(r.stdout, "default\tm/1\t") {
 		t.Fatalf("catalog --all beside a foreign entry: %+v", r)
 	}
+	if !strings.Contains(r.stderr, "lake: skipped default/z/9: is not a catalog row") || !strings.Contains(r.stderr, "lake data check --catalog --repair --namespace default deletes it") {
+		t.Fatalf("catalog --all names the garbage row with its way out: %q", r.stderr)
+	}
+	// The way out: check names both, --repair moves the one the store
+	// refuses aside and deletes the row.
+	if r := lake("data", "check", "--catalog"); r.code != 1 || !strings.Contains(r.stdout, "catalog row default/z/9: an entry no lake client writes") {
+		t.Fatalf("check --catalog: exit %d, %q", r.code, r.stdout)
+	}
+	ok(t, lake("data", "check", "--catalog", "--repair"))
+	ok(t, lake("data", "check", "--catalog"))
+	if r := ok(t, lake("data", "catalog", "--all")); strings.Contains(r.stderr, "skipped") || !strings.Contains(r.stdout, "default\tm/1\t") {
+		t.Fatalf("catalog --all after the repair: %+v", r)
+	}
+	if err := os.WriteFile(f, []byte("f2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, lake("data", "sync", "-C", tree))
 }

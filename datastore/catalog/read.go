@@ -82,29 +82,45 @@ type Skip struct {
 
 func (s Skip) String() string { return s.Entry + ": " + s.Why }
 
-// foreign is the way out every Skip names.
+// foreign is the way out a Skip names when lake cannot delete the entry.
 const foreign = "a foreign writer's entry, never mirrored (delete it in the backend)"
 
 // rowChange returns the change info records in the feed of namespace
 // ns's partition, or a Skip if no lake client writes such an entry.
 func rowChange(ns string, info datastore.Info) (Change, *Skip) {
+	ch, why, deletable := rowEntry(ns, info)
+	if why == "" {
+		return ch, nil
+	}
+	out := foreign
+	if deletable {
+		out = fmt.Sprintf("a foreign writer's entry, never mirrored (lake data check --catalog --repair --namespace %s deletes it)", ns)
+	}
+	return Change{}, &Skip{info.Path, why + ": " + out}
+}
+
+// rowEntry returns the change info records in the feed of namespace ns's
+// partition, or why no lake client writes such an entry, and whether lake
+// can delete it (CheckRows: a valid path of ns's own partition).
+func rowEntry(ns string, info datastore.Info) (ch Change, why string, deletable bool) {
 	nsName, model, ok := parseRowPath(info.Path)
+	deletable = nsName == ns && datastore.ValidatePath(info.Path) == nil && datastore.ValidateNamespace(ns) == nil
 	switch {
 	case !ok:
-		return Change{}, &Skip{info.Path, "names no model: " + foreign}
+		return Change{}, "names no model", deletable
 	case nsName != ns:
-		return Change{}, &Skip{info.Path, fmt.Sprintf("is filed in namespace %q's partition: %s", ns, foreign)}
+		return Change{}, fmt.Sprintf("is filed in namespace %q's partition", ns), false
 	case info.Deleted:
-		return Change{Namespace: nsName, Model: model, Removed: true}, nil
+		return Change{Namespace: nsName, Model: model, Removed: true}, "", false
 	}
 	r, err := decodeRow(info)
 	if err != nil {
-		return Change{}, &Skip{info.Path, fmt.Sprintf("is not a catalog row (%v): %s", err, foreign)}
+		return Change{}, fmt.Sprintf("is not a catalog row (%v)", err), deletable
 	}
 	if r.Namespace != nsName || r.Model != model {
-		return Change{}, &Skip{info.Path, fmt.Sprintf("holds the row of %s/%s: %s", r.Namespace, r.Model, foreign)}
+		return Change{}, fmt.Sprintf("holds the row of %s/%s", r.Namespace, r.Model), deletable
 	}
-	return Change{Namespace: nsName, Model: model, Row: r}, nil
+	return Change{Namespace: nsName, Model: model, Row: r}, "", false
 }
 
 // readPage is the most changes Read asks a namespace's feed for at once.
