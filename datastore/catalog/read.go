@@ -80,6 +80,7 @@ type Skip struct {
 	Why string
 }
 
+// String is the skip as a sync prints it after "skipped ".
 func (s Skip) String() string { return s.Entry + ": " + s.Why }
 
 // foreign is the way out a Skip names when lake cannot delete the entry.
