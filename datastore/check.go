@@ -49,6 +49,8 @@ type Problem struct {
 	Repaired bool `json:"repaired,omitempty"`
 }
 
+// String is the problem as lake data check prints it: OBJECT: WHAT, then
+// what --repair does or did.
 func (p Problem) String() string {
 	s := p.Object + ": " + p.What
 	switch {
