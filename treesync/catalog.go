@@ -35,6 +35,9 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report, sk *skip
 	}
 	if t.opts.Catalog == CatalogExport {
 		mirror, err := t.loadCatalog()
+		if errors.Is(err, errMirrorDamaged) {
+			mirror, err = map[string]catalog.Row{}, t.dropMirror(rep) // read whole below anyway
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +66,7 @@ func (t *Tree) readCatalog(ctx context.Context, st *state, rep *Report, sk *skip
 	if err != nil {
 		return nil, err
 	}
-	return t.applyCatalog(st, rep, sk, ch, next)
+	return t.applyCatalogOrHeal(ctx, st, rep, sk, ch, next)
 }
 
 // applyCatalog brings the mirror up to date with ch, the catalog's changes
@@ -130,27 +133,38 @@ func (t *Tree) loadCatalog() (map[string]catalog.Row, error) {
 }
 
 // errMirrorDamaged is loadCatalog's error for a mirror that does not
-// decode (an edit, a disk's damage): a sync rebuilds it (healMirror).
+// decode (an edit, a disk's damage): a sync rebuilds it
+// (applyCatalogOrHeal).
 var errMirrorDamaged = errors.New("lake: damaged catalog mirror")
 
-// healMirror starts the catalog mirror again when it does not decode: it
-// is the catalog's copy, so the sync removes it and reads the catalog
-// whole, as a new tree does, and says so (a warning) instead of failing
-// before its push. A model of the tree's own namespace pruned since the
-// mirror's last good state is then not seen as removed: its files stay in
-// the tree until deleted by hand, as after removing the mirror by hand.
-func (t *Tree) healMirror(st *state, rep *Report) {
-	if t.opts.Catalog == CatalogOff {
-		return
+// applyCatalogOrHeal is applyCatalog, which reads the mirror; a mirror
+// that does not decode is the catalog's copy, so it is removed and the
+// catalog read whole, as by a new tree, and applied instead, with a
+// warning, rather than failing the sync before its push. A model of the
+// tree's own namespace pruned since the mirror's last good state is then
+// not seen as removed: its files stay in the tree until deleted by hand,
+// as after removing the mirror by hand.
+func (t *Tree) applyCatalogOrHeal(ctx context.Context, st *state, rep *Report, sk *skips, ch catalog.Changes, next catalog.Cursor) ([]string, error) {
+	removed, err := t.applyCatalog(st, rep, sk, ch, next)
+	if !errors.Is(err, errMirrorDamaged) {
+		return removed, err
 	}
-	if _, err := t.loadCatalog(); !errors.Is(err, errMirrorDamaged) {
-		return // sound, or unreadable: the sync's own read reports it
+	if err := t.dropMirror(rep); err != nil {
+		return nil, err
 	}
+	if ch, next, err = catalog.Read(ctx, t.root, catalog.Cursor{}); err != nil {
+		return nil, err
+	}
+	return t.applyCatalog(st, rep, sk, ch, next)
+}
+
+// dropMirror removes a mirror that does not decode, and says so.
+func (t *Tree) dropMirror(rep *Report) error {
 	if err := t.fs.removeState(CatalogFile); err != nil {
-		return
+		return err
 	}
-	st.Catalog = catalog.Cursor{}
 	rep.Warnings = append(rep.Warnings, fmt.Sprintf("the catalog mirror %s did not decode: removed; this sync reads the catalog whole", t.catalogPath()))
+	return nil
 }
 
 func (t *Tree) saveCatalog(m map[string]catalog.Row) error {

@@ -88,7 +88,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 		if t.opts.Catalog == CatalogOff || catErr != nil {
 			return false, nil, nil // the locked path reads it again and says why
 		}
-		dropped, err := t.applyCatalog(st, rep, sk, ch, catNext)
+		dropped, err := t.applyCatalogOrHeal(ctx, st, rep, sk, ch, catNext)
 		if err != nil {
 			return false, nil, err
 		}
@@ -105,7 +105,7 @@ func (t *Tree) quiet(ctx context.Context, st *state, models []string, rep *Repor
 	if catErr != nil {
 		return false, nil, catErr
 	}
-	dropped, err := t.applyCatalog(st, rep, sk, ch, catNext)
+	dropped, err := t.applyCatalogOrHeal(ctx, st, rep, sk, ch, catNext)
 	rep.Pull = time.Since(pullStart)
 	if err != nil {
 		return false, nil, err

@@ -89,7 +89,6 @@ func (t *Tree) run1(ctx context.Context, scope Scope, fn func(context.Context, *
 	if err != nil {
 		return rep, err
 	}
-	t.healMirror(st, &rep) // catalog.go
 	hints := t.hintsSize()
 	// Sync finds its dirty paths now, to upload them before the lock. Run
 	// walks once, after fn; before it, only hinted paths count, and the
