@@ -31,15 +31,21 @@ func (d *Driver) GetRecord(ctx context.Context, key string) ([]byte, error) {
 // else (the store's ETags are not MD5s, or the value differs) a read then a
 // replace with If-Match on the ETag read.
 // It returns the old object (etag empty if absent) and the new ETag.
-func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) (object, string, error) {
+func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Expect, value []byte) (old object, etag string, err error) {
 	k := d.recordKey(key)
-	sent := time.Now() // ownwrite.go
-	if expect.Absent() {
-		etag, err := d.c.create(ctx, k, value)
+	sent := time.Now()
+	defer func() {
+		// What this process knows of the record from now on: what it
+		// wrote (knownheads.go, ownwrite.go: counted from the first
+		// request's sending), or, when its write failed or its outcome
+		// is not known, nothing.
 		if err == nil {
 			d.keepWritten(k, etag, value)
 		}
 		d.wroteRecord(k, okValue(err, value), sent)
+	}()
+	if expect.Absent() {
+		etag, err = d.c.create(ctx, k, value)
 		return object{}, etag, err
 	}
 	// S3's ETag of an object written in one part without KMS is the MD5
@@ -47,15 +53,11 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	// applies exactly when the record holds those bytes, in one request.
 	// Where the ETag is something else, it fails, and the read below
 	// settles it.
-	if etag, err := d.c.replace(ctx, k, md5ETag(expect.Value()), value); err == nil {
-		d.keepWritten(k, etag, value)
-		d.wroteRecord(k, value, sent)
+	if etag, err = d.c.replace(ctx, k, md5ETag(expect.Value()), value); err == nil {
 		return object{body: expect.Value()}, etag, nil
 	} else if !errors.Is(err, metastore.ErrConflict) {
-		d.wroteRecord(k, nil, sent)
 		return object{}, "", err
 	}
-	d.wroteRecord(k, nil, sent) // another write got there: read below
 	cur, err := d.c.get(ctx, k)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return object{}, "", metastore.Conflict(key, "record differs from expected")
@@ -66,12 +68,7 @@ func (d *Driver) casRecord(ctx context.Context, key string, expect metastore.Exp
 	if !expect.Matches(true, cur.body) {
 		return object{}, "", metastore.Conflict(key, "record differs from expected")
 	}
-	sent = time.Now()
-	etag, err := d.c.replace(ctx, k, cur.etag, value)
-	if err == nil {
-		d.keepWritten(k, etag, value)
-	}
-	d.wroteRecord(k, okValue(err, value), sent)
+	etag, err = d.c.replace(ctx, k, cur.etag, value)
 	return cur, etag, err
 }
 
