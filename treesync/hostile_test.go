@@ -36,12 +36,7 @@ func foreignPut(t *testing.T, s *datastore.Store, p, content string) {
 }
 
 func foreignPutErr(ctx context.Context, s *datastore.Store, p, content string) error {
-	return foreignPutMeta(ctx, s, p, content, []byte{})
-}
-
-// foreignPutMeta is foreignPutErr with the file's metadata meta.
-func foreignPutMeta(ctx context.Context, s *datastore.Store, p, content string, meta []byte) error {
-	return dstest.ForeignPut(ctx, s, p, content, meta)
+	return dstest.ForeignPut(ctx, s, p, content, []byte{})
 }
 
 func put(t *testing.T, s *datastore.Store, p, content string) {
@@ -206,7 +201,7 @@ func TestForeignCatalogEntriesSkipped(t *testing.T) {
 			{"ns4/t%2F1%2Fx", string(forged)},              // another model's row
 			{catalog.RowPath("default", "m/1"), "garbage"}, // the tree's own model's row, damaged
 		} {
-			if err := foreignPutMeta(ctx, cat, e.path, "x", []byte(e.meta)); err != nil {
+			if err := dstest.ForeignPut(ctx, cat, e.path, "x", []byte(e.meta)); err != nil {
 				t.Fatalf("foreign commit of %q: %v", e.path, err)
 			}
 		}
