@@ -343,9 +343,7 @@ writes it (a foreign writer's) is named on stderr: "lake: skipped ENTRY: why".`,
 					if err != nil {
 						return err
 					}
-					for _, sk := range ch.Skipped {
-						fmt.Fprintf(cmd.ErrOrStderr(), "lake: skipped %s\n", sk)
-					}
+					printCatalogSkips(cmd.ErrOrStderr(), ch.Skipped)
 					for _, c := range ch.Changes {
 						if c.Removed {
 							fmt.Fprintf(out, "removed\t%s\t%s\n", c.Namespace, c.Model)
@@ -370,9 +368,7 @@ writes it (a foreign writer's) is named on stderr: "lake: skipped ENTRY: why".`,
 				if err != nil {
 					return err
 				}
-				for _, sk := range skipped {
-					fmt.Fprintf(cmd.ErrOrStderr(), "lake: skipped %s\n", sk)
-				}
+				printCatalogSkips(cmd.ErrOrStderr(), skipped)
 				for _, r := range rows {
 					if err := printRow(out, r, asJSON, ""); err != nil {
 						return err
@@ -405,4 +401,12 @@ func printRow(w io.Writer, r catalog.Row, asJSON bool, prefix string) error {
 	_, err := fmt.Fprintf(w, "%s%s\t%s\t%s\t%d\t%d\t%s\t%s\n", prefix, r.Namespace, r.Model, r.State, r.Files, r.Bytes,
 		r.Created.UTC().Format(time.RFC3339), deleted)
 	return err
+}
+
+// printCatalogSkips names the catalog entries a read left out, as a sync
+// names what it skipped (printSkipped).
+func printCatalogSkips(w io.Writer, skipped []catalog.Skip) {
+	for _, s := range skipped {
+		fmt.Fprintf(w, "lake: skipped %s\n", s)
+	}
 }
